@@ -1,1 +1,66 @@
-export {};
+/**
+ * `@docket/contracts`: the domain contracts every Docket service shares,
+ * with no I/O. Deep imports are not part of the API.
+ */
+export {
+  ERROR_DOMAIN,
+  ERROR_REASONS,
+  ERROR_REASON_CODES,
+  DocketError,
+  GRPC_CODE,
+  invalidField,
+  isDocketError,
+  isErrorReason,
+  limitExceeded,
+  mayHaveSucceeded,
+  notFound,
+  type DocketErrorOptions,
+  type ErrorReason,
+  type FieldViolation,
+  type GrpcCodeName,
+} from './errors.js';
+export { LIMITS, QUEUE_NAME_PATTERN, isValidQueueName, type LimitName } from './limits.js';
+export { coerceEventPageSize, coerceListPageSize } from './page-size.js';
+export { ID_PATTERN, ID_PREFIXES, isIdOf, isValidId, newId, type IdPrefix } from './ids.js';
+export { IdempotencyKey, keyFingerprint, parseIdempotencyKey } from './idempotency-key.js';
+export {
+  computeRequestDigest,
+  isRequestDigest,
+  parseRequestDigest,
+  type RequestDigest,
+  type RequestDigestInput,
+} from './request-digest.js';
+export { canonicalJson, canonicalJsonByteLength, type JsonValue } from './canonical-json.js';
+export {
+  JOB_STATUSES,
+  LEGAL_EDGES,
+  TERMINAL_STATUSES,
+  assertLegalTransition,
+  isJobStatusName,
+  isLegalTransition,
+  isTerminal,
+  type JobStatusName,
+} from './job-status.js';
+export {
+  CHAIN_DOMAIN_TAG,
+  CHAIN_VERSION,
+  GENESIS_HASH,
+  computeEventHash,
+  eventChainPreimage,
+  formatOccurredAt,
+  sealEvent,
+  verifyChainSegment,
+  type ChainAnchor,
+  type ChainBreak,
+  type ChainLink,
+  type ChainVerdict,
+  type StoredEvent,
+} from './event-chain.js';
+export {
+  RETRY_BOUNDS,
+  RETRY_DEFAULTS,
+  validateJobSpec,
+  type JobSpecInput,
+  type ValidJobSpec,
+} from './job-spec.js';
+export { openToken, sealToken } from './signed-token.js';

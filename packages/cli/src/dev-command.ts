@@ -1,0 +1,101 @@
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { UsageError, type Command } from './command.js';
+import { DEV_LOG_MODES, type DevLogMode } from './dev-log-sink.js';
+import { runDev } from './run-dev.js';
+import { serviceEntryPath } from './service-names.js';
+
+/** The repository root, three levels above this file (`packages/cli/{src,dist}/`). */
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+
+/**
+ * `docket dev`: the whole system on this machine (what `npm start` runs).
+ * The first Ctrl-C (or SIGTERM) stops it in order; a second one kills the
+ * services at once.
+ */
+export const devCommand: Command = {
+  name: 'dev',
+  summary: 'run the whole system locally: embedded Postgres and the four services',
+  help: `Usage: docket dev [--logs=warn|all|none]
+
+Runs Docket on this machine (this is what npm start runs): PostgreSQL, then
+the state service, then admission, execution and events, each as its own
+process. Once all four answer SERVING on grpc.health.v1.Health it prints
+their addresses, development tokens and an example call. Ctrl-C stops the
+services (state last), then Postgres. If any of them dies, everything is
+stopped and the exit code is 1.
+
+Options:
+  --logs=<mode>   service log lines shown in the terminal:
+                    warn  warnings, errors and non-JSON output (default)
+                    all   every line
+                    none  nothing
+                  Every line is always written to <data dir>/logs/<service>.log,
+                  Postgres' log to <data dir>/logs/postgres.log.
+
+Environment:
+  DOCKET_DATA_DIR         data directory, default .docket: holds postgres/
+                          (the embedded cluster, kept across runs),
+                          secrets.json and logs/
+  DOCKET_DATABASE_URL     use this Postgres instead of the embedded one
+  DOCKET_POSTGRES_PORT    port of the embedded Postgres (default: a free port)
+  DOCKET_ADMISSION_PORT   default 7401  \\
+  DOCKET_EXECUTION_PORT   default 7402   | 0 picks a free port; all services
+  DOCKET_EVENTS_PORT      default 7403   | listen on 127.0.0.1
+  DOCKET_STATE_PORT       default 7404  /
+  DOCKET_AUTH_SECRET      HS256 secret (default: generated into secrets.json)
+  DOCKET_CURSOR_SECRET    cursor secret (default: generated into secrets.json)
+Other variables (NODE_OPTIONS, OTEL_*, ...) are passed on to the services.
+`,
+  async run(args, context) {
+    const logMode = parseLogMode(args);
+    const stop = new AbortController();
+    let interrupts = 0;
+    const onSignal = (): void => {
+      interrupts += 1;
+      if (interrupts === 1) {
+        context.err('\nStopping (press Ctrl-C again to kill the services at once) ...\n');
+        stop.abort();
+      } else {
+        // The exit hooks SIGKILL the services and ask Postgres for a fast shutdown.
+        process.exit(130);
+      }
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    try {
+      return await runDev({
+        env: context.env,
+        cwd: context.cwd,
+        out: context.out,
+        err: context.err,
+        logMode,
+        colors: process.stdout.isTTY === true && !context.env['NO_COLOR'],
+        entryFor: (name) => serviceEntryPath(REPO_ROOT, name),
+        stop: stop.signal,
+      });
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  },
+};
+
+function parseLogMode(args: readonly string[]): DevLogMode {
+  let logs: string | undefined;
+  try {
+    ({ logs } = parseArgs({
+      args: [...args],
+      options: { logs: { type: 'string' } },
+      strict: true,
+      allowPositionals: false,
+    }).values);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (logs === undefined) return 'warn';
+  const mode = DEV_LOG_MODES.find((candidate) => candidate === logs);
+  if (!mode) throw new UsageError(`--logs must be one of ${DEV_LOG_MODES.join(', ')}`);
+  return mode;
+}

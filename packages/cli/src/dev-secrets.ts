@@ -1,0 +1,73 @@
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/** The secrets a local system signs tokens and cursors with. */
+export interface DevSecrets {
+  /** HS256 secret (`DOCKET_AUTH_SECRET`). */
+  readonly authSecret: string;
+  /** Page token and cursor secret (`DOCKET_CURSOR_SECRET`). */
+  readonly cursorSecret: string;
+}
+
+/** `<dataDir>/secrets.json`. */
+export function devSecretsPath(dataDir: string): string {
+  return join(dataDir, 'secrets.json');
+}
+
+/**
+ * Reads `<dataDir>/secrets.json`, creating it on first use with two fresh
+ * 256-bit secrets, mode 0600. Keeping them across runs keeps tokens minted
+ * by `docket token` (and cursors held by clients) valid after a restart.
+ */
+export async function loadOrCreateDevSecrets(dataDir: string): Promise<DevSecrets> {
+  await mkdir(dataDir, { recursive: true });
+  const fresh: DevSecrets = {
+    authSecret: randomBytes(32).toString('base64url'),
+    cursorSecret: randomBytes(32).toString('base64url'),
+  };
+  try {
+    await writeFile(devSecretsPath(dataDir), `${JSON.stringify(fresh, null, 2)}\n`, {
+      flag: 'wx',
+      mode: 0o600,
+    });
+    return fresh;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  const existing = await readDevSecrets(dataDir);
+  if (!existing) throw new Error(`${devSecretsPath(dataDir)} vanished while being read`);
+  return existing;
+}
+
+/**
+ * Reads `<dataDir>/secrets.json` without creating it: `undefined` when it
+ * does not exist; an error naming the file when it is malformed. Tightens
+ * the file to 0600 if others could read it.
+ */
+export async function readDevSecrets(dataDir: string): Promise<DevSecrets | undefined> {
+  const file = devSecretsPath(dataDir);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  if (((await stat(file)).mode & 0o077) !== 0) await chmod(file, 0o600);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  const record = (parsed ?? {}) as Partial<Record<keyof DevSecrets, unknown>>;
+  if (!isSecret(record.authSecret) || !isSecret(record.cursorSecret)) {
+    throw new Error(`${file} is not valid: expected {"authSecret": "...", "cursorSecret": "..."}`);
+  }
+  return { authSecret: record.authSecret, cursorSecret: record.cursorSecret };
+}
+
+function isSecret(value: unknown): value is string {
+  return typeof value === 'string' && value.length >= 16;
+}

@@ -1,0 +1,55 @@
+import type { ServiceName } from './service-names.js';
+
+/** What `docket dev` reports once the system is healthy. */
+export interface DevSummary {
+  readonly urls: Readonly<Record<ServiceName, string>>;
+  readonly databaseUrl: string;
+  /** Set when the embedded Postgres is used: its data directory. */
+  readonly embeddedPostgresDir: string | undefined;
+  readonly secretsFile: string;
+  readonly logsDir: string;
+  readonly userToken: string;
+  readonly workerToken: string;
+  readonly tokenTtlDays: number;
+  readonly healthyAfterMs: number;
+}
+
+const ROLES_OF: Record<ServiceName, string> = {
+  admission: 'public API: submit, read, list, cancel, approve, delete',
+  execution: 'worker API: claim, renew, progress, outcome',
+  events: 'job event streams and the change feed',
+  state: 'internal; the only service that talks to Postgres',
+};
+
+const ORDER: readonly ServiceName[] = ['admission', 'execution', 'events', 'state'];
+
+/** The text printed when `docket dev` is ready: addresses, tokens, and a first call to try. */
+export function formatDevSummary(summary: DevSummary): string {
+  const seconds = (summary.healthyAfterMs / 1000).toFixed(1);
+  const lines = [
+    '',
+    `Docket is running: all four services report SERVING (healthy after ${seconds} s).`,
+    '',
+    ...ORDER.map((name) => `  ${name.padEnd(10)} ${summary.urls[name].padEnd(24)} ${ROLES_OF[name]}`),
+    `  ${'postgres'.padEnd(10)} ${summary.databaseUrl}`,
+    summary.embeddedPostgresDir === undefined
+      ? `             (DOCKET_DATABASE_URL)`
+      : `             (embedded, data in ${summary.embeddedPostgresDir})`,
+    '',
+    `Development tokens (valid ${summary.tokenTtlDays} days, signed with the secret in ${summary.secretsFile}):`,
+    `  user   (sub "dev")         ${summary.userToken}`,
+    `  worker (sub "dev-worker")  ${summary.workerToken}`,
+    '  more: docket token --subject <s> --role <user|admin|worker> [--ttl <seconds>]',
+    '',
+    'Try it:',
+    `  export DOCKET_TOKEN=${summary.userToken}`,
+    '  npx buf curl --http2-prior-knowledge --protocol grpc \\',
+    '    -H "authorization: Bearer $DOCKET_TOKEN" \\',
+    `    -d '{"idempotencyKey":"dev-example-0001","queue":"default","input":{"hello":"world"}}' \\`,
+    `    ${summary.urls.admission}/docket.admission.v1.AdmissionService/SubmitJob`,
+    '',
+    `Logs: ${summary.logsDir} (warnings and errors also appear here). Ctrl-C stops everything.`,
+    '',
+  ];
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,19 @@
+export {
+  SERVICE_NAMES,
+  FRONT_SERVICE_NAMES,
+  DEFAULT_SERVICE_PORTS,
+  isServiceName,
+  serviceEntryPath,
+  type ServiceName,
+} from './service-names.js';
+export { serviceEnvironment, type DocketServiceSettings } from './service-environment.js';
+export {
+  launchService,
+  parseListeningUrl,
+  describeExit,
+  ServiceLaunchError,
+  type LaunchedService,
+  type LaunchServiceOptions,
+  type ServiceExit,
+} from './launch-service.js';
+export { waitForServing, type WaitForServingOptions } from './wait-for-serving.js';

@@ -1,0 +1,213 @@
+import { access, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { mintToken } from '@docket/auth';
+import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '@docket/embedded-postgres';
+import { resolveDataDir } from './data-dir.js';
+import { DEV_HOST, devPostgresPort, devServicePorts, inheritedServiceEnv } from './dev-config.js';
+import { DevLogSink, type DevLogMode } from './dev-log-sink.js';
+import { devSecretsPath, loadOrCreateDevSecrets } from './dev-secrets.js';
+import { formatDevSummary } from './dev-summary.js';
+import { describeExit, launchService, type LaunchedService } from './launch-service.js';
+import { serviceEnvironment, type DocketServiceSettings } from './service-environment.js';
+import { FRONT_SERVICE_NAMES, SERVICE_NAMES, type ServiceName } from './service-names.js';
+import { waitForServing } from './wait-for-serving.js';
+
+/** Options for {@link runDev}. */
+export interface RunDevOptions {
+  readonly env: NodeJS.ProcessEnv;
+  readonly cwd: string;
+  readonly out: (text: string) => void;
+  readonly err: (text: string) => void;
+  readonly logMode: DevLogMode;
+  readonly colors: boolean;
+  /** The script each service runs, normally `services/<name>/dist/main.js`. */
+  readonly entryFor: (name: ServiceName) => string;
+  /** Aborted on Ctrl-C / SIGTERM: stop everything in order and return 0. */
+  readonly stop: AbortSignal;
+}
+
+const TOKEN_TTL_DAYS = 30;
+const SHUTDOWN_GRACE_MS = 15_000;
+const DATABASE_NAME = 'docket';
+
+/**
+ * `docket dev`: Postgres (embedded under `<data dir>/postgres` unless
+ * `DOCKET_DATABASE_URL` is set), then state, then admission, execution and
+ * events, each a child process in its own process group. Prints the summary
+ * once all four report SERVING and runs until `stop` aborts (exit code 0) or
+ * a child dies (everything else is stopped; exit code 1). Shutdown is
+ * ordered: the three front services, then state, then Postgres.
+ */
+export async function runDev(options: RunDevOptions): Promise<number> {
+  const began = performance.now();
+  const { env } = options;
+  const dataDir = resolveDataDir(env, options.cwd);
+  const logsDir = join(dataDir, 'logs');
+  const ports = devServicePorts(env);
+  for (const name of SERVICE_NAMES) await assertBuilt(options.entryFor(name));
+  await mkdir(logsDir, { recursive: true });
+  const logs = new DevLogSink({ logsDir, mode: options.logMode, out: options.out, colors: options.colors });
+
+  const lifetime = new Lifetime(options.stop);
+  const services = new Map<ServiceName, LaunchedService>();
+  let postgres: EmbeddedPostgresHandle | undefined;
+  let failure: string | undefined;
+  try {
+    const stored = await loadOrCreateDevSecrets(dataDir);
+    const authSecret = env['DOCKET_AUTH_SECRET'] || stored.authSecret;
+    const cursorSecret = env['DOCKET_CURSOR_SECRET'] || stored.cursorSecret;
+
+    let databaseUrl = env['DOCKET_DATABASE_URL'];
+    if (!databaseUrl) {
+      options.out(`Starting embedded Postgres in ${join(dataDir, 'postgres')} ...\n`);
+      const port = devPostgresPort(env);
+      postgres = await lifetime.race(
+        startEmbeddedPostgres({
+          dataDir: join(dataDir, 'postgres'),
+          persistent: true,
+          ...(port === undefined ? {} : { port }),
+          onLog: (line) => logs.write('postgres', line, false),
+        }),
+      );
+      const server = postgres;
+      void server.exited.then(() =>
+        lifetime.fail(`Postgres exited unexpectedly; see ${logs.fileOf('postgres')}`),
+      );
+      databaseUrl = await lifetime.race(server.createDatabase(DATABASE_NAME));
+    }
+
+    const settings: DocketServiceSettings = {
+      authSecret,
+      cursorSecret,
+      databaseUrl,
+      serviceToken: await mintToken({ secret: authSecret, subject: 'docket-dev', role: 'service' }),
+    };
+    const baseEnv = inheritedServiceEnv(env);
+    const launch = (name: ServiceName, stateUrl?: string): LaunchedService => {
+      const service = launchService({
+        name,
+        entry: options.entryFor(name),
+        env: { ...baseEnv, ...serviceEnvironment(name, settings, `${DEV_HOST}:${ports[name]}`, stateUrl) },
+        onLine: (line) => logs.write(name, line),
+        detached: true,
+      });
+      services.set(name, service);
+      void service.exited.then((exit) =>
+        lifetime.fail(`the ${name} service exited unexpectedly (${describeExit(exit)})`, service.recentLines()),
+      );
+      return service;
+    };
+
+    options.out('Starting the state service ...\n');
+    const stateUrl = await lifetime.race(launch('state').ready);
+    options.out('Starting admission, execution and events ...\n');
+    const fronts = FRONT_SERVICE_NAMES.map((name) => launch(name, stateUrl));
+    const frontUrls = await lifetime.race(Promise.all(fronts.map((service) => service.ready)));
+    const urls = { state: stateUrl } as Record<ServiceName, string>;
+    FRONT_SERVICE_NAMES.forEach((name, index) => (urls[name] = frontUrls[index] ?? ''));
+    await lifetime.race(
+      Promise.all(SERVICE_NAMES.map((name) => waitForServing(urls[name], { signal: lifetime.signal }))),
+    );
+
+    const ttlSeconds = TOKEN_TTL_DAYS * 24 * 3600;
+    options.out(
+      formatDevSummary({
+        urls,
+        databaseUrl,
+        embeddedPostgresDir: postgres ? join(dataDir, 'postgres') : undefined,
+        secretsFile: devSecretsPath(dataDir),
+        logsDir,
+        userToken: await mintToken({ secret: authSecret, subject: 'dev', role: 'user', ttlSeconds }),
+        workerToken: await mintToken({ secret: authSecret, subject: 'dev-worker', role: 'worker', ttlSeconds }),
+        tokenTtlDays: TOKEN_TTL_DAYS,
+        healthyAfterMs: performance.now() - began,
+      }),
+    );
+    failure = await lifetime.ended;
+  } catch (error) {
+    failure = error instanceof LifetimeEnded ? error.failure : (error as Error).message;
+  } finally {
+    lifetime.close();
+    if (failure !== undefined) options.err(`\ndocket dev: ${failure}\n`);
+    options.out('Stopping ...\n');
+    await Promise.all(
+      FRONT_SERVICE_NAMES.map((name) => services.get(name)?.stop('SIGTERM', SHUTDOWN_GRACE_MS)),
+    );
+    await services.get('state')?.stop('SIGTERM', SHUTDOWN_GRACE_MS);
+    await postgres?.stop();
+    await logs.close();
+    options.out('Stopped.\n');
+  }
+  return failure === undefined ? 0 : 1;
+}
+
+async function assertBuilt(entry: string): Promise<void> {
+  await access(entry).catch(() => {
+    throw new Error(`${entry} does not exist: build the services first (npm run build)`);
+  });
+}
+
+/** Raised by {@link Lifetime.race} when the session ends before the awaited step. */
+class LifetimeEnded extends Error {
+  override readonly name = 'LifetimeEnded';
+  constructor(readonly failure: string | undefined) {
+    super(failure ?? 'stopped');
+  }
+}
+
+/**
+ * The life of one `docket dev` session: it ends when the user stops it or
+ * the first failure is reported, whichever comes first, and every startup
+ * step is raced against that end so Ctrl-C during startup is prompt.
+ */
+class Lifetime {
+  readonly ended: Promise<string | undefined>;
+  readonly #controller = new AbortController();
+  #end!: (failure: string | undefined) => void;
+  #closed = false;
+  readonly #onStop: () => void;
+  readonly #stop: AbortSignal;
+
+  constructor(stop: AbortSignal) {
+    this.ended = new Promise((resolve) => (this.#end = resolve));
+    this.#stop = stop;
+    this.#onStop = () => this.#finish(undefined);
+    if (stop.aborted) this.#onStop();
+    else stop.addEventListener('abort', this.#onStop, { once: true });
+  }
+
+  /** Aborted when the session ends; for steps that take a signal. */
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** Ends the session with `message` (and the child's last lines), unless it already ended. */
+  fail(message: string, recentLines: readonly string[] = []): void {
+    const detail = recentLines.length === 0 ? '' : `; its last lines:\n${recentLines.join('\n')}`;
+    this.#finish(`${message}${detail}`);
+  }
+
+  /** `step`, unless the session ends first. */
+  race<T>(step: Promise<T>): Promise<T> {
+    return Promise.race([
+      step,
+      this.ended.then((failure): never => {
+        throw new LifetimeEnded(failure);
+      }),
+    ]);
+  }
+
+  /** From now on, exits are expected: the session is shutting down. */
+  close(): void {
+    this.#finish(undefined);
+    this.#closed = true;
+    this.#stop.removeEventListener('abort', this.#onStop);
+  }
+
+  #finish(failure: string | undefined): void {
+    if (this.#closed || this.#controller.signal.aborted) return;
+    this.#controller.abort();
+    this.#end(failure);
+  }
+}

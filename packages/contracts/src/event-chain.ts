@@ -1,0 +1,166 @@
+import { canonicalJson, type JsonValue } from './canonical-json.js';
+import { isSha256Hex, sha256Hex } from './sha256.js';
+import { assertWellFormed } from './well-formed.js';
+
+/** The `previous_hash` of sequence 1: 32 zero bytes as hex (SPEC §6). */
+export const GENESIS_HASH = '0'.repeat(64);
+
+/** Domain separation: no other Docket hash starts with this preimage. */
+export const CHAIN_DOMAIN_TAG = 'docket.job-event.chain';
+
+/** The preimage layout version, the byte after the tag's 0x00 separator. */
+export const CHAIN_VERSION = 0x01;
+
+/** One journal event as the chain sees it: everything the hash covers. */
+export interface ChainLink {
+  jobId: string;
+  /** The request digest of the job's submission, the same for every event of a job. */
+  requestDigest: string;
+  /** Contiguous per job from 1. */
+  sequence: bigint | number;
+  /** The previous event's hash, or {@link GENESIS_HASH} for sequence 1. */
+  previousHash: string;
+  type: string;
+  payload: { [k: string]: JsonValue };
+  /** Hashed at millisecond precision; store it at that precision too. */
+  occurredAt: Date;
+}
+
+/** A journal event with its stored hash. */
+export interface StoredEvent extends ChainLink {
+  hash: string;
+}
+
+/** Where a verified segment attaches: the job row, and the link before the segment. */
+export interface ChainAnchor {
+  jobId: string;
+  requestDigest: string;
+  /** The hash of the event before the segment, or {@link GENESIS_HASH} when it starts at 1. */
+  previousHash: string;
+  /** The sequence before the segment, 0 when it starts at 1. */
+  previousSequence: bigint | number;
+}
+
+/** Why a segment failed verification. */
+export type ChainBreak = 'sequence_gap' | 'job_mismatch' | 'previous_hash_mismatch' | 'hash_mismatch';
+
+/** The outcome of {@link verifyChainSegment}. */
+export type ChainVerdict =
+  | { ok: true; headHash: string; lastSequence: bigint }
+  | { ok: false; brokenSequence: bigint; why: ChainBreak };
+
+const encoder = new TextEncoder();
+const HEADER = Uint8Array.of(...encoder.encode(CHAIN_DOMAIN_TAG), 0x00, CHAIN_VERSION);
+
+/**
+ * `occurred_at` as hashed: RFC 3339 UTC with exactly three fractional
+ * digits (`2026-11-29T10:31:25.123Z`). Throws a RangeError for an invalid
+ * Date or a year outside 0000-9999, which RFC 3339 cannot write.
+ */
+export function formatOccurredAt(d: Date): string {
+  const year = d.getUTCFullYear();
+  if (Number.isNaN(year)) throw new RangeError('occurredAt is an invalid Date');
+  if (year < 0 || year > 9999) throw new RangeError('occurredAt is outside the years 0000-9999');
+  return d.toISOString();
+}
+
+/**
+ * The exact bytes an event hash covers (SPEC §6): the ASCII tag, 0x00, the
+ * version 0x01, then job_id, request_digest, sequence (decimal ASCII),
+ * previous_hash, type and JCS `{"occurred_at", "payload"}`, each preceded by
+ * its UTF-8 byte length as a 4-byte big-endian unsigned integer. Length
+ * prefixes make the field boundaries unambiguous.
+ *
+ * Throws (TypeError or RangeError) for input that has no canonical
+ * preimage: digests or hashes not in 64 lowercase hex, a sequence below 1
+ * or not an integer, lone surrogates, or a payload canonicalJson refuses.
+ */
+export function eventChainPreimage(link: ChainLink): Uint8Array {
+  if (!isSha256Hex(link.requestDigest)) throw new TypeError('requestDigest must be 64 lowercase hex characters');
+  if (!isSha256Hex(link.previousHash)) throw new TypeError('previousHash must be 64 lowercase hex characters');
+  const sequence = asSequence(link.sequence);
+  if (sequence === undefined || sequence < 1n) throw new RangeError('sequence must be an integer from 1');
+  assertWellFormed(link.jobId, 'jobId');
+  assertWellFormed(link.type, 'type');
+  const body = canonicalJson({ payload: link.payload, occurred_at: formatOccurredAt(link.occurredAt) });
+  return lengthPrefixed([link.jobId, link.requestDigest, sequence.toString(), link.previousHash, link.type, body]);
+}
+
+/** `SHA-256(eventChainPreimage(link))` as 64 lowercase hex characters. */
+export function computeEventHash(link: ChainLink): string {
+  return sha256Hex(eventChainPreimage(link));
+}
+
+/** `link` with its hash: how a writer seals the next event of a journal. */
+export function sealEvent(link: ChainLink): StoredEvent {
+  return { ...link, hash: computeEventHash(link) };
+}
+
+/**
+ * Checks a run of consecutive events against the link before it. For each
+ * event, in order: job id and request digest equal the anchor's
+ * (`job_mismatch`), the sequence is the previous one plus 1
+ * (`sequence_gap`), `previousHash` is the running head
+ * (`previous_hash_mismatch`), and the hash recomputes (`hash_mismatch`,
+ * also for a row that cannot be hashed at all). The first failure is
+ * reported at its position's expected sequence; nothing after it is
+ * trusted.
+ *
+ * Dropping events from the end cannot be seen here: compare `headHash` and
+ * `lastSequence` with the job row's head hash and event count when the
+ * segment reaches the head. And the chain is unkeyed: it proves
+ * consistency, not authenticity, so a rewrite that recomputes every hash
+ * from the edit onwards verifies (SPEC §6).
+ */
+export function verifyChainSegment(events: readonly StoredEvent[], anchor: ChainAnchor): ChainVerdict {
+  let headHash = anchor.previousHash;
+  let sequence = toAnchorSequence(anchor.previousSequence);
+  for (const event of events) {
+    sequence += 1n;
+    const why = findBreak(event, anchor, sequence, headHash);
+    if (why !== undefined) return { ok: false, brokenSequence: sequence, why };
+    headHash = event.hash;
+  }
+  return { ok: true, headHash, lastSequence: sequence };
+}
+
+function findBreak(event: StoredEvent, anchor: ChainAnchor, sequence: bigint, headHash: string): ChainBreak | undefined {
+  if (event.jobId !== anchor.jobId || event.requestDigest !== anchor.requestDigest) return 'job_mismatch';
+  if (asSequence(event.sequence) !== sequence) return 'sequence_gap';
+  if (event.previousHash !== headHash) return 'previous_hash_mismatch';
+  if (!hashRecomputes(event)) return 'hash_mismatch';
+  return undefined;
+}
+
+function hashRecomputes(event: StoredEvent): boolean {
+  try {
+    return computeEventHash(event) === event.hash;
+  } catch {
+    return false;
+  }
+}
+
+function asSequence(value: bigint | number): bigint | undefined {
+  if (typeof value === 'bigint') return value;
+  return Number.isSafeInteger(value) ? BigInt(value) : undefined;
+}
+
+function toAnchorSequence(value: bigint | number): bigint {
+  const sequence = asSequence(value);
+  if (sequence === undefined || sequence < 0n) throw new RangeError('previousSequence must be an integer from 0');
+  return sequence;
+}
+
+function lengthPrefixed(fields: readonly string[]): Uint8Array {
+  const encoded = fields.map((field) => encoder.encode(field));
+  const out = new Uint8Array(encoded.reduce((size, bytes) => size + 4 + bytes.length, HEADER.length));
+  const view = new DataView(out.buffer);
+  out.set(HEADER);
+  let offset = HEADER.length;
+  for (const bytes of encoded) {
+    view.setUint32(offset, bytes.length);
+    out.set(bytes, offset + 4);
+    offset += 4 + bytes.length;
+  }
+  return out;
+}

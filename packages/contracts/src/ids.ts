@@ -1,0 +1,33 @@
+import { randomBytes } from 'node:crypto';
+import { base32Lower } from './base32.js';
+
+/** The type prefixes of SPEC §2, in the order the SPEC lists them. */
+export const ID_PREFIXES = Object.freeze(['job', 'att', 'wkr', 'op', 'del', 'apr'] as const);
+
+/** `job` jobs, `att` attempts, `wkr` worker incarnations, `op` operations, `del` deletions, `apr` approvals. */
+export type IdPrefix = (typeof ID_PREFIXES)[number];
+
+/**
+ * The shape of every id (SPEC §2): opaque, 8 to 128 characters, starting
+ * with a letter or digit. Ids are never filesystem or SQL names.
+ */
+export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{7,127}$/;
+
+/**
+ * A fresh id: `<prefix>_` and 128 bits from the CSPRNG in lowercase base32
+ * (26 characters). Unguessable and unordered: never sequential, never
+ * derived from time, so an id reveals nothing about its neighbours.
+ */
+export function newId<P extends IdPrefix>(prefix: P): `${P}_${string}` {
+  return `${prefix}_${base32Lower(randomBytes(16))}`;
+}
+
+/** Whether `value` is a string of the id shape. Never throws. */
+export function isValidId(value: unknown): value is string {
+  return typeof value === 'string' && ID_PATTERN.test(value);
+}
+
+/** Whether `value` has the id shape and the given type prefix. Never throws. */
+export function isIdOf<P extends IdPrefix>(prefix: P, value: unknown): value is `${P}_${string}` {
+  return isValidId(value) && value.startsWith(`${prefix}_`);
+}

@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { isDocketError } from './errors.js';
+import { RETRY_DEFAULTS, validateJobSpec, type JobSpecInput } from './job-spec.js';
+import { LIMITS } from './limits.js';
+
+const valid: JobSpecInput = {
+  queue: 'email',
+  input: { to: 'ada@example.com' },
+  label: 'welcome mail',
+  priority: 0,
+  runAfter: undefined,
+  maxAttempts: 0,
+  initialBackoffMs: undefined,
+  maxBackoffMs: undefined,
+  lostAttemptPolicy: 'UNSPECIFIED',
+};
+
+function refusal(spec: Partial<JobSpecInput>) {
+  try {
+    validateJobSpec({ ...valid, ...spec });
+  } catch (error) {
+    if (isDocketError(error)) return { reason: error.reason, fields: error.fieldViolations.map((v) => v.field) };
+    throw error;
+  }
+  throw new Error('accepted');
+}
+
+describe('validateJobSpec', () => {
+  it('applies the service defaults', () => {
+    expect(validateJobSpec(valid)).toEqual({
+      ...valid,
+      maxAttempts: RETRY_DEFAULTS.maxAttempts,
+      initialBackoffMs: RETRY_DEFAULTS.initialBackoffMs,
+      maxBackoffMs: RETRY_DEFAULTS.maxBackoffMs,
+      lostAttemptPolicy: 'RETRY',
+    });
+  });
+
+  it('reports every bad field at once', () => {
+    expect(
+      refusal({ queue: 'Bad Queue', label: 'x'.repeat(LIMITS.labelLength + 1), maxAttempts: 101, lostAttemptPolicy: 'SOMETIMES' }),
+    ).toEqual({ reason: 'INVALID_FIELD', fields: ['queue', 'label', 'retry_policy.max_attempts', 'lost_attempt_policy'] });
+  });
+
+  it('refuses backoffs out of order, fractional or non-positive', () => {
+    expect(refusal({ initialBackoffMs: 10_000, maxBackoffMs: 5_000 }).fields).toEqual(['retry_policy.max_backoff']);
+    expect(refusal({ initialBackoffMs: 0.5 }).fields).toEqual(['retry_policy.initial_backoff']);
+    expect(refusal({ initialBackoffMs: -1 }).fields).toEqual(['retry_policy.initial_backoff']);
+  });
+
+  it('refuses NUL characters, which Postgres jsonb cannot store', () => {
+    expect(refusal({ input: { note: 'a\u0000b' } }).fields).toEqual(['input']);
+    expect(refusal({ input: { ['a\u0000']: 1 } }).fields).toEqual(['input']);
+  });
+
+  it('refuses an input over 256 KiB of canonical JSON as LIMIT_EXCEEDED, and accepts exactly 256 KiB', () => {
+    const padding = (bytes: number) => ({ p: 'x'.repeat(bytes - '{"p":""}'.length) });
+    expect(validateJobSpec({ ...valid, input: padding(LIMITS.jobInputBytes) }).input).toBeDefined();
+    expect(refusal({ input: padding(LIMITS.jobInputBytes + 1) })).toEqual({ reason: 'LIMIT_EXCEEDED', fields: ['input'] });
+  });
+});

@@ -1,0 +1,116 @@
+import { canonicalJsonByteLength, type JsonValue } from './canonical-json.js';
+import { DocketError, limitExceeded, type FieldViolation } from './errors.js';
+import { LIMITS, isValidQueueName } from './limits.js';
+
+/** Service defaults for a job's retry policy (SPEC section 5). */
+export const RETRY_DEFAULTS = {
+  maxAttempts: 5,
+  initialBackoffMs: 1_000,
+  maxBackoffMs: 300_000,
+} as const;
+
+/** Bounds a retry policy must stay within. */
+export const RETRY_BOUNDS = {
+  maxAttempts: 100,
+  minBackoffMs: 1,
+  maxBackoffMs: 7 * 24 * 3_600_000,
+} as const;
+
+/** A job description as a request carries it, before validation. */
+export interface JobSpecInput {
+  readonly queue: string;
+  readonly input: { [key: string]: JsonValue } | undefined;
+  readonly label: string;
+  readonly priority: number;
+  readonly runAfter: Date | undefined;
+  /** 0 means the default. */
+  readonly maxAttempts: number;
+  /** Undefined means the default. */
+  readonly initialBackoffMs: number | undefined;
+  readonly maxBackoffMs: number | undefined;
+  readonly lostAttemptPolicy: 'UNSPECIFIED' | 'RETRY' | 'INTERRUPT' | string;
+}
+
+/** A job description that passed {@link validateJobSpec}, defaults applied. */
+export interface ValidJobSpec {
+  readonly queue: string;
+  readonly input: { [key: string]: JsonValue };
+  readonly label: string;
+  readonly priority: number;
+  readonly runAfter: Date | undefined;
+  readonly maxAttempts: number;
+  readonly initialBackoffMs: number;
+  readonly maxBackoffMs: number;
+  readonly lostAttemptPolicy: 'RETRY' | 'INTERRUPT';
+}
+
+/**
+ * Checks a job description against the contract and applies defaults. Every
+ * problem is reported at once as INVALID_FIELD with one field violation per
+ * field (field paths use the public request's names); an input over 256 KiB
+ * of canonical JSON is LIMIT_EXCEEDED. Descriptions never echo the values.
+ */
+export function validateJobSpec(spec: JobSpecInput): ValidJobSpec {
+  const violations: FieldViolation[] = [];
+  const violate = (field: string, description: string): void => {
+    violations.push({ field, description });
+  };
+  if (!isValidQueueName(spec.queue)) {
+    violate('queue', 'must match ^[a-z0-9][a-z0-9._-]{0,127}$');
+  }
+  if ([...spec.label].length > LIMITS.labelLength) {
+    violate('label', `must be at most ${LIMITS.labelLength} characters`);
+  } else if (/[\u0000-\u001f\u007f]/.test(spec.label)) {
+    violate('label', 'must not contain control characters');
+  }
+  const input = spec.input ?? {};
+  if (containsNul(input)) violate('input', 'must not contain the NUL character');
+  if (spec.runAfter !== undefined && Number.isNaN(spec.runAfter.getTime())) {
+    violate('run_after', 'must be a valid timestamp');
+  }
+  const maxAttempts = spec.maxAttempts === 0 ? RETRY_DEFAULTS.maxAttempts : spec.maxAttempts;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > RETRY_BOUNDS.maxAttempts) {
+    violate('retry_policy.max_attempts', `must be between 1 and ${RETRY_BOUNDS.maxAttempts} (0 means ${RETRY_DEFAULTS.maxAttempts})`);
+  }
+  const initialBackoffMs = spec.initialBackoffMs ?? RETRY_DEFAULTS.initialBackoffMs;
+  const maxBackoffMs = spec.maxBackoffMs ?? Math.max(RETRY_DEFAULTS.maxBackoffMs, initialBackoffMs);
+  const backoffOk = (ms: number): boolean =>
+    Number.isInteger(ms) && ms >= RETRY_BOUNDS.minBackoffMs && ms <= RETRY_BOUNDS.maxBackoffMs;
+  if (!backoffOk(initialBackoffMs)) {
+    violate('retry_policy.initial_backoff', 'must be a whole number of milliseconds between 1ms and 7 days');
+  }
+  if (!backoffOk(maxBackoffMs)) {
+    violate('retry_policy.max_backoff', 'must be a whole number of milliseconds between 1ms and 7 days');
+  } else if (backoffOk(initialBackoffMs) && maxBackoffMs < initialBackoffMs) {
+    violate('retry_policy.max_backoff', 'must not be less than initial_backoff');
+  }
+  const policy = spec.lostAttemptPolicy === 'UNSPECIFIED' ? 'RETRY' : spec.lostAttemptPolicy;
+  if (policy !== 'RETRY' && policy !== 'INTERRUPT') {
+    violate('lost_attempt_policy', 'must be RETRY or INTERRUPT');
+  }
+  if (violations.length > 0) {
+    throw new DocketError('INVALID_FIELD', 'the job description is invalid', { fieldViolations: violations });
+  }
+  if (canonicalJsonByteLength(input) > LIMITS.jobInputBytes) throw limitExceeded('jobInputBytes', 'input');
+  return {
+    queue: spec.queue,
+    input,
+    label: spec.label,
+    priority: spec.priority,
+    runAfter: spec.runAfter,
+    maxAttempts,
+    initialBackoffMs,
+    maxBackoffMs,
+    lostAttemptPolicy: policy as 'RETRY' | 'INTERRUPT',
+  };
+}
+
+/** Postgres jsonb cannot store U+0000 in strings or keys. */
+function containsNul(value: JsonValue): boolean {
+  if (typeof value === 'string') return value.includes('\u0000');
+  if (Array.isArray(value)) return value.some(containsNul);
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value).some(([key, item]) => key.includes('\u0000') || containsNul(item));
+  }
+  return false;
+}

@@ -1,0 +1,7 @@
+export {
+  startEmbeddedPostgres,
+  type EmbeddedPostgresHandle,
+  type StartEmbeddedPostgresOptions,
+} from './start-embedded-postgres.js';
+export { createDatabase, databaseUrl } from './create-database.js';
+export { EmbeddedPostgresError } from './embedded-postgres-error.js';

@@ -1,0 +1,48 @@
+import { ConnectError, type HandlerContext, type Interceptor } from '@connectrpc/connect';
+
+/**
+ * Milliseconds left before the caller's deadline (`grpc-timeout` or
+ * `connect-timeout-ms`), or undefined when the caller set none. Use it to
+ * bound work such as Postgres `statement_timeout`.
+ */
+export function remainingTimeoutMs(ctx: HandlerContext): number | undefined {
+  return ctx.timeoutMs();
+}
+
+/** Call options that carry a handler's deadline and cancellation to the next hop. */
+export interface ForwardedDeadline {
+  /** The caller's remaining deadline; absent when the caller set none. */
+  readonly timeoutMs?: number;
+  /**
+   * Aborts when the caller cancels, the deadline passes, the handler
+   * finishes, or the server's grace period ends.
+   */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * Options to spread into a client call made while handling an RPC, so the
+ * next hop honours what is left of the caller's deadline and stops when the
+ * caller goes away:
+ *
+ * ```ts
+ * await state.getJob({ jobId }, forwardDeadline(ctx));
+ * ```
+ */
+export function forwardDeadline(ctx: HandlerContext): ForwardedDeadline {
+  const timeoutMs = ctx.timeoutMs();
+  return timeoutMs === undefined ? { signal: ctx.signal } : { timeoutMs, signal: ctx.signal };
+}
+
+/**
+ * Refuses an RPC whose deadline has already passed (`DEADLINE_EXCEEDED`) or
+ * whose caller already cancelled (`CANCELLED`) before any handler work
+ * starts. Connect aborts the handler signal at once for a zero or negative
+ * remaining timeout, so an aborted signal is the test.
+ */
+export function deadlineInterceptor(): Interceptor {
+  return (next) => async (req) => {
+    if (req.signal.aborted) throw ConnectError.from(req.signal.reason);
+    return next(req);
+  };
+}

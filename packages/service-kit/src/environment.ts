@@ -1,0 +1,33 @@
+/** The environment a service reads its configuration from. */
+export type Environment = Readonly<Record<string, string | undefined>>;
+
+/** Host used when `DOCKET_LISTEN` is unset or gives only `:port`. */
+export const DEFAULT_LISTEN_HOST = '127.0.0.1';
+
+/**
+ * The listen address from `DOCKET_LISTEN`: `host:port`, `[ipv6]:port` or
+ * `:port` (host {@link DEFAULT_LISTEN_HOST}); unset or empty means
+ * `127.0.0.1:<defaultPort>`. Port 0 asks the OS for a free port. Anything
+ * else throws an error that names the variable and shows the expected form.
+ */
+export function readListenAddress(env: Environment, defaultPort: number): { host: string; port: number } {
+  const value = env['DOCKET_LISTEN']?.trim();
+  if (!value) return { host: DEFAULT_LISTEN_HOST, port: defaultPort };
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]*)):(\d{1,5})$/.exec(value);
+  const port = match?.[3] === undefined ? Number.NaN : Number(match[3]);
+  if (!match || !Number.isInteger(port) || port > 65_535) {
+    throw new Error(
+      `DOCKET_LISTEN must be host:port, [ipv6]:port or :port with a port from 0 to 65535 (for example 0.0.0.0:${defaultPort}), got ${JSON.stringify(value)}`,
+    );
+  }
+  return { host: match[1] ?? (match[2] || DEFAULT_LISTEN_HOST), port };
+}
+
+/** The value of a required variable; throws naming the variable when it is unset or empty. */
+export function requireEnv(env: Environment, name: string): string {
+  const value = env[name];
+  if (value === undefined || value === '') {
+    throw new Error(`environment variable ${name} is required but not set`);
+  }
+  return value;
+}

@@ -1,0 +1,163 @@
+import { Code, ConnectError } from '@connectrpc/connect';
+import {
+  ERROR_DOMAIN,
+  GRPC_CODE,
+  isDocketError,
+  isErrorReason,
+  type ErrorReason,
+  type FieldViolation,
+} from '@docket/contracts';
+import {
+  BadRequestSchema,
+  ErrorInfoSchema,
+  type ErrorInfo,
+} from '@docket/proto/google/rpc/error_details_pb.js';
+import type { LogFields, Logger } from './logger.js';
+
+/** Everything a Docket error carries on the wire. */
+export interface DocketErrorParts {
+  readonly code: Code;
+  readonly reason: ErrorReason;
+  readonly message: string;
+  readonly metadata?: Readonly<Record<string, string>>;
+  readonly fieldViolations?: readonly FieldViolation[];
+}
+
+/**
+ * Builds the `ConnectError` for a Docket failure: the code and allowlisted
+ * message, a `google.rpc.ErrorInfo {reason, domain: "docket", metadata}` and,
+ * when there are field violations, a `google.rpc.BadRequest`. Connect puts
+ * the details into `grpc-status-details-bin` for gRPC and gRPC-Web and into
+ * the error JSON for the Connect protocol, so every protocol sees the same
+ * failure.
+ */
+export function docketConnectError(parts: DocketErrorParts): ConnectError {
+  const details: ConstructorParameters<typeof ConnectError>[3] = [
+    {
+      desc: ErrorInfoSchema,
+      value: { reason: parts.reason, domain: ERROR_DOMAIN, metadata: { ...parts.metadata } },
+    },
+  ];
+  const violations = parts.fieldViolations ?? [];
+  if (violations.length > 0) {
+    details.push({
+      desc: BadRequestSchema,
+      value: {
+        fieldViolations: violations.map((v) => ({
+          field: v.field,
+          description: v.description,
+          reason: v.reason ?? '',
+        })),
+      },
+    });
+  }
+  return new ConnectError(parts.message, parts.code, undefined, details);
+}
+
+/**
+ * The reason and generic message given to a `ConnectError` that carries no
+ * Docket `ErrorInfo`: failures raised by Connect itself (deadline, cancel,
+ * unknown method, oversized message) or by a non-Docket upstream. The
+ * reason is the code's own name when the vocabulary has it (`CANCELLED`,
+ * `DEADLINE_EXCEEDED`, `NOT_FOUND`, `PERMISSION_DENIED`, `UNAUTHENTICATED`,
+ * `UNIMPLEMENTED`, `UNAVAILABLE`, `INTERNAL`), otherwise `INTERNAL`. The
+ * message becomes the code's name in words (`deadline exceeded`), because
+ * nobody vetted the original.
+ */
+export function genericFailure(code: Code): { reason: ErrorReason; message: string } {
+  const name = GRPC_CODE_NAMES.get(code);
+  if (name === undefined || !isErrorReason(name) || name === 'INTERNAL') return INTERNAL;
+  return { reason: name, message: name.toLowerCase().replaceAll('_', ' ') };
+}
+
+/** The reason {@link genericFailure} derives from a bare gRPC code. */
+export function reasonForCode(code: Code): ErrorReason {
+  return genericFailure(code).reason;
+}
+
+const GRPC_CODE_NAMES: ReadonlyMap<number, string> = new Map(
+  Object.entries(GRPC_CODE).map(([name, number]) => [number, name]),
+);
+
+const INTERNAL = { reason: 'INTERNAL', message: 'internal error' } as const;
+
+/**
+ * Maps anything a handler or interceptor threw to the `ConnectError` a client
+ * may see. This is the one place where that happens:
+ *
+ * - a `DocketError` becomes its code and message with `ErrorInfo` (reason,
+ *   domain `docket`, metadata) and, for field errors, `BadRequest`;
+ * - a `ConnectError` carrying a Docket `ErrorInfo` (an upstream Docket
+ *   service's error) keeps its code, message and details verbatim, so reason
+ *   and field violations cross hops unchanged; its headers and trailers
+ *   (`metadata`) are dropped because Connect would copy them into this
+ *   response (an upstream `content-type` would corrupt a Connect reply);
+ * - any other `ConnectError` keeps its code and gets a reason derived from it
+ *   and a generic message ({@link genericFailure});
+ * - an `AbortError` becomes its cause when that is a `ConnectError`
+ *   (deadline, shutdown), otherwise `CANCELLED`;
+ * - anything else (a bug, a pg error) becomes `INTERNAL` "internal error";
+ *   `logger` records only its `name` and `code` properties, never its
+ *   message or stack, which can contain SQL or connection strings.
+ *
+ * @param fields added to the log line of an unexpected error (rpc, request id)
+ */
+export function toConnectError(error: unknown, logger: Logger, fields?: LogFields): ConnectError {
+  if (isDocketError(error)) {
+    return docketConnectError({
+      code: error.grpcCode as Code,
+      reason: error.reason,
+      message: error.message,
+      metadata: error.metadata,
+      fieldViolations: error.fieldViolations,
+    });
+  }
+  if (error instanceof ConnectError) {
+    if (errorInfoOf(error)?.domain === ERROR_DOMAIN) {
+      const passed = new ConnectError(error.rawMessage, error.code);
+      passed.details = error.details;
+      return passed;
+    }
+    return docketConnectError({ code: error.code, ...genericFailure(error.code) });
+  }
+  if (error instanceof Error && error.name === 'AbortError') {
+    // Node's abortable APIs reject with an AbortError whose cause is the
+    // signal's reason: Connect's DEADLINE_EXCEEDED, or UNAVAILABLE when
+    // the grace period of a shutdown ran out.
+    if (error.cause instanceof ConnectError) return toConnectError(error.cause, logger, fields);
+    return docketConnectError({ code: Code.Canceled, reason: 'CANCELLED', message: 'cancelled' });
+  }
+  logger.error('unexpected error', { ...fields, error_name: nameOf(error), error_code: codeOf(error) });
+  return docketConnectError({ code: Code.Internal, ...INTERNAL });
+}
+
+/**
+ * The `google.rpc.ErrorInfo` of an error received from (or about to be sent
+ * by) a Docket service, if it has one.
+ */
+export function errorInfoOf(error: ConnectError): ErrorInfo | undefined {
+  return error.findDetails(ErrorInfoSchema)[0];
+}
+
+/** The `google.rpc.BadRequest` field violations of an error; empty when there are none. */
+export function fieldViolationsOf(error: ConnectError): FieldViolation[] {
+  return error.findDetails(BadRequestSchema).flatMap((badRequest) =>
+    badRequest.fieldViolations.map((v) => ({
+      field: v.field,
+      description: v.description,
+      ...(v.reason ? { reason: v.reason } : {}),
+    })),
+  );
+}
+
+function nameOf(error: unknown): string {
+  if (error instanceof Error) return error.name;
+  return error === null ? 'null' : typeof error;
+}
+
+function codeOf(error: unknown): string | number | undefined {
+  if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
+  const code = error.code;
+  if (typeof code === 'number') return code;
+  return typeof code === 'string' ? code.slice(0, 64) : undefined;
+}

@@ -1,0 +1,44 @@
+import { Code, type ConnectRouter } from '@connectrpc/connect';
+import {
+  Health,
+  HealthCheckResponse_ServingStatus as WireStatus,
+} from '@docket/proto/grpc/health/v1/health_pb.js';
+import { docketConnectError } from './error-mapping.js';
+import type { HealthRegistry, WatchedStatus } from './health-registry.js';
+
+const WIRE_STATUS: Readonly<Record<WatchedStatus, WireStatus>> = {
+  SERVING: WireStatus.SERVING,
+  NOT_SERVING: WireStatus.NOT_SERVING,
+  SERVICE_UNKNOWN: WireStatus.SERVICE_UNKNOWN,
+};
+
+/**
+ * Serves `grpc.health.v1.Health` from `registry`, as the health proto
+ * specifies: Check answers the current status or `NOT_FOUND` for an unknown
+ * name; Watch sends the current status at once and again on every change
+ * (SERVICE_UNKNOWN for an unknown name, without ending the call) and ends
+ * after NOT_SERVING when the server shuts down; List snapshots every name.
+ */
+export function registerHealthService(router: ConnectRouter, registry: HealthRegistry): void {
+  router.service(Health, {
+    check(request) {
+      const status = registry.status(request.service);
+      if (status === undefined) {
+        throw docketConnectError({ code: Code.NotFound, reason: 'NOT_FOUND', message: 'unknown service' });
+      }
+      return { status: WIRE_STATUS[status] };
+    },
+    async *watch(request, ctx) {
+      for await (const status of registry.watch(request.service, ctx.signal)) {
+        yield { status: WIRE_STATUS[status] };
+      }
+    },
+    list() {
+      return {
+        statuses: Object.fromEntries(
+          registry.entries().map(([service, status]) => [service, { status: WIRE_STATUS[status] }]),
+        ),
+      };
+    },
+  });
+}

@@ -1,0 +1,57 @@
+/**
+ * What every Docket service shares, so that `main.ts` reads
+ * "env -> config -> start; drain on SIGTERM" and `server.ts` only builds
+ * the router.
+ */
+export {
+  DEFAULT_GRACE_MS,
+  startServer,
+  type RunningServer,
+  type ServerOptions,
+} from './server.js';
+export {
+  createHealthRegistry,
+  type HealthRegistry,
+  type ServingStatus,
+  type WatchedStatus,
+} from './health-registry.js';
+export { registerHealthService } from './health-service.js';
+export { registerReflectionService } from './reflection-service.js';
+export { createDescriptorIndex, type DescriptorIndex } from './descriptor-index.js';
+export { authenticationInterceptor, type AuthPolicy } from './authentication.js';
+export { principalKey, principalOf } from './principal.js';
+export { permissionDeniedError, unauthenticatedError } from './refusals.js';
+export {
+  docketConnectError,
+  errorInfoOf,
+  fieldViolationsOf,
+  genericFailure,
+  reasonForCode,
+  toConnectError,
+  type DocketErrorParts,
+} from './error-mapping.js';
+export { errorMappingInterceptor } from './error-interceptor.js';
+export { createLogger, type LogFields, type LogLevel, type Logger } from './logger.js';
+export { codeName, rpcLoggingInterceptor, rpcPath } from './rpc-logging-interceptor.js';
+export {
+  REQUEST_ID_HEADER,
+  currentRequestId,
+  requestIdFrom,
+  requestIdKey,
+  requestIdOf,
+} from './request-id.js';
+export {
+  deadlineInterceptor,
+  forwardDeadline,
+  remainingTimeoutMs,
+  type ForwardedDeadline,
+} from './deadline.js';
+export { drainSignalKey, drainSignalOf } from './drain-signal.js';
+export { runUntilSignalled, type ProcessHooks } from './process-lifecycle.js';
+export {
+  DEFAULT_LISTEN_HOST,
+  readListenAddress,
+  requireEnv,
+  type Environment,
+} from './environment.js';
+export { createServiceTransport, type ServiceTransportOptions } from './service-transport.js';

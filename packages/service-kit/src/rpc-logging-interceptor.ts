@@ -1,0 +1,80 @@
+import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
+import { errorInfoOf } from './error-mapping.js';
+import type { Logger } from './logger.js';
+import { currentRequestId, requestIdFrom, requestIdKey } from './request-id.js';
+import { hookStream, type StreamOutcome } from './stream-hooks.js';
+
+/** Codes that mean the server, not the caller, is at fault: logged at level `error`. */
+const SERVER_FAULTS: ReadonlySet<number> = new Set([Code.Internal, Code.Unknown, Code.DataLoss]);
+
+/** The path of an RPC as it appears on the wire and in logs: `/pkg.Service/Method`. */
+export function rpcPath(req: { readonly service: { readonly typeName: string }; readonly method: { readonly name: string } }): string {
+  return `/${req.service.typeName}/${req.method.name}`;
+}
+
+/**
+ * Logs every RPC exactly once when it ends:
+ * `{msg: "rpc", rpc, code, reason?, latency_ms, request_id}`; a streaming RPC
+ * is logged when its stream completes, fails or is abandoned by the client
+ * (`code: "canceled"`). The request id comes from `x-request-id` (or is
+ * generated), is stored under {@link requestIdKey} and is the
+ * {@link currentRequestId} while the handler runs, so internal calls forward
+ * it. Header values, tokens, bodies and error messages are never logged.
+ *
+ * It must run outside the error-mapping interceptor so that it logs the code
+ * and reason the client actually receives.
+ */
+export function rpcLoggingInterceptor(logger: Logger): Interceptor {
+  return (next) => async (req) => {
+    const requestId = requestIdFrom(req.header);
+    req.contextValues.set(requestIdKey, requestId);
+    const rpc = rpcPath(req);
+    const started = performance.now();
+    const finish = (outcome: StreamOutcome): void => {
+      const latency_ms = Math.round((performance.now() - started) * 1000) / 1000;
+      const { code, reason } = describeOutcome(outcome);
+      const fields = { rpc, code: codeName(code), reason, latency_ms, request_id: requestId };
+      if (SERVER_FAULTS.has(code)) logger.error('rpc', fields);
+      else logger.info('rpc', fields);
+    };
+    let response;
+    try {
+      response = await currentRequestId.run(requestId, () => next(req));
+    } catch (error) {
+      finish({ kind: 'failed', error });
+      throw error;
+    }
+    if (!response.stream) {
+      finish({ kind: 'completed' });
+      return response;
+    }
+    return {
+      ...response,
+      message: hookStream(response.message, {
+        around: (pull) => currentRequestId.run(requestId, pull),
+        onSettled: finish,
+      }),
+    };
+  };
+}
+
+function describeOutcome(outcome: StreamOutcome): { code: number; reason?: string } {
+  switch (outcome.kind) {
+    case 'completed':
+      return { code: 0 };
+    case 'abandoned':
+      return { code: Code.Canceled };
+    case 'failed': {
+      const error = ConnectError.from(outcome.error);
+      return { code: error.code, reason: errorInfoOf(error)?.reason };
+    }
+  }
+}
+
+/** `ok` for success, otherwise the Connect spelling of the code (`deadline_exceeded`, `canceled`, ...). */
+export function codeName(code: number): string {
+  if (code === 0) return 'ok';
+  const name = (Code as Record<number, string | undefined>)[code];
+  if (name === undefined) return String(code);
+  return name.replace(/^[A-Z]/, (c) => c.toLowerCase()).replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}

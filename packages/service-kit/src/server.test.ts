@@ -1,0 +1,206 @@
+import * as http from 'node:http';
+import { Code, ConnectError, createClient } from '@connectrpc/connect';
+import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node';
+import { Health } from '@docket/proto/grpc/health/v1/health_pb.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { errorInfoOf } from './error-mapping.js';
+import { startServer } from './server.js';
+import { createLogger } from './logger.js';
+import { grpcJsProbe } from './testing/grpc-js-probe.js';
+import { ProbeService } from './testing/probe-service.js';
+import { probeImplementation, startProbeServer, type ProbeHarness } from './testing/probe-server.js';
+
+const harnesses: ProbeHarness[] = [];
+afterEach(async () => {
+  await Promise.all(harnesses.splice(0).map((h) => h.server.shutdown(500)));
+});
+async function probeServer(...args: Parameters<typeof startProbeServer>): Promise<ProbeHarness> {
+  const harness = await startProbeServer(...args);
+  harnesses.push(harness);
+  return harness;
+}
+
+/** A plain HTTP/1.1 request, as curl would send it. */
+function http1Post(url: string, path: string, body: string, headers: Record<string, string>) {
+  return new Promise<{ status: number; httpVersion: string; body: string }>((resolve, reject) => {
+    const request = http.request(new URL(path, url), { method: 'POST', headers }, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (text += chunk));
+      response.on('end', () =>
+        resolve({ status: response.statusCode ?? 0, httpVersion: response.httpVersion, body: text }),
+      );
+    });
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+describe('startServer', () => {
+  it('logs {msg: "listening", url} with the port the OS chose', async () => {
+    const harness = await probeServer();
+    const listening = harness.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l['msg'] === 'listening');
+    expect(listening).toMatchObject({ level: 'info', service: 'probe', url: harness.url });
+    expect(harness.url).toBe(`http://127.0.0.1:${harness.server.port}`);
+    expect(harness.server.port).toBeGreaterThan(0);
+  });
+
+  it('answers Connect unary JSON over plain HTTP/1.1 on the same port', async () => {
+    const harness = await probeServer();
+    const token = await harness.token('admin', { subject: 'root' });
+    const ok = await http1Post(harness.url, '/docket.testing.v1.ProbeService/Echo', '{"text":"who"}', {
+      'content-type': 'application/json',
+      authorization: `Bearer ${token}`,
+    });
+    expect(ok).toEqual({ status: 200, httpVersion: '1.1', body: '{"text":"root/admin"}' });
+
+    const refused = await http1Post(harness.url, '/docket.testing.v1.ProbeService/Echo', '{"text":"who"}', {
+      'content-type': 'application/json',
+    });
+    expect(refused.status).toBe(401);
+    const error = JSON.parse(refused.body) as { code: string; message: string; details: { type: string }[] };
+    expect(error.code).toBe('unauthenticated');
+    expect(error.message).toBe('unauthenticated');
+    expect(error.details.map((d) => d.type)).toEqual(['google.rpc.ErrorInfo']);
+  });
+
+  it('logs every RPC exactly once, with code, reason, latency and request id, and nothing secret', async () => {
+    const harness = await probeServer();
+    const token = await harness.token();
+    const probe = createClient(ProbeService, createGrpcTransport({ baseUrl: harness.url }));
+    await probe.echo({ text: 'hello' }, { headers: { authorization: `Bearer ${token}`, 'x-request-id': 'req-1' } });
+    await probe.echo({ text: 'docket-error' }, { headers: { authorization: `Bearer ${token}` } }).catch(() => {});
+    const streamed = [];
+    for await (const reply of probe.count({ text: 'n', count: 3 }, { headers: { authorization: `Bearer ${token}` } })) {
+      streamed.push(reply.sequence);
+    }
+    expect(streamed).toEqual([1, 2, 3]);
+    await createClient(Health, createGrpcTransport({ baseUrl: harness.url })).check({ service: '' });
+
+    const rpcs = harness.rpcLines();
+    expect(rpcs.map((l) => [l['rpc'], l['code'], l['reason']])).toEqual([
+      ['/docket.testing.v1.ProbeService/Echo', 'ok', undefined],
+      ['/docket.testing.v1.ProbeService/Echo', 'invalid_argument', 'INVALID_FIELD'],
+      ['/docket.testing.v1.ProbeService/Count', 'ok', undefined],
+      ['/grpc.health.v1.Health/Check', 'ok', undefined],
+    ]);
+    expect(rpcs[0]).toMatchObject({ level: 'info', service: 'probe', request_id: 'req-1' });
+    expect(rpcs[1]!['request_id']).toMatch(/^[0-9a-f-]{36}$/);
+    for (const line of rpcs) expect(typeof line['latency_ms']).toBe('number');
+    const log = harness.lines.join('\n');
+    expect(log).not.toContain(token);
+    expect(log).not.toContain('invalid request');
+    expect(log).not.toContain('hello');
+  });
+
+  it('passes the remaining deadline to handlers', async () => {
+    const harness = await probeServer();
+    const probe = createClient(ProbeService, createGrpcTransport({ baseUrl: harness.url }));
+    const reply = await probe.echo(
+      { text: 'deadline' },
+      { timeoutMs: 5_000, headers: { authorization: `Bearer ${await harness.token()}` } },
+    );
+    expect(Number(reply.text)).toBeGreaterThan(4_000);
+    expect(Number(reply.text)).toBeLessThanOrEqual(5_000);
+  });
+
+  it('refuses work whose deadline has already passed, without running the handler', async () => {
+    let calls = 0;
+    const harness = await probeServer({
+      routes: (router) =>
+        router.service(ProbeService, {
+          echo: () => {
+            calls += 1;
+            return { text: 'ran' };
+          },
+        }),
+    });
+    const response = await http1Post(harness.url, '/docket.testing.v1.ProbeService/Echo', '{"text":"x"}', {
+      'content-type': 'application/json',
+      'connect-timeout-ms': '0',
+      authorization: `Bearer ${await harness.token()}`,
+    });
+    expect(response.status).toBe(504);
+    expect(JSON.parse(response.body)).toMatchObject({ code: 'deadline_exceeded', message: 'deadline exceeded' });
+    expect(calls).toBe(0);
+    expect(harness.rpcLines().at(-1)).toMatchObject({ code: 'deadline_exceeded', reason: 'DEADLINE_EXCEEDED' });
+  });
+
+  it('refuses to start when routes and services disagree', async () => {
+    const options = {
+      name: 'probe',
+      listen: { host: '127.0.0.1', port: 0 },
+      authenticate: { secret: 's'.repeat(40), allowedRoles: ['user'] as const },
+      logger: createLogger('probe', () => {}),
+    };
+    await expect(startServer({ ...options, services: [ProbeService], routes: () => {} })).rejects.toThrow(
+      /listed in ServerOptions.services but not routed/,
+    );
+    await expect(
+      startServer({ ...options, services: [], routes: (r) => r.service(ProbeService, probeImplementation) }),
+    ).rejects.toThrow(/routed but not listed/);
+  });
+});
+
+describe('RunningServer.shutdown', () => {
+  it('completes promptly while clients hold idle HTTP/2 sessions open', async () => {
+    const harness = await startProbeServer();
+    const token = await harness.token();
+    const connect = createClient(ProbeService, createGrpcTransport({ baseUrl: harness.url }));
+    await connect.echo({ text: 'a' }, { headers: { authorization: `Bearer ${token}` } });
+    const grpcJs = grpcJsProbe(harness.url);
+    await grpcJs.echo('b', { authorization: `Bearer ${token}` });
+    const started = Date.now();
+    await harness.server.shutdown(20_000);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    grpcJs.close();
+  });
+
+  it('lets an in-flight call finish, then refuses new connections', async () => {
+    const harness = await startProbeServer();
+    const token = await harness.token();
+    const probe = createClient(ProbeService, createConnectTransport({ baseUrl: harness.url, httpVersion: '2' }));
+    const inFlight = probe.echo({ text: 'sleep:300' }, { headers: { authorization: `Bearer ${token}` } });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const stopped = harness.server.shutdown(5_000);
+    expect((await inFlight).text).toBe('slept');
+    await stopped;
+    const fresh = createClient(ProbeService, createConnectTransport({ baseUrl: harness.url, httpVersion: '1.1' }));
+    const error = await fresh.echo({ text: 'x' }, { headers: { authorization: `Bearer ${token}` } }).catch((e: unknown) => e);
+    expect(ConnectError.from(error).code).toBe(Code.Unavailable);
+  });
+
+  it('ends streams that watch the drain signal with their final frame', async () => {
+    const harness = await startProbeServer();
+    const probe = createClient(ProbeService, createGrpcTransport({ baseUrl: harness.url }));
+    const texts: string[] = [];
+    let stopped: Promise<void> | undefined;
+    for await (const reply of probe.count(
+      { text: 'until-drained', count: 1 },
+      { headers: { authorization: `Bearer ${await harness.token()}` } },
+    )) {
+      texts.push(reply.text);
+      stopped ??= harness.server.shutdown(10_000);
+    }
+    expect(texts).toEqual(['until-drained', 'drained']);
+    const started = Date.now();
+    await stopped;
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it('aborts what is still running when the grace period ends, with UNAVAILABLE', async () => {
+    const harness = await startProbeServer();
+    const probe = createClient(ProbeService, createGrpcTransport({ baseUrl: harness.url }));
+    const stuck = probe
+      .echo({ text: 'sleep:60000' }, { headers: { authorization: `Bearer ${await harness.token()}` } })
+      .catch((e: unknown) => e);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const started = Date.now();
+    await harness.server.shutdown(300);
+    expect(Date.now() - started).toBeLessThan(1_500);
+    const error = await stuck;
+    expect(error).toBeInstanceOf(ConnectError);
+    expect((error as ConnectError).code).toBe(Code.Unavailable);
+    expect(errorInfoOf(error as ConnectError)?.reason).toBe('UNAVAILABLE');
+  });
+});

@@ -1,0 +1,235 @@
+import * as http from 'node:http';
+import * as http2 from 'node:http2';
+import * as net from 'node:net';
+import type { DescService } from '@bufbuild/protobuf';
+import {
+  Code,
+  ConnectError,
+  createContextValues,
+  type ConnectRouter,
+  type Interceptor,
+} from '@connectrpc/connect';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import { Health } from '@docket/proto/grpc/health/v1/health_pb.js';
+import { ServerReflection } from '@docket/proto/grpc/reflection/v1/reflection_pb.js';
+import { ServerReflection as ServerReflectionV1alpha } from '@docket/proto/grpc/reflection/v1alpha/reflection_pb.js';
+import { authenticationInterceptor, type AuthPolicy } from './authentication.js';
+import { deadlineInterceptor } from './deadline.js';
+import { drainSignalKey } from './drain-signal.js';
+import { errorMappingInterceptor } from './error-interceptor.js';
+import { createHealthRegistry, type HealthRegistry } from './health-registry.js';
+import { registerHealthService } from './health-service.js';
+import type { Logger } from './logger.js';
+import { sniffProtocol } from './protocol-sniffer.js';
+import { registerReflectionService } from './reflection-service.js';
+import { rpcLoggingInterceptor } from './rpc-logging-interceptor.js';
+
+/** The default grace period of {@link RunningServer.shutdown}. */
+export const DEFAULT_GRACE_MS = 10_000;
+
+/** How long a new connection may stay silent before its first bytes. */
+const FIRST_BYTES_TIMEOUT_MS = 10_000;
+
+/** After the grace period, how long aborted handlers get to write their final status. */
+const HARD_STOP_FLUSH_MS = 100;
+
+/** Services every Docket server answers without authentication. */
+const INFRASTRUCTURE_SERVICES: readonly DescService[] = [Health, ServerReflection, ServerReflectionV1alpha];
+
+/** What {@link startServer} needs to run one Docket service. */
+export interface ServerOptions {
+  /** The service's short name (`state`, `admission`, `execution`, `events`). */
+  readonly name: string;
+  /** Where to listen; port 0 lets the OS choose (see {@link RunningServer.port}). */
+  readonly listen: { readonly host: string; readonly port: number };
+  /**
+   * The Docket services this process serves. Health reports each by its
+   * fully-qualified name and reflection describes them; each must be
+   * registered by `routes`, and `routes` may register nothing else.
+   */
+  readonly services: readonly DescService[];
+  /** Registers the implementations of `services`. */
+  readonly routes: (router: ConnectRouter) => void;
+  /** Who may call `services` (health and reflection are open). */
+  readonly authenticate: AuthPolicy;
+  readonly logger: Logger;
+  /** Extra interceptors, run inside logging, error mapping, authentication and the deadline check. */
+  readonly interceptors?: readonly Interceptor[];
+}
+
+/** A listening server. */
+export interface RunningServer {
+  /** `http://host:port`, with the port actually bound. */
+  readonly url: string;
+  readonly port: number;
+  /** The statuses `grpc.health.v1.Health` reports; set NOT_SERVING while a dependency is down. */
+  readonly health: HealthRegistry;
+  /**
+   * Graceful shutdown: health turns NOT_SERVING for every name (Watch
+   * streams receive it and end), the drain signal aborts, the port stops
+   * accepting, HTTP/2 sessions get GOAWAY and close once their streams are
+   * done, idle HTTP/1.1 connections close. After `graceMs` (default
+   * {@link DEFAULT_GRACE_MS}) handler signals abort with UNAVAILABLE and,
+   * {@link HARD_STOP_FLUSH_MS} later, remaining sessions and sockets are
+   * destroyed. Resolves when every connection is gone; calling it again
+   * returns the same promise.
+   */
+  shutdown(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Starts a Docket service: gRPC, gRPC-Web and Connect over cleartext HTTP/2
+ * and Connect unary over HTTP/1.1, all on one port, with health, reflection,
+ * bearer authentication, error mapping, deadline refusal and one log line
+ * per RPC. Logs `{msg: "listening", url}` once the port is bound.
+ *
+ * Interceptor order, outermost first: RPC logging, error mapping,
+ * authentication, deadline check, then `options.interceptors`.
+ */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const { logger } = options;
+  const health = createHealthRegistry(options.services.map((service) => service.typeName));
+  const draining = new AbortController();
+  const hardStop = new AbortController();
+
+  const handler = connectNodeAdapter({
+    routes(router) {
+      registerHealthService(router, health);
+      registerReflectionService(router, [...options.services, ...INFRASTRUCTURE_SERVICES]);
+      options.routes(router);
+      assertRoutedServicesMatch(router, options.services);
+    },
+    interceptors: [
+      rpcLoggingInterceptor(logger),
+      errorMappingInterceptor(logger),
+      authenticationInterceptor(
+        options.authenticate,
+        new Set(INFRASTRUCTURE_SERVICES.map((service) => service.typeName)),
+      ),
+      deadlineInterceptor(),
+      ...(options.interceptors ?? []),
+    ],
+    shutdownSignal: hardStop.signal,
+    contextValues: () => createContextValues().set(drainSignalKey, draining.signal),
+  });
+
+  const sessions = new Set<http2.ServerHttp2Session>();
+  const sockets = new Set<net.Socket>();
+  const sniffing = new Set<() => void>();
+
+  const h2 = http2.createServer({}, handler);
+  h2.on('session', (session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+  });
+  h2.on('sessionError', (error) => logger.warn('http2 session error', { error_code: errorCode(error) }));
+  const h1 = http.createServer(handler);
+  h1.on('clientError', (_error, socket) => socket.destroy());
+
+  const listener = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    // Resets and the like are normal; the HTTP servers handle what follows.
+    socket.on('error', () => {});
+    const destroyIfSniffing = sniffProtocol(
+      socket,
+      {
+        http2: (s) => {
+          sniffing.delete(destroyIfSniffing);
+          h2.emit('connection', s);
+        },
+        http1: (s) => {
+          sniffing.delete(destroyIfSniffing);
+          h1.emit('connection', s);
+        },
+      },
+      FIRST_BYTES_TIMEOUT_MS,
+    );
+    sniffing.add(destroyIfSniffing);
+    socket.once('close', () => sniffing.delete(destroyIfSniffing));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    listener.once('error', reject);
+    listener.listen(options.listen.port, options.listen.host, () => {
+      listener.off('error', reject);
+      resolve();
+    });
+  });
+  listener.on('error', (error) => logger.error('listener error', { error_code: errorCode(error) }));
+
+  const address = listener.address();
+  if (address === null || typeof address === 'string') throw new Error('listener has no TCP address');
+  const port = address.port;
+  const host = options.listen.host.includes(':') ? `[${options.listen.host}]` : options.listen.host;
+  const url = `http://${host}:${port}`;
+  logger.info('listening', { url });
+
+  let stopping: Promise<void> | undefined;
+  const stop = async (graceMs: number): Promise<void> => {
+    logger.info('shutting down', { grace_ms: graceMs });
+    health.shutdown();
+    draining.abort();
+    const closed = new Promise<void>((resolve) => listener.close(() => resolve()));
+    for (const destroy of [...sniffing]) destroy();
+    for (const session of sessions) session.close();
+    h1.closeIdleConnections();
+    const idleSweep = setInterval(() => h1.closeIdleConnections(), 50);
+    let graceTimer: NodeJS.Timeout | undefined;
+    try {
+      const drained = await Promise.race([
+        closed.then(() => true),
+        new Promise<false>((resolve) => (graceTimer = setTimeout(() => resolve(false), graceMs))),
+      ]);
+      if (!drained) {
+        logger.warn('grace period over, closing connections', {
+          sessions: sessions.size,
+          connections: sockets.size,
+        });
+        hardStop.abort(new ConnectError('server is shutting down', Code.Unavailable));
+        await Promise.race([closed, delay(HARD_STOP_FLUSH_MS)]);
+        for (const session of sessions) session.destroy();
+        for (const socket of sockets) socket.destroy();
+        await closed;
+      }
+    } finally {
+      clearInterval(idleSweep);
+      clearTimeout(graceTimer);
+    }
+  };
+
+  return {
+    url,
+    port,
+    health,
+    shutdown: (graceMs = DEFAULT_GRACE_MS) => (stopping ??= stop(graceMs)),
+  };
+}
+
+/**
+ * Fails startup when `routes` registered a service not listed in `services`
+ * (health and reflection would not know it) or left a listed one out
+ * (health would report SERVING for a service that answers nothing).
+ */
+function assertRoutedServicesMatch(router: ConnectRouter, services: readonly DescService[]): void {
+  const infrastructure = new Set(INFRASTRUCTURE_SERVICES.map((s) => s.typeName));
+  const listed = new Set(services.map((s) => s.typeName));
+  const routed = new Set(router.handlers.map((h) => h.service.typeName));
+  for (const name of routed) {
+    if (!listed.has(name) && !infrastructure.has(name)) {
+      throw new Error(`service ${name} is routed but not listed in ServerOptions.services`);
+    }
+  }
+  for (const name of listed) {
+    if (!routed.has(name)) throw new Error(`service ${name} is listed in ServerOptions.services but not routed`);
+  }
+}
+
+function errorCode(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null || !('code' in error)) return undefined;
+  return typeof error.code === 'string' ? error.code : undefined;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

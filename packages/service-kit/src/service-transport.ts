@@ -1,0 +1,35 @@
+import type { Interceptor, Transport } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
+import { currentRequestId, REQUEST_ID_HEADER } from './request-id.js';
+
+/** Options of {@link createServiceTransport}. */
+export interface ServiceTransportOptions {
+  /** The other service's URL, e.g. `DOCKET_STATE_URL` (`http://127.0.0.1:7404`). */
+  readonly baseUrl: string;
+  /** The internal bearer token (`DOCKET_SERVICE_TOKEN`, role `service`). */
+  readonly token: string;
+  /** Extra client interceptors, run inside the ones adding headers. */
+  readonly interceptors?: readonly Interceptor[];
+}
+
+/**
+ * The transport for one Docket service calling another: gRPC over cleartext
+ * HTTP/2 (h2c, one multiplexed session), sending `authorization: Bearer
+ * <token>` on every call and forwarding the `x-request-id` of the RPC being
+ * handled, so both hops log the same id. Pair each call with
+ * `forwardDeadline(ctx)` to pass on the caller's deadline and cancellation.
+ */
+export function createServiceTransport(options: ServiceTransportOptions): Transport {
+  const addHeaders: Interceptor = (next) => (req) => {
+    req.header.set('authorization', `Bearer ${options.token}`);
+    const requestId = currentRequestId.getStore();
+    if (requestId !== undefined && !req.header.has(REQUEST_ID_HEADER)) {
+      req.header.set(REQUEST_ID_HEADER, requestId);
+    }
+    return next(req);
+  };
+  return createGrpcTransport({
+    baseUrl: options.baseUrl,
+    interceptors: [addHeaders, ...(options.interceptors ?? [])],
+  });
+}

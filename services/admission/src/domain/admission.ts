@@ -1,0 +1,142 @@
+import { create } from '@bufbuild/protobuf';
+import { durationFromMs, timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { Client } from '@connectrpc/connect';
+import { coerceListPageSize, invalidField, isValidId, parseIdempotencyKey } from '@docket/contracts';
+import type { Principal } from '@docket/auth';
+import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
+import { RetryPolicySchema } from '@docket/proto/docket/common/v1/retry_policy_pb.js';
+import {
+  SubmitJobRequestSchema,
+  type GetJobResponse,
+  type ListJobsRequest,
+  type ListJobsResponse,
+  type SubmitJobRequest,
+  type SubmitJobResponse,
+} from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import {
+  GetJobResponseSchema,
+  ListJobsResponseSchema,
+  SubmitJobResponseSchema,
+} from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import { CallerSchema, type StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import { validateJobSpecMessage, type ForwardedDeadline } from '@docket/service-kit';
+import type { PageTokenCodec } from './page-token.js';
+import { fingerprintRequest } from './request-fingerprint.js';
+
+/** What the admission domain needs: the state service and its settings. */
+export interface AdmissionDependencies {
+  readonly state: Client<typeof StateService>;
+  readonly pageTokens: PageTokenCodec;
+  readonly idempotencyTtlMs: number;
+}
+
+/** The RPC path SubmitJob binds idempotency keys and digests to. */
+export const SUBMIT_JOB_OPERATION = 'docket.admission.v1.AdmissionService/SubmitJob';
+
+/**
+ * Admits a job for the authenticated caller. Everything is validated here
+ * first (field violations for the key and the job description); the digest
+ * is computed from the request as received and the subject from the token;
+ * the state service decides, in one transaction, create or replay.
+ */
+export async function submitJob(
+  deps: AdmissionDependencies,
+  principal: Principal,
+  request: SubmitJobRequest,
+  call: ForwardedDeadline,
+): Promise<SubmitJobResponse> {
+  parseIdempotencyKey(request.idempotencyKey);
+  const spec = validateJobSpecMessage(request);
+  const digest = fingerprintRequest(SubmitJobRequestSchema, request, SUBMIT_JOB_OPERATION, principal.subject);
+  const admitted = await deps.state.admitJob(
+    {
+      caller: callerOf(principal),
+      operation: SUBMIT_JOB_OPERATION,
+      idempotencyKey: request.idempotencyKey,
+      requestDigest: digest,
+      idempotencyTtl: durationFromMs(deps.idempotencyTtlMs),
+      spec: {
+        queue: spec.queue,
+        input: spec.input,
+        label: spec.label,
+        priority: spec.priority,
+        runAfter: spec.runAfter ? timestampFromDate(spec.runAfter) : undefined,
+        retryPolicy: create(RetryPolicySchema, {
+          maxAttempts: spec.maxAttempts,
+          initialBackoff: durationFromMs(spec.initialBackoffMs),
+          maxBackoff: durationFromMs(spec.maxBackoffMs),
+        }),
+        lostAttemptPolicy: request.lostAttemptPolicy,
+      },
+    },
+    call,
+  );
+  return create(SubmitJobResponseSchema, {
+    job: admitted.job,
+    replayed: admitted.replayed,
+    idempotencyExpiresAt: admitted.idempotencyExpiresAt,
+  });
+}
+
+/** A job the caller may see; NOT_FOUND for missing and foreign alike. */
+export async function getJob(
+  deps: AdmissionDependencies,
+  principal: Principal,
+  jobId: string,
+  call: ForwardedDeadline,
+): Promise<GetJobResponse> {
+  if (!isValidId(jobId)) throw invalidField('job_id', 'must be a Docket job id');
+  const found = await deps.state.getJob({ caller: callerOf(principal), jobId }, call);
+  return create(GetJobResponseSchema, { job: found.job });
+}
+
+/**
+ * One page of the caller's jobs (all jobs for admins), bound to the first
+ * page's snapshot through the page token.
+ */
+export async function listJobs(
+  deps: AdmissionDependencies,
+  principal: Principal,
+  request: ListJobsRequest,
+  call: ForwardedDeadline,
+): Promise<ListJobsResponse> {
+  const pageSize = coerceListPageSize(request.pageSize);
+  const statuses = [...new Set(request.filter?.statuses ?? [])].sort((a, b) => a - b);
+  statuses.forEach((status, index) => {
+    if (JobStatus[status] === undefined || status === JobStatus.UNSPECIFIED) {
+      throw invalidField(`filter.statuses[${index}]`, 'must be a job status');
+    }
+  });
+  const filter = {
+    statuses: statuses.map((status) => JobStatus[status]),
+    queue: request.filter?.queue ?? '',
+    includeDeleted: request.filter?.includeDeleted ?? false,
+  };
+  const binding = { subject: principal.subject, filter };
+  const position = request.pageToken === '' ? undefined : deps.pageTokens.open(request.pageToken, binding);
+  const page = await deps.state.listJobs(
+    {
+      caller: callerOf(principal),
+      pageSize,
+      statuses,
+      queue: filter.queue,
+      includeDeleted: filter.includeDeleted,
+      snapshot: position?.snapshot ?? '',
+      after: position ? { createdAt: timestampFromDate(position.createdAt), jobId: position.jobId } : undefined,
+    },
+    call,
+  );
+  const last = page.jobs.at(-1);
+  const nextPageToken =
+    page.hasMore && last?.createdAt
+      ? deps.pageTokens.seal(
+          { snapshot: page.snapshot, createdAt: timestampDate(last.createdAt), jobId: last.id },
+          binding,
+        )
+      : '';
+  return create(ListJobsResponseSchema, { jobs: page.jobs, nextPageToken });
+}
+
+function callerOf(principal: Principal) {
+  return create(CallerSchema, { subject: principal.subject, admin: principal.role === 'admin' });
+}

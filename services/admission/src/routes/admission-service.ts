@@ -1,0 +1,18 @@
+import type { ConnectRouter } from '@connectrpc/connect';
+import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import { forwardDeadline, principalOf } from '@docket/service-kit';
+import { getJob, listJobs, submitJob, type AdmissionDependencies } from '../domain/admission.js';
+
+/**
+ * Registers docket.admission.v1.AdmissionService. RPCs that later work
+ * implements are left out and answer UNIMPLEMENTED.
+ */
+export function admissionServiceRoutes(deps: AdmissionDependencies): (router: ConnectRouter) => void {
+  return (router) => {
+    router.service(AdmissionService, {
+      submitJob: (request, ctx) => submitJob(deps, principalOf(ctx), request, forwardDeadline(ctx)),
+      getJob: (request, ctx) => getJob(deps, principalOf(ctx), request.jobId, forwardDeadline(ctx)),
+      listJobs: (request, ctx) => listJobs(deps, principalOf(ctx), request, forwardDeadline(ctx)),
+    });
+  };
+}

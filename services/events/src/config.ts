@@ -1,0 +1,24 @@
+import { readListenAddress, requireEnv } from '@docket/service-kit';
+
+/** The events service's configuration, read from the environment only. */
+export interface EventsConfig {
+  readonly listen: { readonly host: string; readonly port: number };
+  readonly stateUrl: string;
+  readonly authSecret: string;
+  readonly serviceToken: string;
+  readonly shutdownGraceMs: number;
+}
+
+/** Default port of the events service (SPEC section 12). */
+export const EVENTS_DEFAULT_PORT = 7403;
+
+/** Reads DOCKET_LISTEN, DOCKET_STATE_URL, DOCKET_AUTH_SECRET, DOCKET_SERVICE_TOKEN. */
+export function readEventsConfig(env: NodeJS.ProcessEnv): EventsConfig {
+  return {
+    listen: readListenAddress(env, EVENTS_DEFAULT_PORT),
+    stateUrl: env['DOCKET_STATE_URL'] || 'http://127.0.0.1:7404',
+    authSecret: requireEnv(env, 'DOCKET_AUTH_SECRET'),
+    serviceToken: requireEnv(env, 'DOCKET_SERVICE_TOKEN'),
+    shutdownGraceMs: 10_000,
+  };
+}

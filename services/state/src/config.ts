@@ -1,0 +1,34 @@
+import { readListenAddress, requireEnv } from '@docket/service-kit';
+
+/** The state service's configuration, read from the environment only. */
+export interface StateConfig {
+  readonly listen: { readonly host: string; readonly port: number };
+  /** External Postgres; undefined means embedded Postgres under dataDir. */
+  readonly databaseUrl: string | undefined;
+  readonly dataDir: string;
+  readonly authSecret: string;
+  readonly maxConnections: number;
+  readonly shutdownGraceMs: number;
+}
+
+/** Default port of the state service (SPEC section 12). */
+export const STATE_DEFAULT_PORT = 7404;
+
+/** Reads DOCKET_LISTEN, DOCKET_DATABASE_URL, DOCKET_DATA_DIR, DOCKET_AUTH_SECRET. */
+export function readStateConfig(env: NodeJS.ProcessEnv): StateConfig {
+  return {
+    listen: readListenAddress(env, STATE_DEFAULT_PORT),
+    databaseUrl: env['DOCKET_DATABASE_URL'] || undefined,
+    dataDir: env['DOCKET_DATA_DIR'] || '.docket',
+    authSecret: requireEnv(env, 'DOCKET_AUTH_SECRET'),
+    maxConnections: positiveInteger(env['DOCKET_DB_POOL_SIZE'], 10),
+    shutdownGraceMs: positiveInteger(env['DOCKET_SHUTDOWN_GRACE_MS'], 10_000),
+  };
+}
+
+function positiveInteger(value: string | undefined, fallback: number): number {
+  if (value === undefined || value === '') return fallback;
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed <= 0) throw new Error(`expected a positive integer, got ${JSON.stringify(value)}`);
+  return parsed;
+}

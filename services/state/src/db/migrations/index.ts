@@ -1,0 +1,7 @@
+import { initial } from './20261129-0001-initial.js';
+import type { Migration } from './migration.js';
+
+export type { Migration } from './migration.js';
+
+/** Every migration this build knows, in order. Append only. */
+export const MIGRATIONS: readonly Migration[] = [initial];

@@ -1,0 +1,34 @@
+import { sql } from 'kysely';
+import type { Queryable } from '../database.js';
+
+/**
+ * The transaction's timestamp (`now()`) truncated to milliseconds: the one
+ * clock for every time a transaction writes, exact through JavaScript `Date`
+ * and through the hash chain's RFC 3339 millisecond encoding.
+ *
+ * ```sql
+ * select date_trunc('milliseconds', now()) as now
+ * ```
+ */
+export async function transactionNow(db: Queryable): Promise<Date> {
+  const result = await sql<{ now: Date }>`select date_trunc('milliseconds', now()) as now`.execute(db);
+  const now = result.rows[0]?.now;
+  if (!now) throw new Error('now() returned no row');
+  return now;
+}
+
+/**
+ * The calling transaction's MVCC snapshot as `pg_snapshot` text
+ * (`xmin:xmax:xip,...`). Under REPEATABLE READ it is the snapshot every
+ * statement of the transaction reads.
+ *
+ * ```sql
+ * select pg_current_snapshot()::text as snapshot
+ * ```
+ */
+export async function currentSnapshot(db: Queryable): Promise<string> {
+  const result = await sql<{ snapshot: string }>`select pg_current_snapshot()::text as snapshot`.execute(db);
+  const snapshot = result.rows[0]?.snapshot;
+  if (!snapshot) throw new Error('pg_current_snapshot() returned no row');
+  return snapshot;
+}

@@ -1,0 +1,99 @@
+import { sql, type Insertable, type Selectable } from 'kysely';
+import type { JobStatusName } from '@docket/contracts';
+import type { Queryable } from '../database.js';
+import type { JobsTable, JsonObject } from '../tables/index.js';
+
+/** A job row as read. */
+export type JobRow = Selectable<JobsTable>;
+
+/** Who is reading: a subject, or an admin who sees every job. */
+export interface Viewer {
+  readonly subject: string;
+  readonly admin: boolean;
+}
+
+/** A job row to insert: everything but what the database assigns. */
+export type NewJobRow = Omit<JobRow, 'created_xid'>;
+
+/**
+ * Inserts a new job row; `created_xid` becomes the inserting transaction.
+ *
+ * ```sql
+ * insert into jobs (...) values (...)
+ * ```
+ */
+export async function insertJob(db: Queryable, row: NewJobRow): Promise<void> {
+  const values: Insertable<JobsTable> = {
+    ...row,
+    input: JSON.stringify(row.input),
+    progress: jsonOrNull(row.progress),
+    checkpoint: jsonOrNull(row.checkpoint),
+    result: jsonOrNull(row.result),
+    failure: jsonOrNull(row.failure),
+  };
+  await db.insertInto('jobs').values(values).execute();
+}
+
+function jsonOrNull(value: JsonObject | null): string | null {
+  return value === null ? null : JSON.stringify(value);
+}
+
+/**
+ * A job the viewer may see, or undefined: another subject's job and a
+ * missing one are indistinguishable. Hard-deleted jobs are not returned.
+ *
+ * ```sql
+ * select * from jobs where id = $1 and (owner = $2 or <admin>)
+ *   and lifecycle <> 'HARD_DELETED'
+ * ```
+ */
+export async function findVisibleJob(db: Queryable, viewer: Viewer, jobId: string): Promise<JobRow | undefined> {
+  let query = db.selectFrom('jobs').selectAll().where('id', '=', jobId).where('lifecycle', '<>', 'HARD_DELETED');
+  if (!viewer.admin) query = query.where('owner', '=', viewer.subject);
+  return query.executeTakeFirst();
+}
+
+/** Which jobs a listing shows. */
+export interface JobListing {
+  readonly viewer: Viewer;
+  readonly statuses: readonly JobStatusName[];
+  readonly queue: string;
+  readonly includeDeleted: boolean;
+  /** Only jobs whose admitting transaction this `pg_snapshot` sees. */
+  readonly snapshot: string;
+  /** Keyset position: only jobs strictly older than it. */
+  readonly after?: { readonly createdAt: Date; readonly jobId: string };
+  readonly limit: number;
+}
+
+/**
+ * One keyset page, newest first, bound to a snapshot: a job admitted by a
+ * transaction the snapshot does not see never appears, whatever its
+ * timestamp, so later pages never admit newer jobs.
+ *
+ * ```sql
+ * select * from jobs
+ * where (owner = $subject or <admin>)
+ *   and lifecycle in ('ACTIVE' [, 'SOFT_DELETED'])
+ *   [and status = any($statuses)] [and queue = $queue]
+ *   and pg_visible_in_snapshot(created_xid, $snapshot::pg_snapshot)
+ *   [and (created_at, id) < ($after_created_at, $after_id)]
+ * order by created_at desc, id desc
+ * limit $limit
+ * ```
+ */
+export async function listVisibleJobs(db: Queryable, listing: JobListing): Promise<JobRow[]> {
+  let query = db
+    .selectFrom('jobs')
+    .selectAll()
+    .where('lifecycle', 'in', listing.includeDeleted ? ['ACTIVE', 'SOFT_DELETED'] : ['ACTIVE'])
+    .where(sql<boolean>`pg_visible_in_snapshot(created_xid, ${listing.snapshot}::pg_snapshot)`);
+  if (!listing.viewer.admin) query = query.where('owner', '=', listing.viewer.subject);
+  if (listing.statuses.length > 0) query = query.where('status', 'in', [...listing.statuses]);
+  if (listing.queue !== '') query = query.where('queue', '=', listing.queue);
+  if (listing.after) {
+    const { createdAt, jobId } = listing.after;
+    query = query.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(createdAt, jobId)));
+  }
+  return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(listing.limit).execute();
+}

@@ -1,0 +1,16 @@
+/**
+ * The `idempotency_records` table: one binding of (subject, operation, key)
+ * to a request digest and the complete original response. The key itself is
+ * never stored, only its SHA-256.
+ */
+export interface IdempotencyRecordsTable {
+  subject: string;
+  operation: string;
+  key_hash: Buffer;
+  request_digest: string;
+  job_id: string | null;
+  /** The original response, protobuf binary, replayed verbatim. */
+  response: Buffer;
+  created_at: Date;
+  expires_at: Date;
+}

@@ -1,0 +1,44 @@
+import type { ColumnType, Generated } from 'kysely';
+import type { JobStatusName } from '@docket/contracts';
+import type { Int8Column, JsonbColumn, JsonObject, NullableJsonbColumn } from './json.js';
+
+/** A job's visibility (see docket.common.v1.JobLifecycle). */
+export type JobLifecycleName = 'ACTIVE' | 'SOFT_DELETED' | 'HARD_DELETING' | 'HARD_DELETED';
+/** A job's lost-attempt policy (see docket.common.v1.LostAttemptPolicy). */
+export type LostAttemptPolicyName = 'RETRY' | 'INTERRUPT';
+
+/** The `jobs` table: one row per job, the authority for its status. */
+export interface JobsTable {
+  id: string;
+  owner: string;
+  queue: string;
+  label: string;
+  input: JsonbColumn<JsonObject>;
+  priority: number;
+  /** Grows by one with every change of the job. */
+  revision: Int8Column;
+  status: JobStatusName;
+  lifecycle: JobLifecycleName;
+  /** The submission's digest; part of every event's chain preimage. */
+  request_digest: string;
+  run_after: Date | null;
+  max_attempts: number;
+  initial_backoff_ms: Int8Column;
+  max_backoff_ms: Int8Column;
+  lost_attempt_policy: LostAttemptPolicyName;
+  attempt_count: Generated<number>;
+  /** The fence of the latest claim; never goes back. */
+  fence: Generated<string>;
+  progress: NullableJsonbColumn<JsonObject>;
+  checkpoint: NullableJsonbColumn<JsonObject>;
+  result: NullableJsonbColumn<JsonObject>;
+  failure: NullableJsonbColumn<JsonObject>;
+  /** The number of journal events, equal to the latest sequence. */
+  event_count: Int8Column;
+  /** The hash of the latest journal event. */
+  head_hash: string;
+  /** The admitting transaction (xid8 as text); binds listings to snapshots. */
+  created_xid: ColumnType<string, never, never>;
+  created_at: Date;
+  updated_at: Date;
+}

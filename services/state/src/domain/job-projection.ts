@@ -1,0 +1,62 @@
+import { create } from '@bufbuild/protobuf';
+import { durationFromMs, timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { JobSchema, type Job } from '@docket/proto/docket/common/v1/job_pb.js';
+import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
+import { FailureClass, FailureSchema } from '@docket/proto/docket/common/v1/failure_pb.js';
+import { ProgressSchema } from '@docket/proto/docket/common/v1/progress_pb.js';
+import { LostAttemptPolicy, RetryPolicySchema } from '@docket/proto/docket/common/v1/retry_policy_pb.js';
+import type { NewJobRow } from '../db/queries/jobs.js';
+import type { JsonObject } from '../db/tables/index.js';
+
+/**
+ * The public projection of a job row (docket.common.v1.Job). Pure and
+ * total: every stored status, lifecycle and policy has an enum value.
+ */
+export function projectJob(row: NewJobRow): Job {
+  return create(JobSchema, {
+    id: row.id,
+    owner: row.owner,
+    queue: row.queue,
+    label: row.label,
+    input: row.input,
+    priority: row.priority,
+    revision: BigInt(row.revision),
+    status: JobStatus[row.status],
+    lifecycle: JobLifecycle[row.lifecycle],
+    progress: row.progress ? projectProgress(row.progress) : undefined,
+    checkpointPresent: row.checkpoint !== null,
+    result: row.result ?? undefined,
+    failure: row.failure ? projectFailure(row.failure) : undefined,
+    attemptCount: row.attempt_count,
+    maxAttempts: row.max_attempts,
+    lostAttemptPolicy: LostAttemptPolicy[row.lost_attempt_policy],
+    createdAt: timestampFromDate(row.created_at),
+    updatedAt: timestampFromDate(row.updated_at),
+    latestSequence: BigInt(row.event_count),
+    runAfter: row.run_after ? timestampFromDate(row.run_after) : undefined,
+    retryPolicy: create(RetryPolicySchema, {
+      maxAttempts: row.max_attempts,
+      initialBackoff: durationFromMs(Number(row.initial_backoff_ms)),
+      maxBackoff: durationFromMs(Number(row.max_backoff_ms)),
+    }),
+  });
+}
+
+function projectProgress(progress: JsonObject) {
+  return create(ProgressSchema, {
+    completedUnits: BigInt(String(progress['completed_units'] ?? 0)),
+    totalUnits: BigInt(String(progress['total_units'] ?? 0)),
+    message: String(progress['message'] ?? ''),
+    updatedAt: typeof progress['updated_at'] === 'string' ? timestampFromDate(new Date(progress['updated_at'])) : undefined,
+  });
+}
+
+function projectFailure(failure: JsonObject) {
+  const failureClass = String(failure['failure_class'] ?? '');
+  return create(FailureSchema, {
+    failureClass: FailureClass[failureClass as keyof typeof FailureClass] ?? FailureClass.UNSPECIFIED,
+    retryable: failure['retryable'] === true,
+    message: String(failure['message'] ?? ''),
+    safeDetails: (failure['safe_details'] as JsonObject | undefined) ?? undefined,
+  });
+}

@@ -1,0 +1,56 @@
+import type { Kysely } from 'kysely';
+import { notFound, type JobStatusName } from '@docket/contracts';
+import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
+import type { Database } from '../db/tables/index.js';
+import { currentSnapshot } from '../db/queries/clock.js';
+import { findVisibleJob, listVisibleJobs, type JobListing, type Viewer } from '../db/queries/jobs.js';
+import { projectJob } from './job-projection.js';
+
+/** A job the viewer may see; NOT_FOUND, identical for missing and foreign. */
+export async function getJob(db: Kysely<Database>, viewer: Viewer, jobId: string): Promise<Job> {
+  const row = await findVisibleJob(db, viewer, jobId);
+  if (!row) throw notFound('job');
+  return projectJob(row);
+}
+
+/** One page of a listing request. */
+export interface ListJobsQuery {
+  readonly viewer: Viewer;
+  readonly statuses: readonly JobStatusName[];
+  readonly queue: string;
+  readonly includeDeleted: boolean;
+  readonly pageSize: number;
+  /** The first page's snapshot; undefined to take one now. */
+  readonly snapshot: string | undefined;
+  readonly after: JobListing['after'];
+}
+
+/** A page, the snapshot it is bound to, and whether more jobs follow. */
+export interface JobPage {
+  readonly jobs: Job[];
+  readonly snapshot: string;
+  readonly hasMore: boolean;
+}
+
+/**
+ * Lists jobs newest first, bound to one MVCC snapshot. A first page takes
+ * the snapshot and reads in the same REPEATABLE READ transaction; later
+ * pages filter by it, so a job committed after the first page never
+ * appears, and keyset positions make pages disjoint and gapless.
+ */
+export async function listJobs(db: Kysely<Database>, query: ListJobsQuery): Promise<JobPage> {
+  const read = async (tx: Kysely<Database>, snapshot: string): Promise<JobPage> => {
+    const rows = await listVisibleJobs(tx, { ...query, snapshot, limit: query.pageSize + 1 });
+    return {
+      jobs: rows.slice(0, query.pageSize).map(projectJob),
+      snapshot,
+      hasMore: rows.length > query.pageSize,
+    };
+  };
+  if (query.snapshot !== undefined) return read(db, query.snapshot);
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .setAccessMode('read only')
+    .execute(async (tx) => read(tx, await currentSnapshot(tx)));
+}

@@ -1,0 +1,97 @@
+import { timestampDate } from '@bufbuild/protobuf/wkt';
+import {
+  JOB_STATUSES,
+  coerceListPageSize,
+  invalidField,
+  isValidId,
+  parseIdempotencyKey,
+  parseRequestDigest,
+  type JobStatusName,
+} from '@docket/contracts';
+import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
+import type {
+  AdmitJobRequest,
+  Caller,
+  ListJobsRequest,
+} from '@docket/proto/docket/state/v1/state_service_pb.js';
+import { durationMs, validateJobSpecMessage } from '@docket/service-kit';
+import type { Viewer } from '../db/queries/jobs.js';
+import type { AdmitJobCommand } from './admit-job.js';
+import type { ListJobsQuery } from './read-jobs.js';
+
+/** The shortest idempotency retention the state service accepts. */
+export const MIN_IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
+
+const OPERATION_PATTERN = /^docket\.[a-z]+\.v1\.[A-Za-z]+Service\/[A-Za-z]+$/;
+const SNAPSHOT_PATTERN = /^\d{1,20}:\d{1,20}:(\d{1,20}(,\d{1,20})*)?$/;
+
+/**
+ * The state service's typed API checks everything it is handed, even from
+ * trusted callers: a digest that is not 64 lowercase hex, a malformed key
+ * or a bad spec is INVALID_ARGUMENT and nothing is written.
+ */
+export function parseAdmitJobRequest(request: AdmitJobRequest): AdmitJobCommand {
+  const viewer = viewerOf(request.caller);
+  if (!OPERATION_PATTERN.test(request.operation)) {
+    throw invalidField('operation', 'must be a Docket RPC path without its leading slash');
+  }
+  const ttlMs = durationMs(request.idempotencyTtl);
+  if (ttlMs === undefined || !Number.isInteger(ttlMs) || ttlMs < MIN_IDEMPOTENCY_TTL_MS) {
+    throw invalidField('idempotency_ttl', 'must be a whole number of milliseconds, at least 24 hours');
+  }
+  if (!request.spec) throw invalidField('spec', 'is required');
+  return {
+    subject: viewer.subject,
+    operation: request.operation,
+    key: parseIdempotencyKey(request.idempotencyKey),
+    digest: parseRequestDigest(request.requestDigest),
+    ttlMs,
+    spec: validateJobSpecMessage(request.spec),
+  };
+}
+
+/** The viewer a public service acts for. */
+export function viewerOf(caller: Caller | undefined): Viewer {
+  if (!caller || caller.subject.length === 0 || caller.subject.length > 256) {
+    throw invalidField('caller.subject', 'must be 1 to 256 characters');
+  }
+  return { subject: caller.subject, admin: caller.admin };
+}
+
+/** A job id's shape; a well-formed id that is not visible is NOT_FOUND later. */
+export function parseJobId(jobId: string, field = 'job_id'): string {
+  if (!isValidId(jobId)) throw invalidField(field, 'must be a Docket id');
+  return jobId;
+}
+
+/** A listing page request. */
+export function parseListJobsRequest(request: ListJobsRequest): ListJobsQuery {
+  const viewer = viewerOf(request.caller);
+  const pageSize = coerceListPageSize(request.pageSize);
+  if (request.snapshot !== '' && !SNAPSHOT_PATTERN.test(request.snapshot)) {
+    throw invalidField('snapshot', 'must be pg_snapshot text');
+  }
+  const after = request.after;
+  if (after && (!after.createdAt || !isValidId(after.jobId))) {
+    throw invalidField('after', 'must name a created_at and a job id');
+  }
+  if (after && request.snapshot === '') throw invalidField('snapshot', 'is required after the first page');
+  return {
+    viewer,
+    statuses: request.statuses.map((status, index) => statusName(status, `statuses[${index}]`)),
+    queue: request.queue,
+    includeDeleted: request.includeDeleted,
+    pageSize,
+    snapshot: request.snapshot === '' ? undefined : request.snapshot,
+    after: after?.createdAt ? { createdAt: timestampDate(after.createdAt), jobId: after.jobId } : undefined,
+  };
+}
+
+/** The stored name of a JobStatus enum value; UNSPECIFIED or unknown is invalid. */
+export function statusName(status: JobStatus, field: string): JobStatusName {
+  const name = JobStatus[status] as string | undefined;
+  if (name === undefined || !(JOB_STATUSES as readonly string[]).includes(name)) {
+    throw invalidField(field, 'must be a job status');
+  }
+  return name as JobStatusName;
+}

@@ -1,0 +1,30 @@
+import type { Interceptor } from '@connectrpc/connect';
+import type { Kysely } from 'kysely';
+import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import { startServer, type Logger, type RunningServer } from '@docket/service-kit';
+import type { StateConfig } from './config.js';
+import { translateDatabaseError } from './db/database-errors.js';
+import type { Database } from './db/tables/index.js';
+import { stateServiceRoutes } from './routes/state-service.js';
+
+/** Maps database failures to typed errors before the shared error mapping. */
+const databaseErrors: Interceptor = (next) => async (request) => {
+  try {
+    return await next(request);
+  } catch (error) {
+    throw translateDatabaseError(error);
+  }
+};
+
+/** Starts the state service's server: StateService, health, reflection. */
+export function startStateServer(config: StateConfig, db: Kysely<Database>, logger: Logger): Promise<RunningServer> {
+  return startServer({
+    name: 'state',
+    listen: config.listen,
+    services: [StateService],
+    routes: stateServiceRoutes({ db }),
+    authenticate: { secret: config.authSecret, allowedRoles: ['service'] },
+    logger,
+    interceptors: [databaseErrors],
+  });
+}
