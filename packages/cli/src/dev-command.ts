@@ -9,6 +9,8 @@ import { serviceEntryPath } from './service-names.js';
 /** The repository root, three levels above this file (`packages/cli/{src,dist}/`). */
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
 /**
  * `docket dev`: the whole system on this machine (what `npm start` runs).
  * The first Ctrl-C (or SIGTERM) stops it in order; a second one kills the
@@ -55,15 +57,16 @@ Other variables (NODE_OPTIONS, OTEL_*, ...) are passed on to the services.
     const onSignal = (): void => {
       interrupts += 1;
       if (interrupts === 1) {
-        context.err('\nStopping (press Ctrl-C again to kill the services at once) ...\n');
+        context.err('\n(Ctrl-C again kills the services at once.)\n');
         stop.abort();
       } else {
         // The exit hooks SIGKILL the services and ask Postgres for a fast shutdown.
         process.exit(130);
       }
     };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
+    // SIGHUP too: the services run in their own process groups, so a closed
+    // terminal must not end this process without stopping them.
+    for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
     try {
       return await runDev({
         env: context.env,
@@ -76,8 +79,7 @@ Other variables (NODE_OPTIONS, OTEL_*, ...) are passed on to the services.
         stop: stop.signal,
       });
     } finally {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
     }
   },
 };

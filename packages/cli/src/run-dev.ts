@@ -51,7 +51,7 @@ export async function runDev(options: RunDevOptions): Promise<number> {
 
   const lifetime = new Lifetime(options.stop);
   const services = new Map<ServiceName, LaunchedService>();
-  let postgres: EmbeddedPostgresHandle | undefined;
+  let postgresStarting: Promise<EmbeddedPostgresHandle> | undefined;
   let failure: string | undefined;
   try {
     const stored = await loadOrCreateDevSecrets(dataDir);
@@ -62,18 +62,17 @@ export async function runDev(options: RunDevOptions): Promise<number> {
     if (!databaseUrl) {
       options.out(`Starting embedded Postgres in ${join(dataDir, 'postgres')} ...\n`);
       const port = devPostgresPort(env);
-      postgres = await lifetime.race(
-        startEmbeddedPostgres({
-          dataDir: join(dataDir, 'postgres'),
-          persistent: true,
-          ...(port === undefined ? {} : { port }),
-          onLog: (line) => logs.write('postgres', line, false),
-        }),
-      );
-      const server = postgres;
-      void server.exited.then(() =>
-        lifetime.fail(`Postgres exited unexpectedly; see ${logs.fileOf('postgres')}`),
-      );
+      postgresStarting = startEmbeddedPostgres({
+        dataDir: join(dataDir, 'postgres'),
+        persistent: true,
+        ...(port === undefined ? {} : { port }),
+        onLog: (line) => logs.write('postgres', line, false),
+      });
+      const server = await lifetime.race(postgresStarting);
+      const { initialiseMs, startMs } = server.timings;
+      const initialised = initialiseMs === null ? 'existing cluster' : `initialised in ${seconds(initialiseMs)}`;
+      options.out(`Postgres is up on port ${server.port} (${initialised}, started in ${seconds(startMs)}).\n`);
+      void server.exited.then(() => lifetime.fail(`Postgres exited unexpectedly; see ${logs.fileOf('postgres')}`));
       databaseUrl = await lifetime.race(server.createDatabase(DATABASE_NAME));
     }
 
@@ -107,7 +106,13 @@ export async function runDev(options: RunDevOptions): Promise<number> {
     const urls = { state: stateUrl } as Record<ServiceName, string>;
     FRONT_SERVICE_NAMES.forEach((name, index) => (urls[name] = frontUrls[index] ?? ''));
     await lifetime.race(
-      Promise.all(SERVICE_NAMES.map((name) => waitForServing(urls[name], { signal: lifetime.signal }))),
+      Promise.all(
+        SERVICE_NAMES.map((name) =>
+          waitForServing(urls[name], { signal: lifetime.signal }).catch((error: unknown) => {
+            throw new Error(`the ${name} service is not healthy: ${(error as Error).message}`);
+          }),
+        ),
+      ),
     );
 
     const ttlSeconds = TOKEN_TTL_DAYS * 24 * 3600;
@@ -115,7 +120,7 @@ export async function runDev(options: RunDevOptions): Promise<number> {
       formatDevSummary({
         urls,
         databaseUrl,
-        embeddedPostgresDir: postgres ? join(dataDir, 'postgres') : undefined,
+        embeddedPostgresDir: postgresStarting ? join(dataDir, 'postgres') : undefined,
         secretsFile: devSecretsPath(dataDir),
         logsDir,
         userToken: await mintToken({ secret: authSecret, subject: 'dev', role: 'user', ttlSeconds }),
@@ -135,11 +140,17 @@ export async function runDev(options: RunDevOptions): Promise<number> {
       FRONT_SERVICE_NAMES.map((name) => services.get(name)?.stop('SIGTERM', SHUTDOWN_GRACE_MS)),
     );
     await services.get('state')?.stop('SIGTERM', SHUTDOWN_GRACE_MS);
+    // Also a server still starting when the session ended (Ctrl-C during initdb).
+    const postgres = await postgresStarting?.catch(() => undefined);
     await postgres?.stop();
     await logs.close();
     options.out('Stopped.\n');
   }
   return failure === undefined ? 0 : 1;
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(2)} s`;
 }
 
 async function assertBuilt(entry: string): Promise<void> {

@@ -19,7 +19,8 @@ export interface WaitForServingOptions {
  */
 export async function waitForServing(baseUrl: string, options: WaitForServingOptions = {}): Promise<void> {
   const client = createClient(Health, createGrpcTransport({ baseUrl }));
-  const deadline = Date.now() + (options.timeoutMs ?? 30_000);
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const deadline = Date.now() + timeoutMs;
   let last = 'no answer yet';
   for (;;) {
     options.signal?.throwIfAborted();
@@ -31,7 +32,9 @@ export async function waitForServing(baseUrl: string, options: WaitForServingOpt
       options.signal?.throwIfAborted();
       last = (error as Error).message;
     }
-    if (Date.now() >= deadline) throw new Error(`${baseUrl} did not report SERVING (${last})`);
+    if (Date.now() >= deadline) {
+      throw new Error(`${baseUrl} did not report SERVING within ${timeoutMs} ms (last: ${last})`);
+    }
     await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 100));
   }
 }

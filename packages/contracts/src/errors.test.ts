@@ -111,7 +111,7 @@ describe('factories', () => {
     const error = invalidField('queue', 'must match ^[a-z0-9][a-z0-9._-]{0,127}$');
     expect(error.reason).toBe('INVALID_FIELD');
     expect(error.grpcCode).toBe(GRPC_CODE.INVALID_ARGUMENT);
-    expect(error.message).toBe('invalid queue: must match ^[a-z0-9][a-z0-9._-]{0,127}$');
+    expect(error.message).toBe('invalid queue');
     expect(error.fieldViolations).toStrictEqual([
       { field: 'queue', description: 'must match ^[a-z0-9][a-z0-9._-]{0,127}$' },
     ]);

@@ -146,7 +146,7 @@ export function isDocketError(e: unknown): e is DocketError {
  * the rejected value.
  */
 export function invalidField(field: string, description: string): DocketError {
-  return new DocketError('INVALID_FIELD', `invalid ${field}: ${description}`, {
+  return new DocketError('INVALID_FIELD', `invalid ${field}`, {
     fieldViolations: [{ field, description }],
   });
 }

@@ -51,7 +51,18 @@ export function docketConnectError(parts: DocketErrorParts): ConnectError {
       },
     });
   }
-  return new ConnectError(parts.message, parts.code, undefined, details);
+  return new ConnectError(wireSafeMessage(parts.message), parts.code, undefined, details);
+}
+
+/**
+ * Connect percent-encodes `grpc-message` with `encodeURIComponent`, and
+ * grpc-js decodes it with `decodeURI`, which leaves URI-reserved characters
+ * encoded (`:` arrives as `%3A`). So that every client reads the same
+ * message, those characters never appear in one: each becomes a space.
+ * The precise rule stays intact in the BadRequest field violations.
+ */
+export function wireSafeMessage(message: string): string {
+  return message.replace(/\s*[;,/?:@&=+$#]+\s*/g, ' ').trim();
 }
 
 /**

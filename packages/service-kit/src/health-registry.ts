@@ -70,18 +70,20 @@ export function createHealthRegistry(services: readonly string[]): HealthRegistr
     try {
       let last: WatchedStatus | undefined;
       while (!signal.aborted) {
-        if (!changed) {
-          await new Promise<void>((resolve) => (wake = resolve));
-          wake = undefined;
-          continue;
+        if (changed) {
+          changed = false;
+          const current = status(service) ?? 'SERVICE_UNKNOWN';
+          if (current !== last) {
+            last = current;
+            yield current;
+            // The consumer may have changed things while we were suspended.
+            continue;
+          }
         }
-        changed = false;
-        const current = status(service) ?? 'SERVICE_UNKNOWN';
-        if (current !== last) {
-          last = current;
-          yield current;
-        }
+        // Shutdown marks a change, so reaching here means its status was sent.
         if (shutDown) return;
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
       }
     } finally {
       listeners.delete(onChange);

@@ -28,6 +28,7 @@ export {
   genericFailure,
   reasonForCode,
   toConnectError,
+  wireSafeMessage,
   type DocketErrorParts,
 } from './error-mapping.js';
 export { errorMappingInterceptor } from './error-interceptor.js';
@@ -55,3 +56,4 @@ export {
   type Environment,
 } from './environment.js';
 export { createServiceTransport, type ServiceTransportOptions } from './service-transport.js';
+export { durationMs, validateJobSpecMessage, type JobSpecMessage } from './job-spec-message.js';

@@ -1,5 +1,5 @@
 import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
-import { errorInfoOf } from './error-mapping.js';
+import { errorInfoOf, reasonForCode } from './error-mapping.js';
 import type { Logger } from './logger.js';
 import { currentRequestId, requestIdFrom, requestIdKey } from './request-id.js';
 import { hookStream, type StreamOutcome } from './stream-hooks.js';
@@ -16,7 +16,8 @@ export function rpcPath(req: { readonly service: { readonly typeName: string }; 
  * Logs every RPC exactly once when it ends:
  * `{msg: "rpc", rpc, code, reason?, latency_ms, request_id}`; a streaming RPC
  * is logged when its stream completes, fails or is abandoned by the client
- * (`code: "canceled"`). The request id comes from `x-request-id` (or is
+ * (`code: "canceled"`), also when its handler returns normally after the
+ * caller cancelled or the deadline passed. The request id comes from `x-request-id` (or is
  * generated), is stored under {@link requestIdKey} and is the
  * {@link currentRequestId} while the handler runs, so internal calls forward
  * it. Header values, tokens, bodies and error messages are never logged.
@@ -32,7 +33,13 @@ export function rpcLoggingInterceptor(logger: Logger): Interceptor {
     const started = performance.now();
     const finish = (outcome: StreamOutcome): void => {
       const latency_ms = Math.round((performance.now() - started) * 1000) / 1000;
-      const { code, reason } = describeOutcome(outcome);
+      // A handler that returns normally after its call was cancelled or timed
+      // out (a Watch whose client left) did not answer anybody.
+      const effective: StreamOutcome =
+        outcome.kind === 'completed' && req.signal.aborted
+          ? { kind: 'failed', error: ConnectError.from(req.signal.reason, Code.Canceled) }
+          : outcome;
+      const { code, reason } = describeOutcome(effective);
       const fields = { rpc, code: codeName(code), reason, latency_ms, request_id: requestId };
       if (SERVER_FAULTS.has(code)) logger.error('rpc', fields);
       else logger.info('rpc', fields);
@@ -63,10 +70,10 @@ function describeOutcome(outcome: StreamOutcome): { code: number; reason?: strin
     case 'completed':
       return { code: 0 };
     case 'abandoned':
-      return { code: Code.Canceled };
+      return { code: Code.Canceled, reason: reasonForCode(Code.Canceled) };
     case 'failed': {
       const error = ConnectError.from(outcome.error);
-      return { code: error.code, reason: errorInfoOf(error)?.reason };
+      return { code: error.code, reason: errorInfoOf(error)?.reason ?? reasonForCode(error.code) };
     }
   }
 }

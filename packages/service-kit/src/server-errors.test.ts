@@ -7,6 +7,8 @@ import {
 import type { ServiceError } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorInfoOf, fieldViolationsOf } from './error-mapping.js';
+import { createLogger } from './logger.js';
+import { startServer } from './server.js';
 import { grpcJsProbe, seenByGrpcJs, type SeenFailure } from './testing/grpc-js-probe.js';
 import { ProbeService } from './testing/probe-service.js';
 import {
@@ -124,6 +126,34 @@ describe('errors on the wire', () => {
         }
       })().catch((e: unknown) => e);
       expect(seenByConnect(bug)).toMatchObject({ code: Code.Internal, reason: 'INTERNAL', message: 'internal error' });
+    }
+  });
+
+  it('answers a service this server does not serve with UNIMPLEMENTED and ErrorInfo on every protocol', async () => {
+    const bare = await startServer({
+      name: 'bare',
+      listen: { host: '127.0.0.1', port: 0 },
+      services: [],
+      routes: () => {},
+      authenticate: { secret: 's'.repeat(40), allowedRoles: ['user'] },
+      logger: createLogger('bare', () => {}),
+    });
+    try {
+      const expected = { code: Code.Unimplemented, message: 'unimplemented', reason: 'UNIMPLEMENTED', domain: 'docket' };
+      const grpcJs = grpcJsProbe(bare.url);
+      const error = await grpcJs.echo('x').catch((e: unknown) => e);
+      grpcJs.close();
+      expect(seenByGrpcJs(error as ServiceError)).toMatchObject(expected);
+      for (const transport of [
+        createGrpcTransport({ baseUrl: bare.url }),
+        createGrpcWebTransport({ baseUrl: bare.url, httpVersion: '2' }),
+        createConnectTransport({ baseUrl: bare.url, httpVersion: '1.1' }),
+      ]) {
+        const client = createClient(ProbeService, transport);
+        expect(seenByConnect(await client.echo({ text: 'x' }).catch((e: unknown) => e))).toMatchObject(expected);
+      }
+    } finally {
+      await bare.shutdown(100);
     }
   });
 });

@@ -93,6 +93,18 @@ describe('startServer', () => {
     expect(log).not.toContain('hello');
   });
 
+  it('logs a stream its client cancelled as canceled, not ok', async () => {
+    const harness = await probeServer();
+    const health = createClient(Health, createGrpcTransport({ baseUrl: harness.url }));
+    const abort = new AbortController();
+    await (async () => {
+      for await (const _ of health.watch({ service: '' }, { signal: abort.signal })) abort.abort();
+    })().catch(() => {});
+    await expect
+      .poll(() => harness.rpcLines().find((l) => l['rpc'] === '/grpc.health.v1.Health/Watch'))
+      .toMatchObject({ code: 'canceled', reason: 'CANCELLED' });
+  });
+
   it('passes the remaining deadline to handlers', async () => {
     const harness = await probeServer();
     const probe = createClient(ProbeService, createGrpcTransport({ baseUrl: harness.url }));

@@ -23,6 +23,7 @@ import type { Logger } from './logger.js';
 import { sniffProtocol } from './protocol-sniffer.js';
 import { registerReflectionService } from './reflection-service.js';
 import { rpcLoggingInterceptor } from './rpc-logging-interceptor.js';
+import { unknownRouteFallback } from './unknown-route.js';
 
 /** The default grace period of {@link RunningServer.shutdown}. */
 export const DEFAULT_GRACE_MS = 10_000;
@@ -38,7 +39,7 @@ const INFRASTRUCTURE_SERVICES: readonly DescService[] = [Health, ServerReflectio
 
 /** What {@link startServer} needs to run one Docket service. */
 export interface ServerOptions {
-  /** The service's short name (`state`, `admission`, `execution`, `events`). */
+  /** The service's short name (`state`, `admission`, `execution`, `events`), used in startup errors. */
   readonly name: string;
   /** Where to listen; port 0 lets the OS choose (see {@link RunningServer.port}). */
   readonly listen: { readonly host: string; readonly port: number };
@@ -97,7 +98,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       registerHealthService(router, health);
       registerReflectionService(router, [...options.services, ...INFRASTRUCTURE_SERVICES]);
       options.routes(router);
-      assertRoutedServicesMatch(router, options.services);
+      assertRoutedServicesMatch(options.name, router, options.services);
     },
     interceptors: [
       rpcLoggingInterceptor(logger),
@@ -109,6 +110,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       deadlineInterceptor(),
       ...(options.interceptors ?? []),
     ],
+    fallback: unknownRouteFallback(logger),
     shutdownSignal: hardStop.signal,
     contextValues: () => createContextValues().set(drainSignalKey, draining.signal),
   });
@@ -211,17 +213,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
  * (health and reflection would not know it) or left a listed one out
  * (health would report SERVING for a service that answers nothing).
  */
-function assertRoutedServicesMatch(router: ConnectRouter, services: readonly DescService[]): void {
+function assertRoutedServicesMatch(name: string, router: ConnectRouter, services: readonly DescService[]): void {
   const infrastructure = new Set(INFRASTRUCTURE_SERVICES.map((s) => s.typeName));
   const listed = new Set(services.map((s) => s.typeName));
   const routed = new Set(router.handlers.map((h) => h.service.typeName));
-  for (const name of routed) {
-    if (!listed.has(name) && !infrastructure.has(name)) {
-      throw new Error(`service ${name} is routed but not listed in ServerOptions.services`);
+  for (const service of routed) {
+    if (!listed.has(service) && !infrastructure.has(service)) {
+      throw new Error(`${name} server: service ${service} is routed but not listed in ServerOptions.services`);
     }
   }
-  for (const name of listed) {
-    if (!routed.has(name)) throw new Error(`service ${name} is listed in ServerOptions.services but not routed`);
+  for (const service of listed) {
+    if (!routed.has(service)) {
+      throw new Error(`${name} server: service ${service} is listed in ServerOptions.services but not routed`);
+    }
   }
 }
 

@@ -14,7 +14,7 @@ export function translateDatabaseError(error: unknown): unknown {
     return new DocketError('DEADLINE_EXCEEDED', 'the deadline passed before the database answered');
   }
   if (isDatabaseUnavailable(error) || isRetryableTransactionFailure(error)) {
-    return new DocketError('UNAVAILABLE', 'the database is temporarily unavailable; retry');
+    return new DocketError('UNAVAILABLE', 'the database is temporarily unavailable');
   }
   return error;
 }

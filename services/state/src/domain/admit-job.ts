@@ -105,7 +105,7 @@ export async function admitJob(db: Kysely<Database>, command: AdmitJobCommand): 
     });
     if (outcome) return outcome;
   }
-  throw new DocketError('UNAVAILABLE', 'admission could not be decided; retry with the same idempotency key');
+  throw new DocketError('UNAVAILABLE', 'admission could not be decided, retry with the same idempotency key');
 }
 
 function replay(record: IdempotencyRecord, digest: RequestDigest): AdmissionOutcome {

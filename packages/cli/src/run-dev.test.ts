@@ -1,0 +1,212 @@
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { verifyBearer } from '@docket/auth';
+import { createTestDatabase } from '../../../test/support/database.js';
+import { readDevSecrets } from './dev-secrets.js';
+import { runDev } from './run-dev.js';
+import type { ServiceName } from './service-names.js';
+
+const FAKE_SERVICE = fileURLToPath(new URL('../../../test/support/fixtures/fake-service.mjs', import.meta.url));
+
+const scratch: string[] = [];
+afterAll(async () => {
+  await Promise.all(scratch.map((dir) => rm(dir, { recursive: true, force: true })));
+});
+
+async function scratchDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'docket-dev-'));
+  scratch.push(dir);
+  return dir;
+}
+
+/** A fixture entry that sets `env` before loading the fake service. */
+async function fakeServiceWith(dir: string, name: string, env: Record<string, string>): Promise<string> {
+  const file = join(dir, `${name}.mjs`);
+  await writeFile(
+    file,
+    `Object.assign(process.env, ${JSON.stringify(env)});\nawait import(${JSON.stringify(pathToFileURL(FAKE_SERVICE).href)});\n`,
+  );
+  return file;
+}
+
+interface DevRun {
+  readonly code: number;
+  readonly out: string;
+  readonly err: string;
+}
+
+/**
+ * Runs `docket dev` against fake services on free ports; once the summary
+ * is printed, calls `whileRunning` and then stops it as Ctrl-C would.
+ */
+async function runDevUntilReady(options: {
+  env: NodeJS.ProcessEnv;
+  entryFor?: (name: ServiceName) => string;
+  whileRunning?: (out: string) => Promise<void>;
+}): Promise<DevRun> {
+  const stop = new AbortController();
+  let out = '';
+  let err = '';
+  let running: Promise<void> = Promise.resolve();
+  const code = await runDev({
+    env: {
+      PATH: process.env['PATH'],
+      DOCKET_STATE_PORT: '0',
+      DOCKET_ADMISSION_PORT: '0',
+      DOCKET_EXECUTION_PORT: '0',
+      DOCKET_EVENTS_PORT: '0',
+      ...options.env,
+    },
+    cwd: process.cwd(),
+    out: (text) => {
+      out += text;
+      if (text.includes('Docket is running')) {
+        running = (options.whileRunning?.(out) ?? Promise.resolve()).finally(() => stop.abort());
+      }
+    },
+    err: (text) => (err += text),
+    logMode: 'warn',
+    colors: false,
+    entryFor: options.entryFor ?? (() => FAKE_SERVICE),
+    stop: stop.signal,
+  });
+  // Surface a failed `whileRunning`; do not wait for one the run outlived.
+  await Promise.race([running, new Promise((resolve) => setImmediate(resolve))]);
+  return { code, out, err };
+}
+
+async function currentDatabase(url: string): Promise<string | undefined> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<{ name: string }>('select current_database() as name')).rows[0]?.name;
+  } finally {
+    await client.end();
+  }
+}
+
+/** The pids the fake services logged, read from `docket dev`'s log files. */
+function servicePids(dataDir: string, names = ['state', 'admission', 'execution', 'events']): Promise<number[]> {
+  return Promise.all(
+    names.map(async (name) => {
+      const log = await readFile(join(dataDir, 'logs', `${name}.log`), 'utf8');
+      return Number(/"pid":(\d+)/.exec(log)?.[1]);
+    }),
+  );
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('runDev', () => {
+  it('runs embedded Postgres and four services, prints a usable summary, and stops in order', async () => {
+    const dataDir = join(await scratchDir(), '.docket');
+    let databaseUrl = '';
+    const first = await runDevUntilReady({
+      env: { DOCKET_DATA_DIR: dataDir },
+      whileRunning: async (out) => {
+        databaseUrl = /postgres +(postgres:\/\/\S+)/.exec(out)?.[1] ?? '';
+        expect(await currentDatabase(databaseUrl)).toBe('docket');
+      },
+    });
+    expect(first.err).toBe('');
+    expect(first.code).toBe(0);
+    expect(first.out).toMatch(/healthy after \d+\.\d s/);
+    for (const name of ['admission', 'execution', 'events', 'state']) {
+      expect(first.out).toMatch(new RegExp(`\\n  ${name} +http://127\\.0\\.0\\.1:\\d+ `));
+    }
+    expect(first.out).toContain('/docket.admission.v1.AdmissionService/SubmitJob');
+    expect(first.out).toMatch(/Stopped\.\n$/);
+
+    const secrets = await readDevSecrets(dataDir);
+    const userToken = /user +\(sub "dev"\) +(\S+)/.exec(first.out)?.[1];
+    const workerToken = /worker \(sub "dev-worker"\) +(\S+)/.exec(first.out)?.[1];
+    expect(await verifyBearer(`Bearer ${userToken}`, secrets?.authSecret ?? '')).toEqual({
+      ok: true,
+      principal: { subject: 'dev', role: 'user' },
+    });
+    expect(await verifyBearer(`Bearer ${workerToken}`, secrets?.authSecret ?? '')).toEqual({
+      ok: true,
+      principal: { subject: 'dev-worker', role: 'worker' },
+    });
+
+    // Everything is down: the four services and Postgres.
+    for (const pid of await servicePids(dataDir)) expect(isAlive(pid)).toBe(false);
+    await expect(currentDatabase(databaseUrl)).rejects.toThrow();
+    const stateLog = await readFile(join(dataDir, 'logs', 'state.log'), 'utf8');
+    expect(stateLog).toContain('"msg":"draining"');
+    expect((await stat(join(dataDir, 'logs', 'postgres.log'))).size).toBeGreaterThan(0);
+
+    // A second run reuses the cluster (same password) and the secrets.
+    const password = await readFile(join(dataDir, 'postgres', 'password'), 'utf8');
+    const second = await runDevUntilReady({ env: { DOCKET_DATA_DIR: dataDir } });
+    expect(second.code).toBe(0);
+    expect(await readDevSecrets(dataDir)).toEqual(secrets);
+    expect(await readFile(join(dataDir, 'postgres', 'password'), 'utf8')).toBe(password);
+  });
+
+  it('stops everything and exits 1 when a service dies', async () => {
+    const dir = await scratchDir();
+    const crashing = await fakeServiceWith(dir, 'crashing', { FAKE_SERVICE_CRASH_AFTER_MS: '1500' });
+    const { code, err } = await runDevUntilReady({
+      env: { DOCKET_DATA_DIR: join(dir, '.docket'), DOCKET_DATABASE_URL: await createTestDatabase('dev crash') },
+      entryFor: (name) => (name === 'execution' ? crashing : FAKE_SERVICE),
+      whileRunning: () => new Promise((resolve) => setTimeout(resolve, 10_000)),
+    });
+    expect(code).toBe(1);
+    expect(err).toMatch(/the execution service exited unexpectedly \(exit code 3\)/);
+    expect(err).toContain('fake-service: crashing on purpose');
+    for (const pid of await servicePids(join(dir, '.docket'))) expect(isAlive(pid)).toBe(false);
+  });
+
+  it('exits 1 with the service output when the state service cannot start', async () => {
+    const dir = await scratchDir();
+    const failing = await fakeServiceWith(dir, 'failing', { FAKE_SERVICE_EXIT_BEFORE_READY: '2' });
+    const { code, out, err } = await runDevUntilReady({
+      env: { DOCKET_DATA_DIR: join(dir, '.docket'), DOCKET_DATABASE_URL: 'postgres://unused/db' },
+      entryFor: (name) => (name === 'state' ? failing : FAKE_SERVICE),
+    });
+    expect(code).toBe(1);
+    expect(out).not.toContain('Docket is running');
+    expect(err).toMatch(/state (exited before listening|service exited unexpectedly) \(exit code 2\)/);
+    expect(err).toContain('failing on purpose before listening');
+  });
+
+  it('stops promptly when asked to during startup', async () => {
+    const dir = await scratchDir();
+    const slow = await fakeServiceWith(dir, 'slow', { FAKE_SERVICE_READY_DELAY_MS: '30000' });
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 1_000);
+    const began = Date.now();
+    const code = await runDev({
+      env: {
+        PATH: process.env['PATH'],
+        DOCKET_DATA_DIR: join(dir, '.docket'),
+        DOCKET_DATABASE_URL: 'postgres://unused/db',
+        DOCKET_STATE_PORT: '0',
+      },
+      cwd: dir,
+      out: () => undefined,
+      err: () => undefined,
+      logMode: 'none',
+      colors: false,
+      entryFor: () => slow,
+      stop: stop.signal,
+    });
+    expect(code).toBe(0);
+    expect(Date.now() - began).toBeLessThan(10_000);
+    const [statePid = 0] = await servicePids(join(dir, '.docket'), ['state']);
+    expect(statePid).toBeGreaterThan(0);
+    expect(isAlive(statePid)).toBe(false);
+  });
+});

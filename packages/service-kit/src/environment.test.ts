@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { readListenAddress, requireEnv } from './environment.js';
+
+describe('readListenAddress', () => {
+  it('defaults to 127.0.0.1 and the default port', () => {
+    expect(readListenAddress({}, 7401)).toEqual({ host: '127.0.0.1', port: 7401 });
+    expect(readListenAddress({ DOCKET_LISTEN: '' }, 7401)).toEqual({ host: '127.0.0.1', port: 7401 });
+  });
+
+  it('reads host:port, [ipv6]:port and :port', () => {
+    expect(readListenAddress({ DOCKET_LISTEN: '0.0.0.0:8080' }, 7401)).toEqual({ host: '0.0.0.0', port: 8080 });
+    expect(readListenAddress({ DOCKET_LISTEN: 'state.internal:0' }, 7401)).toEqual({ host: 'state.internal', port: 0 });
+    expect(readListenAddress({ DOCKET_LISTEN: '[::1]:7402' }, 7401)).toEqual({ host: '::1', port: 7402 });
+    expect(readListenAddress({ DOCKET_LISTEN: ':7403' }, 7401)).toEqual({ host: '127.0.0.1', port: 7403 });
+  });
+
+  it('rejects garbage with a message naming the variable and the expected form', () => {
+    for (const garbage of ['7401', 'localhost', 'host:port', 'host:70000', 'a b:1', '::1:7401', 'http://x:1']) {
+      expect(() => readListenAddress({ DOCKET_LISTEN: garbage }, 7401), garbage).toThrow(
+        /^DOCKET_LISTEN must be host:port/,
+      );
+    }
+  });
+});
+
+describe('requireEnv', () => {
+  it('returns a set value and names a missing one', () => {
+    expect(requireEnv({ DOCKET_AUTH_SECRET: 's' }, 'DOCKET_AUTH_SECRET')).toBe('s');
+    expect(() => requireEnv({}, 'DOCKET_AUTH_SECRET')).toThrow('DOCKET_AUTH_SECRET');
+    expect(() => requireEnv({ DOCKET_AUTH_SECRET: '' }, 'DOCKET_AUTH_SECRET')).toThrow('DOCKET_AUTH_SECRET');
+  });
+});

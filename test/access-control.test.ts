@@ -1,0 +1,110 @@
+import { Code } from '@connectrpc/connect';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import { clientFor, failureOf, grpcJsUnary, seenByGrpcJs, type Protocol, type SeenFailure } from './support/clients.js';
+import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
+import { createTestDatabase } from './support/database.js';
+import { newIdempotencyKey } from './support/keys.js';
+
+let cluster: DocketCluster;
+let alice: string;
+let bob: string;
+let alicesJobId: string;
+
+beforeAll(async () => {
+  cluster = await startCluster({ databaseUrl: await createTestDatabase('access control') });
+  alice = await cluster.tokenFor('alice', 'user');
+  bob = await cluster.tokenFor('bob', 'user');
+  const submitted = await clientFor(AdmissionService, cluster.admission.url, alice).submitJob({
+    idempotencyKey: newIdempotencyKey('alice'),
+    queue: 'reports',
+    input: { month: '2026-11' },
+  });
+  alicesJobId = submitted.job!.id;
+});
+
+afterAll(stopAll);
+
+const MISSING_JOB_ID = 'job_aaaaaaaaaaaaaaaaaaaaaaaaaa';
+
+describe('who may see what', () => {
+  it("answers another user's job exactly like a missing one, on every protocol", async () => {
+    for (const protocol of ['grpc', 'grpc-web', 'connect'] as Protocol[]) {
+      const asBob = clientFor(AdmissionService, cluster.admission.url, bob, protocol);
+      const foreign = await failureOf(asBob.getJob({ jobId: alicesJobId }));
+      const missing = await failureOf(asBob.getJob({ jobId: MISSING_JOB_ID }));
+      expect(foreign).toEqual(missing);
+      expect(foreign).toMatchObject({ code: Code.NotFound, reason: 'NOT_FOUND', domain: 'docket' });
+    }
+    const viaGrpcJs = async (jobId: string) =>
+      seenByGrpcJs(await grpcJsUnary(cluster.admission.url, AdmissionService.method.getJob, { jobId }, bob).catch((e: unknown) => e));
+    expect(await viaGrpcJs(alicesJobId)).toEqual(await viaGrpcJs(MISSING_JOB_ID));
+  });
+
+  it("shows the owner and admins the job, and leaves it out of other users' listings", async () => {
+    const asAlice = await clientFor(AdmissionService, cluster.admission.url, alice).getJob({ jobId: alicesJobId });
+    expect(asAlice.job?.owner).toBe('alice');
+    const admin = await cluster.tokenFor('root', 'admin');
+    const asAdmin = await clientFor(AdmissionService, cluster.admission.url, admin).getJob({ jobId: alicesJobId });
+    expect(asAdmin.job?.id).toBe(alicesJobId);
+    const bobsList = await clientFor(AdmissionService, cluster.admission.url, bob).listJobs({});
+    expect(bobsList.jobs.map((job) => job.id)).not.toContain(alicesJobId);
+  });
+
+  it('refuses a call without a token, or with a forged or expired one, as UNAUTHENTICATED', async () => {
+    const forged = `${alice.slice(0, -4)}AAAA`;
+    for (const token of [undefined, forged, 'not-a-jwt']) {
+      const failure = await failureOf(clientFor(AdmissionService, cluster.admission.url, token).getJob({ jobId: alicesJobId }));
+      expect(failure).toMatchObject({ code: Code.Unauthenticated, reason: 'UNAUTHENTICATED', violations: [] });
+    }
+  });
+
+  it('refuses a worker token on admission as PERMISSION_DENIED, hinting at nothing', async () => {
+    const worker = await cluster.tokenFor('worker-1', 'worker');
+    const asWorker = clientFor(AdmissionService, cluster.admission.url, worker);
+    const existing = await failureOf(asWorker.getJob({ jobId: alicesJobId }));
+    const missing = await failureOf(asWorker.getJob({ jobId: MISSING_JOB_ID }));
+    expect(existing).toMatchObject({ code: Code.PermissionDenied, reason: 'PERMISSION_DENIED' });
+    expect(existing).toEqual(missing);
+    const submit = await failureOf(asWorker.submitJob({ idempotencyKey: newIdempotencyKey(), queue: 'email' }));
+    expect(submit).toEqual(existing);
+  });
+});
+
+describe('one failure, three protocols', () => {
+  it('delivers the same code, reason and field violations to grpc-js, Connect and gRPC-Web clients', async () => {
+    const request = { idempotencyKey: 'short', queue: 'Bad Queue!', label: 'x'.repeat(300), input: {} };
+    const seen: Record<string, SeenFailure> = {};
+    seen['grpc-js'] = seenByGrpcJs(
+      await grpcJsUnary(cluster.admission.url, AdmissionService.method.submitJob, request, alice).catch((e: unknown) => e),
+    );
+    for (const protocol of ['grpc', 'grpc-web', 'connect'] as Protocol[]) {
+      seen[protocol] = await failureOf(clientFor(AdmissionService, cluster.admission.url, alice, protocol).submitJob(request));
+    }
+    const reference = seen['grpc-js'];
+    expect(reference).toMatchObject({ code: Code.InvalidArgument, reason: 'INVALID_FIELD', domain: 'docket' });
+    expect(reference?.violations.map((v) => v.field)).toEqual(['idempotency_key']);
+    for (const [client, failure] of Object.entries(seen)) expect(failure, client).toEqual(reference);
+  });
+
+  it('delivers an error raised by the state service through admission unchanged on every protocol', async () => {
+    const key = newIdempotencyKey('conflict');
+    await clientFor(AdmissionService, cluster.admission.url, alice).submitJob({ idempotencyKey: key, queue: 'email' });
+    const changed = { idempotencyKey: key, queue: 'sms' };
+    const seen: SeenFailure[] = [
+      seenByGrpcJs(await grpcJsUnary(cluster.admission.url, AdmissionService.method.submitJob, changed, alice).catch((e: unknown) => e)),
+    ];
+    for (const protocol of ['grpc', 'grpc-web', 'connect'] as Protocol[]) {
+      seen.push(await failureOf(clientFor(AdmissionService, cluster.admission.url, alice, protocol).submitJob(changed)));
+    }
+    for (const failure of seen) expect(failure).toEqual(seen[0]);
+    expect(seen[0]).toMatchObject({ code: Code.AlreadyExists, reason: 'IDEMPOTENCY_CONFLICT' });
+  });
+
+  it('answers RPCs that are not built yet with UNIMPLEMENTED and an ErrorInfo', async () => {
+    const failure = await failureOf(
+      clientFor(AdmissionService, cluster.admission.url, alice).cancelJob({ idempotencyKey: newIdempotencyKey(), jobId: alicesJobId }),
+    );
+    expect(failure).toMatchObject({ code: Code.Unimplemented, reason: 'UNIMPLEMENTED', domain: 'docket' });
+  });
+});

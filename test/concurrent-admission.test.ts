@@ -1,0 +1,61 @@
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import { clientFor } from './support/clients.js';
+import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
+import { createTestDatabase } from './support/database.js';
+import { newIdempotencyKey } from './support/keys.js';
+import { openSql } from './support/sql.js';
+
+let cluster: DocketCluster;
+let sql: pg.Client;
+
+beforeAll(async () => {
+  const databaseUrl = await createTestDatabase('concurrent admission');
+  cluster = await startCluster({ databaseUrl, replicas: { state: 2, admission: 2 } });
+  sql = await openSql(databaseUrl);
+});
+
+afterAll(async () => {
+  await sql?.end();
+  await stopAll();
+});
+
+describe('concurrent duplicates', () => {
+  it('200 submissions of one key over two admission and two state processes create one job and one event', async () => {
+    const token = await cluster.tokenFor('alice', 'user');
+    const admissions = cluster.replicas.admission.map((replica) => clientFor(AdmissionService, replica.url, token));
+    expect(new Set(cluster.replicas.state.map((replica) => replica.url)).size).toBe(2);
+    const request = { idempotencyKey: newIdempotencyKey('storm'), queue: 'email', input: { to: 'ada@example.com' } };
+
+    const responses = await Promise.all(
+      Array.from({ length: 200 }, (_, index) => admissions[index % admissions.length]!.submitJob(request)),
+    );
+
+    const jobIds = new Set(responses.map((response) => response.job?.id));
+    expect(jobIds.size).toBe(1);
+    expect(responses.filter((response) => !response.replayed)).toHaveLength(1);
+    const [jobId] = jobIds;
+    const jobs = await sql.query("select id from jobs where owner = 'alice'");
+    expect(jobs.rows).toEqual([{ id: jobId }]);
+    const events = await sql.query('select job_id, sequence, type from job_events');
+    expect(events.rows).toEqual([{ job_id: jobId, sequence: '1', type: 'job.admitted' }]);
+    const records = await sql.query('select job_id from idempotency_records');
+    expect(records.rows).toEqual([{ job_id: jobId }]);
+  });
+
+  it('200 distinct keys at once create 200 jobs, each with exactly one event', async () => {
+    const token = await cluster.tokenFor('carol', 'user');
+    const admissions = cluster.replicas.admission.map((replica) => clientFor(AdmissionService, replica.url, token));
+    const responses = await Promise.all(
+      Array.from({ length: 200 }, (_, index) =>
+        admissions[index % admissions.length]!.submitJob({ idempotencyKey: newIdempotencyKey(`distinct-${index}`), queue: 'email' }),
+      ),
+    );
+    expect(new Set(responses.map((response) => response.job?.id)).size).toBe(200);
+    const counts = await sql.query(
+      "select count(*)::int as jobs, (select count(*)::int from job_events e join jobs j on j.id = e.job_id where j.owner = 'carol') as events from jobs where owner = 'carol'",
+    );
+    expect(counts.rows[0]).toEqual({ jobs: 200, events: 200 });
+  });
+});

@@ -1,0 +1,116 @@
+import { create, fromBinary, toBinary, type DescMessage, type DescMethodUnary, type DescService, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
+import { anyUnpack } from '@bufbuild/protobuf/wkt';
+import { ConnectError, createClient, type Client, type Interceptor, type Transport } from '@connectrpc/connect';
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
+import * as grpc from '@grpc/grpc-js';
+import { BadRequestSchema, ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
+import { StatusSchema } from '@docket/proto/google/rpc/status_pb.js';
+
+/** The three wire protocols every Docket service speaks on one port. */
+export type Protocol = 'grpc' | 'grpc-web' | 'connect';
+
+/** A Connect transport to `url` over HTTP/2 that sends `token` as a bearer. */
+export function transportFor(url: string, protocol: Protocol = 'grpc', token?: string): Transport {
+  const bearer: Interceptor = (next) => async (request) => {
+    if (token !== undefined) request.header.set('authorization', `Bearer ${token}`);
+    return next(request);
+  };
+  const options = { baseUrl: url, httpVersion: '2' as const, interceptors: [bearer] };
+  switch (protocol) {
+    case 'grpc':
+      return createGrpcTransport(options);
+    case 'grpc-web':
+      return createGrpcWebTransport(options);
+    case 'connect':
+      return createConnectTransport(options);
+  }
+}
+
+/** A typed Connect client for `service` at `url`. */
+export function clientFor<S extends DescService>(service: S, url: string, token?: string, protocol: Protocol = 'grpc'): Client<S> {
+  return createClient(service, transportFor(url, protocol, token));
+}
+
+/**
+ * One unary call with the reference gRPC client (@grpc/grpc-js), encoding
+ * with protobuf-es. Resolves with the response or rejects with grpc-js's
+ * ServiceError.
+ */
+export async function grpcJsUnary<I extends DescMessage, O extends DescMessage>(
+  url: string,
+  method: DescMethodUnary<I, O>,
+  request: MessageInitShape<I>,
+  token?: string,
+): Promise<MessageShape<O>> {
+  const client = new grpc.Client(new URL(url).host, grpc.credentials.createInsecure());
+  const metadata = new grpc.Metadata();
+  if (token !== undefined) metadata.set('authorization', `Bearer ${token}`);
+  try {
+    return await new Promise<MessageShape<O>>((resolve, reject) => {
+      client.makeUnaryRequest(
+        `/${method.parent.typeName}/${method.name}`,
+        (message: MessageShape<I>) => Buffer.from(toBinary(method.input, message)),
+        (bytes: Buffer) => fromBinary(method.output, bytes),
+        create(method.input, request),
+        metadata,
+        {},
+        (error, response) => (error ? reject(error) : resolve(response as MessageShape<O>)),
+      );
+    });
+  } finally {
+    client.close();
+  }
+}
+
+/** A failure as any client sees it, normalised so that protocols compare. */
+export interface SeenFailure {
+  readonly code: number;
+  readonly message: string;
+  readonly reason: string | undefined;
+  readonly domain: string | undefined;
+  readonly metadata: Record<string, string>;
+  readonly violations: { field: string; description: string }[];
+}
+
+/** Decodes a Connect client's error. */
+export function seenByConnect(error: unknown): SeenFailure {
+  if (!(error instanceof ConnectError)) throw new Error(`expected a ConnectError, got ${String(error)}`);
+  const info = error.findDetails(ErrorInfoSchema)[0];
+  const badRequest = error.findDetails(BadRequestSchema)[0];
+  return {
+    code: error.code,
+    message: error.rawMessage,
+    reason: info?.reason,
+    domain: info?.domain,
+    metadata: { ...info?.metadata },
+    violations: (badRequest?.fieldViolations ?? []).map((v) => ({ field: v.field, description: v.description })),
+  };
+}
+
+/** Decodes a grpc-js error from its `grpc-status-details-bin` trailer by hand. */
+export function seenByGrpcJs(error: unknown): SeenFailure {
+  const serviceError = error as grpc.ServiceError;
+  if (typeof serviceError?.code !== 'number' || !serviceError.metadata) throw new Error(`expected a grpc-js ServiceError, got ${String(error)}`);
+  const [bin] = serviceError.metadata.get('grpc-status-details-bin');
+  const status = bin instanceof Buffer ? fromBinary(StatusSchema, bin) : undefined;
+  const info = status?.details.map((any) => anyUnpack(any, ErrorInfoSchema)).find((x) => x !== undefined);
+  const badRequest = status?.details.map((any) => anyUnpack(any, BadRequestSchema)).find((x) => x !== undefined);
+  return {
+    code: serviceError.code,
+    message: serviceError.details,
+    reason: info?.reason,
+    domain: info?.domain,
+    metadata: { ...info?.metadata },
+    violations: (badRequest?.fieldViolations ?? []).map((v) => ({ field: v.field, description: v.description })),
+  };
+}
+
+/** The failure a Connect call ends with; fails the test if it succeeds. */
+export async function failureOf(call: Promise<unknown>): Promise<SeenFailure> {
+  try {
+    await call;
+  } catch (error) {
+    return seenByConnect(error);
+  }
+  throw new Error('expected the call to fail, but it succeeded');
+}
