@@ -8,7 +8,7 @@ import {
 } from '@docket/cli';
 import { startService, type ServiceProcess, type StartServiceOptions } from './service-process.js';
 
-export { startService, stopAll, type ServiceProcess, type StartServiceOptions } from './service-process.js';
+export { REPO_ROOT, startService, stopAll, type ServiceProcess, type StartServiceOptions } from './service-process.js';
 export type { ServiceName } from '@docket/cli';
 
 /** Options for {@link startCluster}. */

@@ -37,8 +37,8 @@ describe('waitForServing', () => {
 
   it('keeps asking until the deadline and reports the last status', async () => {
     const url = await fakeService({ FAKE_SERVICE_NOT_SERVING: '1' });
-    await expect(waitForServing(url, { timeoutMs: 500 })).rejects.toThrow(
-      `${url} did not report SERVING within 500 ms (last: status NOT_SERVING)`,
+    await expect(waitForServing(url, { timeoutMs: 1_500 })).rejects.toThrow(
+      `${url} did not report SERVING within 1500 ms (last: status NOT_SERVING)`,
     );
   });
 
