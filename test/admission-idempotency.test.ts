@@ -31,7 +31,9 @@ afterAll(async () => {
 
 const admissionAs = (token: string) => clientFor(AdmissionService, cluster.admission.url, token);
 
-function submission(overrides: Partial<MessageInitShape<typeof SubmitJobRequestSchema>> = {}) {
+type SubmitInit = Exclude<MessageInitShape<typeof SubmitJobRequestSchema>, { $typeName: string }>;
+
+function submission(overrides: Partial<SubmitInit> = {}): SubmitInit {
   return {
     idempotencyKey: newIdempotencyKey('submit'),
     queue: 'email',

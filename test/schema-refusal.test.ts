@@ -57,22 +57,22 @@ describe('startup against a database it must not run on', () => {
     {
       what: 'a schema migrated by a newer Docket',
       damage: "insert into docket_schema_migrations (id, checksum) values ('29991231-0001-from-the-future', 'x')",
-      message: /refusing to start.*29991231-0001-from-the-future.*newer/,
+      message: /SchemaRefusal.*29991231-0001-from-the-future.*newer Docket.*refusing to start/,
     },
     {
       what: 'a half-migrated schema (a table a recorded migration created is missing)',
       damage: 'drop table idempotency_records',
-      message: /refusing to start.*half-migrated.*idempotency_records/,
+      message: /SchemaRefusal.*half-migrated.*idempotency_records.*refusing to start/,
     },
     {
       what: 'Docket tables without the migration marker',
       damage: 'drop table docket_schema_migrations',
-      message: /refusing to start.*no docket_schema_migrations marker/,
+      message: /SchemaRefusal.*no docket_schema_migrations marker.*refusing to start/,
     },
     {
       what: 'a recorded migration that differs from this build',
       damage: "update docket_schema_migrations set checksum = 'tampered'",
-      message: /refusing to start.*differs from this build/,
+      message: /SchemaRefusal.*differs from this build.*refusing to start/,
     },
   ];
 

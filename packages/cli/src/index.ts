@@ -2,7 +2,6 @@ export {
   SERVICE_NAMES,
   FRONT_SERVICE_NAMES,
   DEFAULT_SERVICE_PORTS,
-  isServiceName,
   serviceEntryPath,
   type ServiceName,
 } from './service-names.js';

@@ -17,11 +17,6 @@ export const DEFAULT_SERVICE_PORTS: Readonly<Record<ServiceName, number>> = {
   state: 7404,
 };
 
-/** Whether `value` names a service. */
-export function isServiceName(value: unknown): value is ServiceName {
-  return typeof value === 'string' && (SERVICE_NAMES as readonly string[]).includes(value);
-}
-
 /** `<repoRoot>/services/<name>/dist/main.js`, the built entry point of a service. */
 export function serviceEntryPath(repoRoot: string, name: ServiceName): string {
   return join(repoRoot, 'services', name, 'dist', 'main.js');

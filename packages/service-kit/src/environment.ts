@@ -31,3 +31,22 @@ export function requireEnv(env: Environment, name: string): string {
   }
   return value;
 }
+
+/**
+ * A positive whole number from `env[name]`, or `fallback` when unset or
+ * empty; anything else is a start-up error naming the variable.
+ */
+export function readPositiveInteger(env: Environment, name: string, fallback: number): number {
+  const value = env[name];
+  if (value === undefined || value === '') return fallback;
+  const parsed = Number(value);
+  if (!Number.isSafeInteger(parsed) || parsed <= 0) {
+    throw new Error(`${name} must be a positive whole number, got ${JSON.stringify(value)}`);
+  }
+  return parsed;
+}
+
+/** How long a draining service waits for in-flight calls: DOCKET_SHUTDOWN_GRACE_MS (default 10 s). */
+export function readShutdownGraceMs(env: Environment): number {
+  return readPositiveInteger(env, 'DOCKET_SHUTDOWN_GRACE_MS', 10_000);
+}

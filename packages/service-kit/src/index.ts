@@ -48,10 +48,12 @@ export {
   type ForwardedDeadline,
 } from './deadline.js';
 export { drainSignalKey, drainSignalOf } from './drain-signal.js';
-export { runUntilSignalled, type ProcessHooks } from './process-lifecycle.js';
+export { runService, runUntilSignalled, type ProcessHooks, type StartedService } from './process-lifecycle.js';
 export {
   DEFAULT_LISTEN_HOST,
   readListenAddress,
+  readPositiveInteger,
+  readShutdownGraceMs,
   requireEnv,
   type Environment,
 } from './environment.js';

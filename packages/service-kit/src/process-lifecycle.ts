@@ -1,4 +1,4 @@
-import type { Logger } from './logger.js';
+import { createLogger, type Logger } from './logger.js';
 import type { RunningServer } from './server.js';
 
 /** What {@link runUntilSignalled} listens to and exits through; tests substitute both. */
@@ -49,4 +49,31 @@ export function runUntilSignalled(
     })();
   };
   for (const signal of STOP_SIGNALS) signals.on(signal, onSignal);
+}
+
+/** What a service's start function hands to {@link runService}. */
+export interface StartedService {
+  readonly server: RunningServer;
+  readonly graceMs: number;
+  /** Runs after the server has drained: close pools, stop loops. */
+  readonly onStopped?: () => Promise<void>;
+}
+
+/**
+ * The whole of a service's `main.ts`: create its logger, start it, then
+ * drain on SIGTERM/SIGINT ({@link runUntilSignalled}). A start that fails
+ * logs the error's name and its message (start-up errors are written by
+ * Docket code: configuration problems and refusals, never SQL or secrets)
+ * and exits 1.
+ */
+export function runService(name: string, start: (logger: Logger) => Promise<StartedService>): void {
+  const logger = createLogger(name);
+  start(logger).then(
+    ({ server, graceMs, onStopped }) => runUntilSignalled(server, logger, graceMs, onStopped),
+    (error: unknown) => {
+      const failure = error instanceof Error ? { error: error.name, reason: error.message } : { error: typeof error };
+      logger.error('failed to start', failure);
+      process.exit(1);
+    },
+  );
 }

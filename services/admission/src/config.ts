@@ -1,4 +1,4 @@
-import { readListenAddress, requireEnv } from '@docket/service-kit';
+import { readListenAddress, readPositiveInteger, readShutdownGraceMs, requireEnv } from '@docket/service-kit';
 
 /** The admission service's configuration, read from the environment only. */
 export interface AdmissionConfig {
@@ -22,10 +22,10 @@ const DAY_MS = 24 * 3_600_000;
  * Reads DOCKET_LISTEN, DOCKET_STATE_URL, DOCKET_AUTH_SECRET,
  * DOCKET_SERVICE_TOKEN, DOCKET_CURSOR_SECRET and the optional
  * DOCKET_IDEMPOTENCY_TTL_SECONDS (default and minimum 86400) and
- * DOCKET_PAGE_TOKEN_TTL_SECONDS (default 86400).
+ * DOCKET_PAGE_TOKEN_TTL_SECONDS (default 86400) and DOCKET_SHUTDOWN_GRACE_MS.
  */
 export function readAdmissionConfig(env: NodeJS.ProcessEnv): AdmissionConfig {
-  const idempotencyTtlMs = seconds(env['DOCKET_IDEMPOTENCY_TTL_SECONDS'], DAY_MS);
+  const idempotencyTtlMs = readPositiveInteger(env, 'DOCKET_IDEMPOTENCY_TTL_SECONDS', DAY_MS / 1000) * 1000;
   if (idempotencyTtlMs < DAY_MS) throw new Error('DOCKET_IDEMPOTENCY_TTL_SECONDS must be at least 86400');
   return {
     listen: readListenAddress(env, ADMISSION_DEFAULT_PORT),
@@ -34,14 +34,7 @@ export function readAdmissionConfig(env: NodeJS.ProcessEnv): AdmissionConfig {
     serviceToken: requireEnv(env, 'DOCKET_SERVICE_TOKEN'),
     cursorSecret: requireEnv(env, 'DOCKET_CURSOR_SECRET'),
     idempotencyTtlMs,
-    pageTokenTtlMs: seconds(env['DOCKET_PAGE_TOKEN_TTL_SECONDS'], DAY_MS),
-    shutdownGraceMs: seconds(env['DOCKET_SHUTDOWN_GRACE_SECONDS'], 10_000),
+    pageTokenTtlMs: readPositiveInteger(env, 'DOCKET_PAGE_TOKEN_TTL_SECONDS', DAY_MS / 1000) * 1000,
+    shutdownGraceMs: readShutdownGraceMs(env),
   };
-}
-
-function seconds(value: string | undefined, fallbackMs: number): number {
-  if (value === undefined || value === '') return fallbackMs;
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed <= 0) throw new Error(`expected a positive whole number of seconds, got ${JSON.stringify(value)}`);
-  return parsed * 1000;
 }

@@ -1,16 +1,8 @@
-import { createLogger, runUntilSignalled } from '@docket/service-kit';
+import { runService } from '@docket/service-kit';
 import { readAdmissionConfig } from './config.js';
 import { startAdmissionServer } from './server.js';
 
-const logger = createLogger('admission');
-
-async function main(): Promise<void> {
+runService('admission', async (logger) => {
   const config = readAdmissionConfig(process.env);
-  const server = await startAdmissionServer(config, logger);
-  runUntilSignalled(server, logger, config.shutdownGraceMs);
-}
-
-main().catch((error: unknown) => {
-  logger.error('failed to start', { error: (error as Error).name, reason: (error as Error).message });
-  process.exit(1);
+  return { server: await startAdmissionServer(config, logger), graceMs: config.shutdownGraceMs };
 });

@@ -1,4 +1,4 @@
-import { readListenAddress, requireEnv } from '@docket/service-kit';
+import { readListenAddress, readShutdownGraceMs, requireEnv } from '@docket/service-kit';
 
 /** The events service's configuration, read from the environment only. */
 export interface EventsConfig {
@@ -12,13 +12,13 @@ export interface EventsConfig {
 /** Default port of the events service (SPEC section 12). */
 export const EVENTS_DEFAULT_PORT = 7403;
 
-/** Reads DOCKET_LISTEN, DOCKET_STATE_URL, DOCKET_AUTH_SECRET, DOCKET_SERVICE_TOKEN. */
+/** Reads DOCKET_LISTEN, DOCKET_STATE_URL, DOCKET_AUTH_SECRET, DOCKET_SERVICE_TOKEN, DOCKET_SHUTDOWN_GRACE_MS. */
 export function readEventsConfig(env: NodeJS.ProcessEnv): EventsConfig {
   return {
     listen: readListenAddress(env, EVENTS_DEFAULT_PORT),
     stateUrl: env['DOCKET_STATE_URL'] || 'http://127.0.0.1:7404',
     authSecret: requireEnv(env, 'DOCKET_AUTH_SECRET'),
     serviceToken: requireEnv(env, 'DOCKET_SERVICE_TOKEN'),
-    shutdownGraceMs: 10_000,
+    shutdownGraceMs: readShutdownGraceMs(env),
   };
 }

@@ -1,4 +1,4 @@
-import { readListenAddress, requireEnv } from '@docket/service-kit';
+import { readListenAddress, readShutdownGraceMs, requireEnv } from '@docket/service-kit';
 
 /** The execution service's configuration, read from the environment only. */
 export interface ExecutionConfig {
@@ -12,13 +12,13 @@ export interface ExecutionConfig {
 /** Default port of the execution service (SPEC section 12). */
 export const EXECUTION_DEFAULT_PORT = 7402;
 
-/** Reads DOCKET_LISTEN, DOCKET_STATE_URL, DOCKET_AUTH_SECRET, DOCKET_SERVICE_TOKEN. */
+/** Reads DOCKET_LISTEN, DOCKET_STATE_URL, DOCKET_AUTH_SECRET, DOCKET_SERVICE_TOKEN, DOCKET_SHUTDOWN_GRACE_MS. */
 export function readExecutionConfig(env: NodeJS.ProcessEnv): ExecutionConfig {
   return {
     listen: readListenAddress(env, EXECUTION_DEFAULT_PORT),
     stateUrl: env['DOCKET_STATE_URL'] || 'http://127.0.0.1:7404',
     authSecret: requireEnv(env, 'DOCKET_AUTH_SECRET'),
     serviceToken: requireEnv(env, 'DOCKET_SERVICE_TOKEN'),
-    shutdownGraceMs: 10_000,
+    shutdownGraceMs: readShutdownGraceMs(env),
   };
 }

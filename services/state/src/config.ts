@@ -1,4 +1,4 @@
-import { readListenAddress, requireEnv } from '@docket/service-kit';
+import { readListenAddress, readPositiveInteger, readShutdownGraceMs, requireEnv } from '@docket/service-kit';
 
 /** The state service's configuration, read from the environment only. */
 export interface StateConfig {
@@ -14,21 +14,17 @@ export interface StateConfig {
 /** Default port of the state service (SPEC section 12). */
 export const STATE_DEFAULT_PORT = 7404;
 
-/** Reads DOCKET_LISTEN, DOCKET_DATABASE_URL, DOCKET_DATA_DIR, DOCKET_AUTH_SECRET. */
+/**
+ * Reads DOCKET_LISTEN, DOCKET_DATABASE_URL, DOCKET_DATA_DIR,
+ * DOCKET_AUTH_SECRET, DOCKET_DB_POOL_SIZE and DOCKET_SHUTDOWN_GRACE_MS.
+ */
 export function readStateConfig(env: NodeJS.ProcessEnv): StateConfig {
   return {
     listen: readListenAddress(env, STATE_DEFAULT_PORT),
     databaseUrl: env['DOCKET_DATABASE_URL'] || undefined,
     dataDir: env['DOCKET_DATA_DIR'] || '.docket',
     authSecret: requireEnv(env, 'DOCKET_AUTH_SECRET'),
-    maxConnections: positiveInteger(env['DOCKET_DB_POOL_SIZE'], 10),
-    shutdownGraceMs: positiveInteger(env['DOCKET_SHUTDOWN_GRACE_MS'], 10_000),
+    maxConnections: readPositiveInteger(env, 'DOCKET_DB_POOL_SIZE', 10),
+    shutdownGraceMs: readShutdownGraceMs(env),
   };
-}
-
-function positiveInteger(value: string | undefined, fallback: number): number {
-  if (value === undefined || value === '') return fallback;
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed <= 0) throw new Error(`expected a positive integer, got ${JSON.stringify(value)}`);
-  return parsed;
 }
