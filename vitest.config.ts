@@ -9,6 +9,7 @@ const packageSources: Record<string, string> = {
   '@docket/auth': 'packages/auth/src/index.ts',
   '@docket/service-kit': 'packages/service-kit/src/index.ts',
   '@docket/embedded-postgres': 'packages/embedded-postgres/src/index.ts',
+  '@docket/cli': 'packages/cli/src/index.ts',
 };
 
 export default defineConfig({

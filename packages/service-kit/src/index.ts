@@ -59,3 +59,4 @@ export {
 } from './environment.js';
 export { createServiceTransport, type ServiceTransportOptions } from './service-transport.js';
 export { durationMs, validateJobSpecMessage, type JobSpecMessage } from './job-spec-message.js';
+export { DEFAULT_STATE_URL, readFrontServiceConfig, type FrontServiceConfig } from './front-service-config.js';

@@ -1,8 +1,7 @@
-import { runService } from '@docket/service-kit';
-import { readEventsConfig } from './config.js';
-import { startEventsServer } from './server.js';
+import { readFrontServiceConfig, runService } from '@docket/service-kit';
+import { EVENTS_DEFAULT_PORT, startEventsServer } from './server.js';
 
 runService('events', async (logger) => {
-  const config = readEventsConfig(process.env);
+  const config = readFrontServiceConfig(process.env, EVENTS_DEFAULT_PORT);
   return { server: await startEventsServer(config, logger), graceMs: config.shutdownGraceMs };
 });

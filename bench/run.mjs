@@ -1,0 +1,7 @@
+// `npm run bench`: every benchmark, one after another, on this machine.
+// Figures are medians and ratios from one run; these machines are shared
+// and noisy, so compare rows of the same run, not runs.
+import { benchAdmission } from './admission.mjs';
+
+const rows = [...(await benchAdmission())];
+console.table(rows);
