@@ -64,3 +64,4 @@ export {
   type ValidJobSpec,
 } from './job-spec.js';
 export { openToken, sealToken } from './signed-token.js';
+export { EVENT_TYPE_MAX, EVENT_TYPE_PATTERN, validateEventBatch, type EventDraft } from './event-batch.js';

@@ -1,5 +1,6 @@
 import { runService } from '@docket/service-kit';
 import { readStateConfig } from './config.js';
+import { ChangeListenerHub } from './db/change-listener.js';
 import { openDatabase } from './db/database.js';
 import { resolveDatabaseUrl } from './db/embedded-database.js';
 import { MIGRATIONS } from './db/migrations/index.js';
@@ -21,11 +22,14 @@ runService('state', async (logger) => {
     logger.error('cannot reach or migrate the database', { error: (error as Error).name, code: (error as { code?: string }).code });
     throw new Error('the database is unavailable');
   }
-  const server = await startStateServer(config, db, logger);
+  const changes = new ChangeListenerHub(database.url, logger);
+  await changes.start();
+  const server = await startStateServer(config, db, changes, logger);
   return {
     server,
     graceMs: config.shutdownGraceMs,
     onStopped: async () => {
+      await changes.stop();
       await db.destroy();
       await database.stop();
     },

@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { startServer, type Logger, type RunningServer } from '@docket/service-kit';
 import type { StateConfig } from './config.js';
+import type { ChangeListenerHub } from './db/change-listener.js';
 import { translateDatabaseError } from './db/database-errors.js';
 import type { Database } from './db/tables/index.js';
 import { stateServiceRoutes } from './routes/state-service.js';
@@ -17,12 +18,17 @@ const databaseErrors: Interceptor = (next) => async (request) => {
 };
 
 /** Starts the state service's server: StateService, health, reflection. */
-export function startStateServer(config: StateConfig, db: Kysely<Database>, logger: Logger): Promise<RunningServer> {
+export function startStateServer(
+  config: StateConfig,
+  db: Kysely<Database>,
+  changes: ChangeListenerHub,
+  logger: Logger,
+): Promise<RunningServer> {
   return startServer({
     name: 'state',
     listen: config.listen,
     services: [StateService],
-    routes: stateServiceRoutes({ db }),
+    routes: stateServiceRoutes({ db, changes }),
     authenticate: { secret: config.authSecret, allowedRoles: ['service'] },
     logger,
     interceptors: [databaseErrors],

@@ -18,6 +18,7 @@ import {
   type IdempotencyRecord,
   type IdempotencyScope,
 } from '../db/queries/idempotency-records.js';
+import { recordJobChange } from '../db/queries/job-changes.js';
 import { insertJobEvents } from '../db/queries/job-events.js';
 import { insertJob, type NewJobRow } from '../db/queries/jobs.js';
 import { chainEvents } from './chain-events.js';
@@ -83,7 +84,8 @@ export async function admitJob(db: Kysely<Database>, command: AdmitJobCommand): 
         [{ type: 'job.admitted', payload: admittedPayload(command.spec) }],
         now,
       );
-      const projection = projectJob({ ...job, event_count: '1', head_hash: admitted.head.hash });
+      const stored = { ...job, event_count: '1', head_hash: admitted.head.hash };
+      const projection = projectJob(stored);
       const idempotencyExpiresAt = new Date(now.getTime() + command.ttlMs);
       const bound = await bindIdempotencyRecord(tx, {
         subject: scope.subject,
@@ -99,8 +101,9 @@ export async function admitJob(db: Kysely<Database>, command: AdmitJobCommand): 
         const winner = await findIdempotencyRecord(tx, scope);
         return winner ? replay(winner, command.digest) : undefined;
       }
-      await insertJob(tx, { ...job, event_count: '1', head_hash: admitted.head.hash });
+      await insertJob(tx, stored);
       await insertJobEvents(tx, admitted.rows);
+      await recordJobChange(tx, stored);
       return { job: projection, replayed: false, idempotencyExpiresAt };
     });
     if (outcome) return outcome;

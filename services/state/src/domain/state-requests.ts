@@ -1,6 +1,7 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
 import {
   JOB_STATUSES,
+  coerceEventPageSize,
   coerceListPageSize,
   invalidField,
   isValidId,
@@ -13,11 +14,15 @@ import type {
   AdmitJobRequest,
   Caller,
   ListJobsRequest,
+  ReadJobChangesRequest,
+  ReadJobEventsRequest,
+  TransitionJobRequest,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { durationMs, validateJobSpecMessage } from '@docket/service-kit';
 import type { Viewer } from '../db/queries/jobs.js';
 import type { AdmitJobCommand } from './admit-job.js';
 import type { ListJobsQuery } from './read-jobs.js';
+import type { TransitionCommand } from './transition-job.js';
 
 /** The shortest idempotency retention the state service accepts. */
 export const MIN_IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -94,4 +99,45 @@ export function statusName(status: JobStatus, field: string): JobStatusName {
     throw invalidField(field, 'must be a job status');
   }
   return name as JobStatusName;
+}
+
+/** A transition request, checked (limits are checked by the domain). */
+export function parseTransitionJobRequest(request: TransitionJobRequest): TransitionCommand {
+  return {
+    viewer: viewerOf(request.caller),
+    jobId: parseJobId(request.jobId),
+    expectedRevision: request.expectedRevision,
+    toStatus: request.toStatus === JobStatus.UNSPECIFIED ? undefined : statusName(request.toStatus, 'to_status'),
+    events: request.events.map((event) => ({
+      type: event.type,
+      payload: event.payload ?? {},
+      ...(event.attemptId === '' ? {} : { attemptId: event.attemptId }),
+      ...(event.fence === undefined ? {} : { fence: event.fence }),
+    })),
+  };
+}
+
+/** A journal read: the cursor must not be negative; page sizes per the SPEC. */
+export function parseReadJobEventsRequest(request: ReadJobEventsRequest) {
+  if (request.afterSequence < 0n) throw invalidField('after_sequence', 'must not be negative');
+  return {
+    viewer: viewerOf(request.caller),
+    jobId: parseJobId(request.jobId),
+    afterSequence: request.afterSequence,
+    pageSize: coerceEventPageSize(request.pageSize),
+  };
+}
+
+/** A feed read: position, filter and a limit of 1 to 1000 entries. */
+export function parseReadJobChangesRequest(request: ReadJobChangesRequest) {
+  if (request.limit < 1 || request.limit > 1000) throw invalidField('limit', 'must be between 1 and 1000');
+  return {
+    viewer: viewerOf(request.caller),
+    after: request.after ? { transactionId: request.after.transactionId, entryId: request.after.entryId } : undefined,
+    filter: {
+      statuses: (request.filter?.statuses ?? []).map((status, index) => statusName(status, `filter.statuses[${index}]`)),
+      queue: request.filter?.queue ?? '',
+    },
+    limit: request.limit,
+  };
 }

@@ -2,20 +2,40 @@ import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter } from '@connectrpc/connect';
 import type { Kysely } from 'kysely';
+import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import {
   AdmitJobResponseSchema,
   GetJobResponseSchema,
   ListJobsResponseSchema,
+  ReadJobChangesResponseSchema,
+  ReadJobEventsResponseSchema,
   StateService,
+  TransitionJobResponseSchema,
+  WatchChangesResponseSchema,
+  WatchJobResponseSchema,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import type { ChangeListenerHub } from '../db/change-listener.js';
 import type { Database } from '../db/tables/index.js';
 import { admitJob } from '../domain/admit-job.js';
+import { readJobChanges } from '../domain/read-job-changes.js';
+import { readJobEvents } from '../domain/read-job-events.js';
 import { getJob, listJobs } from '../domain/read-jobs.js';
-import { parseAdmitJobRequest, parseJobId, parseListJobsRequest, viewerOf } from '../domain/state-requests.js';
+import {
+  parseAdmitJobRequest,
+  parseJobId,
+  parseListJobsRequest,
+  parseReadJobChangesRequest,
+  parseReadJobEventsRequest,
+  parseTransitionJobRequest,
+  viewerOf,
+} from '../domain/state-requests.js';
+import { transitionJob } from '../domain/transition-job.js';
+import { watchChangeTicks, watchJobHeads } from '../domain/watch-job.js';
 
 /** What the StateService handlers need. */
 export interface StateRoutesDependencies {
   readonly db: Kysely<Database>;
+  readonly changes: ChangeListenerHub;
 }
 
 /** Registers docket.state.v1.StateService: validate, call the domain, answer. */
@@ -37,6 +57,41 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
       async listJobs(request) {
         const page = await listJobs(deps.db, parseListJobsRequest(request));
         return create(ListJobsResponseSchema, page);
+      },
+      async transitionJob(request) {
+        const outcome = await transitionJob(deps.db, parseTransitionJobRequest(request));
+        return create(TransitionJobResponseSchema, outcome);
+      },
+      async readJobEvents(request) {
+        const query = parseReadJobEventsRequest(request);
+        const page = await readJobEvents(deps.db, query.viewer, query.jobId, query.afterSequence, query.pageSize);
+        return create(ReadJobEventsResponseSchema, { ...page, status: JobStatus[page.status] });
+      },
+      async *watchJob(request, ctx) {
+        const heads = watchJobHeads(deps.db, deps.changes, viewerOf(request.caller), parseJobId(request.jobId), ctx.signal);
+        for await (const head of heads) {
+          yield create(WatchJobResponseSchema, { latestSequence: head.latestSequence, status: JobStatus[head.status] });
+        }
+      },
+      async readJobChanges(request) {
+        const query = parseReadJobChangesRequest(request);
+        const batch = await readJobChanges(deps.db, query.viewer, query.after, query.filter, query.limit);
+        return create(ReadJobChangesResponseSchema, {
+          changes: batch.changes.map((change) => ({
+            position: change.position,
+            jobId: change.job_id,
+            revision: BigInt(change.revision),
+            status: JobStatus[change.status],
+            lifecycle: JobLifecycle[change.lifecycle],
+            queue: change.queue,
+            changedAt: timestampFromDate(change.changed_at),
+          })),
+          position: batch.position,
+          heldBack: batch.heldBack,
+        });
+      },
+      async *watchChanges(_request, ctx) {
+        for await (const _tick of watchChangeTicks(deps.changes, ctx.signal)) yield create(WatchChangesResponseSchema, {});
       },
     });
   };

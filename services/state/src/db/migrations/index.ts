@@ -1,7 +1,8 @@
 import { initial } from './20261129-0001-initial.js';
+import { jobChanges } from './20261129-0002-job-changes.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
 /** Every migration this build knows, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [initial];
+export const MIGRATIONS: readonly Migration[] = [initial, jobChanges];

@@ -48,9 +48,12 @@ function jsonOrNull(value: JsonObject | null): string | null {
  * ```
  */
 export async function findVisibleJob(db: Queryable, viewer: Viewer, jobId: string): Promise<JobRow | undefined> {
-  let query = db.selectFrom('jobs').selectAll().where('id', '=', jobId).where('lifecycle', '<>', 'HARD_DELETED');
-  if (!viewer.admin) query = query.where('owner', '=', viewer.subject);
-  return query.executeTakeFirst();
+  return visibleJob(db, viewer, jobId).executeTakeFirst();
+}
+
+function visibleJob(db: Queryable, viewer: Viewer, jobId: string) {
+  const query = db.selectFrom('jobs').selectAll().where('id', '=', jobId).where('lifecycle', '<>', 'HARD_DELETED');
+  return viewer.admin ? query : query.where('owner', '=', viewer.subject);
 }
 
 /** Which jobs a listing shows. */
@@ -96,4 +99,40 @@ export async function listVisibleJobs(db: Queryable, listing: JobListing): Promi
     query = query.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(createdAt, jobId)));
   }
   return query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(listing.limit).execute();
+}
+
+/**
+ * Locks a visible job's row for the rest of the transaction: every change
+ * of one job, and every sequence its journal gets, is decided under it.
+ *
+ * ```sql
+ * select * from jobs where id = $1 and (owner = $2 or <admin>) and lifecycle <> 'HARD_DELETED' for update
+ * ```
+ */
+export async function lockVisibleJob(db: Queryable, viewer: Viewer, jobId: string): Promise<JobRow | undefined> {
+  return visibleJob(db, viewer, jobId).forUpdate().executeTakeFirst();
+}
+
+/**
+ * Writes a job's new state after a transition.
+ *
+ * ```sql
+ * update jobs set status = $2, revision = $3, event_count = $4, head_hash = $5, updated_at = $6 where id = $1
+ * ```
+ */
+export async function updateJobHead(
+  db: Queryable,
+  job: Pick<JobRow, 'id' | 'status' | 'revision' | 'event_count' | 'head_hash' | 'updated_at'>,
+): Promise<void> {
+  await db
+    .updateTable('jobs')
+    .set({
+      status: job.status,
+      revision: job.revision,
+      event_count: job.event_count,
+      head_hash: job.head_hash,
+      updated_at: job.updated_at,
+    })
+    .where('id', '=', job.id)
+    .execute();
 }

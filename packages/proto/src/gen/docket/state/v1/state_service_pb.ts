@@ -4,10 +4,14 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Event } from "../../common/v1/event_pb.js";
+import { file_docket_common_v1_event } from "../../common/v1/event_pb.js";
 import type { Job } from "../../common/v1/job_pb.js";
 import { file_docket_common_v1_job } from "../../common/v1/job_pb.js";
-import type { JobStatus } from "../../common/v1/job_status_pb.js";
+import type { JobLifecycle, JobStatus } from "../../common/v1/job_status_pb.js";
 import { file_docket_common_v1_job_status } from "../../common/v1/job_status_pb.js";
+import type { Progress } from "../../common/v1/progress_pb.js";
+import { file_docket_common_v1_progress } from "../../common/v1/progress_pb.js";
 import type { LostAttemptPolicy, RetryPolicy } from "../../common/v1/retry_policy_pb.js";
 import { file_docket_common_v1_retry_policy } from "../../common/v1/retry_policy_pb.js";
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
@@ -18,7 +22,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file docket/state/v1/state_service.proto.
  */
 export const file_docket_state_v1_state_service: GenFile = /*@__PURE__*/
-  fileDesc("CiNkb2NrZXQvc3RhdGUvdjEvc3RhdGVfc2VydmljZS5wcm90bxIPZG9ja2V0LnN0YXRlLnYxIigKBkNhbGxlchIPCgdzdWJqZWN0GAEgASgJEg0KBWFkbWluGAIgASgIIocCCgdKb2JTcGVjEg0KBXF1ZXVlGAEgASgJEiYKBWlucHV0GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVsYWJlbBgDIAEoCRIQCghwcmlvcml0eRgEIAEoBRItCglydW5fYWZ0ZXIYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKDHJldHJ5X3BvbGljeRgGIAEoCzIdLmRvY2tldC5jb21tb24udjEuUmV0cnlQb2xpY3kSQAoTbG9zdF9hdHRlbXB0X3BvbGljeRgHIAEoDjIjLmRvY2tldC5jb21tb24udjEuTG9zdEF0dGVtcHRQb2xpY3ki2gEKD0FkbWl0Sm9iUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEhEKCW9wZXJhdGlvbhgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkSFgoOcmVxdWVzdF9kaWdlc3QYBCABKAkSMgoPaWRlbXBvdGVuY3lfdHRsGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiYKBHNwZWMYBiABKAsyGC5kb2NrZXQuc3RhdGUudjEuSm9iU3BlYyKEAQoQQWRtaXRKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJICg1HZXRKb2JSZXF1ZXN0EicKBmNhbGxlchgBIAEoCzIXLmRvY2tldC5zdGF0ZS52MS5DYWxsZXISDgoGam9iX2lkGAIgASgJIjQKDkdldEpvYlJlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iIk4KDExpc3RQb3NpdGlvbhIuCgpjcmVhdGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZqb2JfaWQYAiABKAki5AEKD0xpc3RKb2JzUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEhEKCXBhZ2Vfc2l6ZRgCIAEoBRItCghzdGF0dXNlcxgDIAMoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzEg0KBXF1ZXVlGAQgASgJEhcKD2luY2x1ZGVfZGVsZXRlZBgFIAEoCBIQCghzbmFwc2hvdBgGIAEoCRIsCgVhZnRlchgHIAEoCzIdLmRvY2tldC5zdGF0ZS52MS5MaXN0UG9zaXRpb24iWwoQTGlzdEpvYnNSZXNwb25zZRIjCgRqb2JzGAEgAygLMhUuZG9ja2V0LmNvbW1vbi52MS5Kb2ISEAoIc25hcHNob3QYAiABKAkSEAoIaGFzX21vcmUYAyABKAgyhQIKDFN0YXRlU2VydmljZRJPCghBZG1pdEpvYhIgLmRvY2tldC5zdGF0ZS52MS5BZG1pdEpvYlJlcXVlc3QaIS5kb2NrZXQuc3RhdGUudjEuQWRtaXRKb2JSZXNwb25zZRJOCgZHZXRKb2ISHi5kb2NrZXQuc3RhdGUudjEuR2V0Sm9iUmVxdWVzdBofLmRvY2tldC5zdGF0ZS52MS5HZXRKb2JSZXNwb25zZSIDkAIBElQKCExpc3RKb2JzEiAuZG9ja2V0LnN0YXRlLnYxLkxpc3RKb2JzUmVxdWVzdBohLmRvY2tldC5zdGF0ZS52MS5MaXN0Sm9ic1Jlc3BvbnNlIgOQAgFiBnByb3RvMw", [file_docket_common_v1_job, file_docket_common_v1_job_status, file_docket_common_v1_retry_policy, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiNkb2NrZXQvc3RhdGUvdjEvc3RhdGVfc2VydmljZS5wcm90bxIPZG9ja2V0LnN0YXRlLnYxIigKBkNhbGxlchIPCgdzdWJqZWN0GAEgASgJEg0KBWFkbWluGAIgASgIIocCCgdKb2JTcGVjEg0KBXF1ZXVlGAEgASgJEiYKBWlucHV0GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVsYWJlbBgDIAEoCRIQCghwcmlvcml0eRgEIAEoBRItCglydW5fYWZ0ZXIYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKDHJldHJ5X3BvbGljeRgGIAEoCzIdLmRvY2tldC5jb21tb24udjEuUmV0cnlQb2xpY3kSQAoTbG9zdF9hdHRlbXB0X3BvbGljeRgHIAEoDjIjLmRvY2tldC5jb21tb24udjEuTG9zdEF0dGVtcHRQb2xpY3ki2gEKD0FkbWl0Sm9iUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEhEKCW9wZXJhdGlvbhgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkSFgoOcmVxdWVzdF9kaWdlc3QYBCABKAkSMgoPaWRlbXBvdGVuY3lfdHRsGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiYKBHNwZWMYBiABKAsyGC5kb2NrZXQuc3RhdGUudjEuSm9iU3BlYyKEAQoQQWRtaXRKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJICg1HZXRKb2JSZXF1ZXN0EicKBmNhbGxlchgBIAEoCzIXLmRvY2tldC5zdGF0ZS52MS5DYWxsZXISDgoGam9iX2lkGAIgASgJIjQKDkdldEpvYlJlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iIk4KDExpc3RQb3NpdGlvbhIuCgpjcmVhdGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZqb2JfaWQYAiABKAki5AEKD0xpc3RKb2JzUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEhEKCXBhZ2Vfc2l6ZRgCIAEoBRItCghzdGF0dXNlcxgDIAMoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzEg0KBXF1ZXVlGAQgASgJEhcKD2luY2x1ZGVfZGVsZXRlZBgFIAEoCBIQCghzbmFwc2hvdBgGIAEoCRIsCgVhZnRlchgHIAEoCzIdLmRvY2tldC5zdGF0ZS52MS5MaXN0UG9zaXRpb24iWwoQTGlzdEpvYnNSZXNwb25zZRIjCgRqb2JzGAEgAygLMhUuZG9ja2V0LmNvbW1vbi52MS5Kb2ISEAoIc25hcHNob3QYAiABKAkSEAoIaGFzX21vcmUYAyABKAgidAoITmV3RXZlbnQSDAoEdHlwZRgBIAEoCRIoCgdwYXlsb2FkGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgphdHRlbXB0X2lkGAMgASgJEhIKBWZlbmNlGAQgASgDSACIAQFCCAoGX2ZlbmNlIuABChRUcmFuc2l0aW9uSm9iUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEg4KBmpvYl9pZBgCIAEoCRIeChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoA0gAiAEBEi4KCXRvX3N0YXR1cxgEIAEoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzEikKBmV2ZW50cxgFIAMoCzIZLmRvY2tldC5zdGF0ZS52MS5OZXdFdmVudEIUChJfZXhwZWN0ZWRfcmV2aXNpb24iagoVVHJhbnNpdGlvbkpvYlJlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhYKDmZpcnN0X3NlcXVlbmNlGAIgASgDEhUKDWxhc3Rfc2VxdWVuY2UYAyABKAMiegoUUmVhZEpvYkV2ZW50c1JlcXVlc3QSJwoGY2FsbGVyGAEgASgLMhcuZG9ja2V0LnN0YXRlLnYxLkNhbGxlchIOCgZqb2JfaWQYAiABKAkSFgoOYWZ0ZXJfc2VxdWVuY2UYAyABKAMSEQoJcGFnZV9zaXplGAQgASgFIoYBChVSZWFkSm9iRXZlbnRzUmVzcG9uc2USJwoGZXZlbnRzGAEgAygLMhcuZG9ja2V0LmNvbW1vbi52MS5FdmVudBIXCg9sYXRlc3Rfc2VxdWVuY2UYAiABKAMSKwoGc3RhdHVzGAMgASgOMhsuZG9ja2V0LmNvbW1vbi52MS5Kb2JTdGF0dXMiSgoPV2F0Y2hKb2JSZXF1ZXN0EicKBmNhbGxlchgBIAEoCzIXLmRvY2tldC5zdGF0ZS52MS5DYWxsZXISDgoGam9iX2lkGAIgASgJIoYBChBXYXRjaEpvYlJlc3BvbnNlEhcKD2xhdGVzdF9zZXF1ZW5jZRgBIAEoAxIrCgZzdGF0dXMYAiABKA4yGy5kb2NrZXQuY29tbW9uLnYxLkpvYlN0YXR1cxIsCghwcm9ncmVzcxgDIAEoCzIaLmRvY2tldC5jb21tb24udjEuUHJvZ3Jlc3MiTAoMQ2hhbmdlRmlsdGVyEi0KCHN0YXR1c2VzGAEgAygOMhsuZG9ja2V0LmNvbW1vbi52MS5Kb2JTdGF0dXMSDQoFcXVldWUYAiABKAkiOAoMRmVlZFBvc2l0aW9uEhYKDnRyYW5zYWN0aW9uX2lkGAEgASgEEhAKCGVudHJ5X2lkGAIgASgEIqwBChVSZWFkSm9iQ2hhbmdlc1JlcXVlc3QSJwoGY2FsbGVyGAEgASgLMhcuZG9ja2V0LnN0YXRlLnYxLkNhbGxlchIsCgVhZnRlchgCIAEoCzIdLmRvY2tldC5zdGF0ZS52MS5GZWVkUG9zaXRpb24SLQoGZmlsdGVyGAMgASgLMh0uZG9ja2V0LnN0YXRlLnYxLkNoYW5nZUZpbHRlchINCgVsaW1pdBgEIAEoBSL9AQoJSm9iQ2hhbmdlEi8KCHBvc2l0aW9uGAEgASgLMh0uZG9ja2V0LnN0YXRlLnYxLkZlZWRQb3NpdGlvbhIOCgZqb2JfaWQYAiABKAkSEAoIcmV2aXNpb24YAyABKAMSKwoGc3RhdHVzGAQgASgOMhsuZG9ja2V0LmNvbW1vbi52MS5Kb2JTdGF0dXMSMQoJbGlmZWN5Y2xlGAUgASgOMh4uZG9ja2V0LmNvbW1vbi52MS5Kb2JMaWZlY3ljbGUSDQoFcXVldWUYBiABKAkSLgoKY2hhbmdlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiiQEKFlJlYWRKb2JDaGFuZ2VzUmVzcG9uc2USKwoHY2hhbmdlcxgBIAMoCzIaLmRvY2tldC5zdGF0ZS52MS5Kb2JDaGFuZ2USLwoIcG9zaXRpb24YAiABKAsyHS5kb2NrZXQuc3RhdGUudjEuRmVlZFBvc2l0aW9uEhEKCWhlbGRfYmFjaxgDIAEoCCIVChNXYXRjaENoYW5nZXNSZXF1ZXN0IhYKFFdhdGNoQ2hhbmdlc1Jlc3BvbnNlMuQFCgxTdGF0ZVNlcnZpY2USTwoIQWRtaXRKb2ISIC5kb2NrZXQuc3RhdGUudjEuQWRtaXRKb2JSZXF1ZXN0GiEuZG9ja2V0LnN0YXRlLnYxLkFkbWl0Sm9iUmVzcG9uc2USTgoGR2V0Sm9iEh4uZG9ja2V0LnN0YXRlLnYxLkdldEpvYlJlcXVlc3QaHy5kb2NrZXQuc3RhdGUudjEuR2V0Sm9iUmVzcG9uc2UiA5ACARJUCghMaXN0Sm9icxIgLmRvY2tldC5zdGF0ZS52MS5MaXN0Sm9ic1JlcXVlc3QaIS5kb2NrZXQuc3RhdGUudjEuTGlzdEpvYnNSZXNwb25zZSIDkAIBEl4KDVRyYW5zaXRpb25Kb2ISJS5kb2NrZXQuc3RhdGUudjEuVHJhbnNpdGlvbkpvYlJlcXVlc3QaJi5kb2NrZXQuc3RhdGUudjEuVHJhbnNpdGlvbkpvYlJlc3BvbnNlEmMKDVJlYWRKb2JFdmVudHMSJS5kb2NrZXQuc3RhdGUudjEuUmVhZEpvYkV2ZW50c1JlcXVlc3QaJi5kb2NrZXQuc3RhdGUudjEuUmVhZEpvYkV2ZW50c1Jlc3BvbnNlIgOQAgESUQoIV2F0Y2hKb2ISIC5kb2NrZXQuc3RhdGUudjEuV2F0Y2hKb2JSZXF1ZXN0GiEuZG9ja2V0LnN0YXRlLnYxLldhdGNoSm9iUmVzcG9uc2UwARJmCg5SZWFkSm9iQ2hhbmdlcxImLmRvY2tldC5zdGF0ZS52MS5SZWFkSm9iQ2hhbmdlc1JlcXVlc3QaJy5kb2NrZXQuc3RhdGUudjEuUmVhZEpvYkNoYW5nZXNSZXNwb25zZSIDkAIBEl0KDFdhdGNoQ2hhbmdlcxIkLmRvY2tldC5zdGF0ZS52MS5XYXRjaENoYW5nZXNSZXF1ZXN0GiUuZG9ja2V0LnN0YXRlLnYxLldhdGNoQ2hhbmdlc1Jlc3BvbnNlMAFiBnByb3RvMw", [file_docket_common_v1_event, file_docket_common_v1_job, file_docket_common_v1_job_status, file_docket_common_v1_progress, file_docket_common_v1_retry_policy, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Caller is the authenticated subject a public service acts for.
@@ -378,6 +382,499 @@ export const ListJobsResponseSchema: GenMessage<ListJobsResponse> = /*@__PURE__*
   messageDesc(file_docket_state_v1_state_service, 8);
 
 /**
+ * NewEvent is an event to journal, before it has a sequence and a hash.
+ *
+ * @generated from message docket.state.v1.NewEvent
+ */
+export type NewEvent = Message<"docket.state.v1.NewEvent"> & {
+  /**
+   * The event type, e.g. `job.cancel_requested` or `worker.step`.
+   *
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * A JSON object of at most 64 KiB canonical JSON.
+   *
+   * @generated from field: google.protobuf.Struct payload = 2;
+   */
+  payload?: JsonObject | undefined;
+
+  /**
+   * The attempt that caused the event, if any.
+   *
+   * @generated from field: string attempt_id = 3;
+   */
+  attemptId: string;
+
+  /**
+   * That attempt's fence, if any.
+   *
+   * @generated from field: optional int64 fence = 4;
+   */
+  fence?: bigint | undefined;
+};
+
+/**
+ * Describes the message docket.state.v1.NewEvent.
+ * Use `create(NewEventSchema)` to create a new message.
+ */
+export const NewEventSchema: GenMessage<NewEvent> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 9);
+
+/**
+ * TransitionJobRequest changes one job.
+ *
+ * @generated from message docket.state.v1.TransitionJobRequest
+ */
+export type TransitionJobRequest = Message<"docket.state.v1.TransitionJobRequest"> & {
+  /**
+   * The caller; the job must be visible to it.
+   *
+   * @generated from field: docket.state.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * The job's id.
+   *
+   * @generated from field: string job_id = 2;
+   */
+  jobId: string;
+
+  /**
+   * If set, the job's revision must equal it (else ABORTED,
+   * REVISION_MISMATCH).
+   *
+   * @generated from field: optional int64 expected_revision = 3;
+   */
+  expectedRevision?: bigint | undefined;
+
+  /**
+   * The new status; UNSPECIFIED journals events without a status change.
+   *
+   * @generated from field: docket.common.v1.JobStatus to_status = 4;
+   */
+  toStatus: JobStatus;
+
+  /**
+   * 1 to 64 events recording the change.
+   *
+   * @generated from field: repeated docket.state.v1.NewEvent events = 5;
+   */
+  events: NewEvent[];
+};
+
+/**
+ * Describes the message docket.state.v1.TransitionJobRequest.
+ * Use `create(TransitionJobRequestSchema)` to create a new message.
+ */
+export const TransitionJobRequestSchema: GenMessage<TransitionJobRequest> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 10);
+
+/**
+ * TransitionJobResponse is the job after the change.
+ *
+ * @generated from message docket.state.v1.TransitionJobResponse
+ */
+export type TransitionJobResponse = Message<"docket.state.v1.TransitionJobResponse"> & {
+  /**
+   * The job as committed.
+   *
+   * @generated from field: docket.common.v1.Job job = 1;
+   */
+  job?: Job | undefined;
+
+  /**
+   * The sequence of the first event written.
+   *
+   * @generated from field: int64 first_sequence = 2;
+   */
+  firstSequence: bigint;
+
+  /**
+   * The sequence of the last event written.
+   *
+   * @generated from field: int64 last_sequence = 3;
+   */
+  lastSequence: bigint;
+};
+
+/**
+ * Describes the message docket.state.v1.TransitionJobResponse.
+ * Use `create(TransitionJobResponseSchema)` to create a new message.
+ */
+export const TransitionJobResponseSchema: GenMessage<TransitionJobResponse> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 11);
+
+/**
+ * ReadJobEventsRequest asks for a page of a job's journal.
+ *
+ * @generated from message docket.state.v1.ReadJobEventsRequest
+ */
+export type ReadJobEventsRequest = Message<"docket.state.v1.ReadJobEventsRequest"> & {
+  /**
+   * The caller; the job must be visible to it.
+   *
+   * @generated from field: docket.state.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * The job's id.
+   *
+   * @generated from field: string job_id = 2;
+   */
+  jobId: string;
+
+  /**
+   * Only events with a greater sequence; 0 reads from the start.
+   *
+   * @generated from field: int64 after_sequence = 3;
+   */
+  afterSequence: bigint;
+
+  /**
+   * Events per page: 0 means 100, above 256 means 256, negative is invalid.
+   *
+   * @generated from field: int32 page_size = 4;
+   */
+  pageSize: number;
+};
+
+/**
+ * Describes the message docket.state.v1.ReadJobEventsRequest.
+ * Use `create(ReadJobEventsRequestSchema)` to create a new message.
+ */
+export const ReadJobEventsRequestSchema: GenMessage<ReadJobEventsRequest> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 12);
+
+/**
+ * ReadJobEventsResponse is a verified page.
+ *
+ * @generated from message docket.state.v1.ReadJobEventsResponse
+ */
+export type ReadJobEventsResponse = Message<"docket.state.v1.ReadJobEventsResponse"> & {
+  /**
+   * The events, in sequence order, each verified.
+   *
+   * @generated from field: repeated docket.common.v1.Event events = 1;
+   */
+  events: Event[];
+
+  /**
+   * The job's latest durable sequence.
+   *
+   * @generated from field: int64 latest_sequence = 2;
+   */
+  latestSequence: bigint;
+
+  /**
+   * The job's status as of this read (lets streams stop after a terminal one).
+   *
+   * @generated from field: docket.common.v1.JobStatus status = 3;
+   */
+  status: JobStatus;
+};
+
+/**
+ * Describes the message docket.state.v1.ReadJobEventsResponse.
+ * Use `create(ReadJobEventsResponseSchema)` to create a new message.
+ */
+export const ReadJobEventsResponseSchema: GenMessage<ReadJobEventsResponse> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 13);
+
+/**
+ * WatchJobRequest names the job to watch.
+ *
+ * @generated from message docket.state.v1.WatchJobRequest
+ */
+export type WatchJobRequest = Message<"docket.state.v1.WatchJobRequest"> & {
+  /**
+   * The caller; the job must be visible to it.
+   *
+   * @generated from field: docket.state.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * The job's id.
+   *
+   * @generated from field: string job_id = 2;
+   */
+  jobId: string;
+};
+
+/**
+ * Describes the message docket.state.v1.WatchJobRequest.
+ * Use `create(WatchJobRequestSchema)` to create a new message.
+ */
+export const WatchJobRequestSchema: GenMessage<WatchJobRequest> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 14);
+
+/**
+ * WatchJobResponse is one commit signal.
+ *
+ * @generated from message docket.state.v1.WatchJobResponse
+ */
+export type WatchJobResponse = Message<"docket.state.v1.WatchJobResponse"> & {
+  /**
+   * The latest sequence known when the signal was sent.
+   *
+   * @generated from field: int64 latest_sequence = 1;
+   */
+  latestSequence: bigint;
+
+  /**
+   * The job's status when the signal was sent.
+   *
+   * @generated from field: docket.common.v1.JobStatus status = 2;
+   */
+  status: JobStatus;
+
+  /**
+   * The job's latest progress, when the signal is a progress report.
+   *
+   * @generated from field: docket.common.v1.Progress progress = 3;
+   */
+  progress?: Progress | undefined;
+};
+
+/**
+ * Describes the message docket.state.v1.WatchJobResponse.
+ * Use `create(WatchJobResponseSchema)` to create a new message.
+ */
+export const WatchJobResponseSchema: GenMessage<WatchJobResponse> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 15);
+
+/**
+ * ChangeFilter narrows the change feed.
+ *
+ * @generated from message docket.state.v1.ChangeFilter
+ */
+export type ChangeFilter = Message<"docket.state.v1.ChangeFilter"> & {
+  /**
+   * Only jobs in one of these statuses after the change (none means all).
+   *
+   * @generated from field: repeated docket.common.v1.JobStatus statuses = 1;
+   */
+  statuses: JobStatus[];
+
+  /**
+   * Only jobs of this queue (empty means all).
+   *
+   * @generated from field: string queue = 2;
+   */
+  queue: string;
+};
+
+/**
+ * Describes the message docket.state.v1.ChangeFilter.
+ * Use `create(ChangeFilterSchema)` to create a new message.
+ */
+export const ChangeFilterSchema: GenMessage<ChangeFilter> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 16);
+
+/**
+ * FeedPosition is a position in the change feed's total order.
+ *
+ * @generated from message docket.state.v1.FeedPosition
+ */
+export type FeedPosition = Message<"docket.state.v1.FeedPosition"> & {
+  /**
+   * The writing transaction's id (xid8).
+   *
+   * @generated from field: uint64 transaction_id = 1;
+   */
+  transactionId: bigint;
+
+  /**
+   * The entry's id within the feed.
+   *
+   * @generated from field: uint64 entry_id = 2;
+   */
+  entryId: bigint;
+};
+
+/**
+ * Describes the message docket.state.v1.FeedPosition.
+ * Use `create(FeedPositionSchema)` to create a new message.
+ */
+export const FeedPositionSchema: GenMessage<FeedPosition> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 17);
+
+/**
+ * ReadJobChangesRequest asks for feed entries after a position.
+ *
+ * @generated from message docket.state.v1.ReadJobChangesRequest
+ */
+export type ReadJobChangesRequest = Message<"docket.state.v1.ReadJobChangesRequest"> & {
+  /**
+   * The caller; only its jobs (all for admins) are returned.
+   *
+   * @generated from field: docket.state.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * Start after this position; unset starts at the current head.
+   *
+   * @generated from field: docket.state.v1.FeedPosition after = 2;
+   */
+  after?: FeedPosition | undefined;
+
+  /**
+   * Which jobs.
+   *
+   * @generated from field: docket.state.v1.ChangeFilter filter = 3;
+   */
+  filter?: ChangeFilter | undefined;
+
+  /**
+   * Entries to examine at most (1..1000).
+   *
+   * @generated from field: int32 limit = 4;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message docket.state.v1.ReadJobChangesRequest.
+ * Use `create(ReadJobChangesRequestSchema)` to create a new message.
+ */
+export const ReadJobChangesRequestSchema: GenMessage<ReadJobChangesRequest> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 18);
+
+/**
+ * JobChange is one feed entry.
+ *
+ * @generated from message docket.state.v1.JobChange
+ */
+export type JobChange = Message<"docket.state.v1.JobChange"> & {
+  /**
+   * The entry's position.
+   *
+   * @generated from field: docket.state.v1.FeedPosition position = 1;
+   */
+  position?: FeedPosition | undefined;
+
+  /**
+   * The job that changed.
+   *
+   * @generated from field: string job_id = 2;
+   */
+  jobId: string;
+
+  /**
+   * Its revision after the change.
+   *
+   * @generated from field: int64 revision = 3;
+   */
+  revision: bigint;
+
+  /**
+   * Its status after the change.
+   *
+   * @generated from field: docket.common.v1.JobStatus status = 4;
+   */
+  status: JobStatus;
+
+  /**
+   * Its lifecycle after the change.
+   *
+   * @generated from field: docket.common.v1.JobLifecycle lifecycle = 5;
+   */
+  lifecycle: JobLifecycle;
+
+  /**
+   * Its queue.
+   *
+   * @generated from field: string queue = 6;
+   */
+  queue: string;
+
+  /**
+   * When the change was made.
+   *
+   * @generated from field: google.protobuf.Timestamp changed_at = 7;
+   */
+  changedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message docket.state.v1.JobChange.
+ * Use `create(JobChangeSchema)` to create a new message.
+ */
+export const JobChangeSchema: GenMessage<JobChange> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 19);
+
+/**
+ * ReadJobChangesResponse is a batch of the feed.
+ *
+ * @generated from message docket.state.v1.ReadJobChangesResponse
+ */
+export type ReadJobChangesResponse = Message<"docket.state.v1.ReadJobChangesResponse"> & {
+  /**
+   * The visible entries, in feed order.
+   *
+   * @generated from field: repeated docket.state.v1.JobChange changes = 1;
+   */
+  changes: JobChange[];
+
+  /**
+   * The position after the last entry examined (visible or not).
+   *
+   * @generated from field: docket.state.v1.FeedPosition position = 2;
+   */
+  position?: FeedPosition | undefined;
+
+  /**
+   * Whether the oldest running transaction holds back entries that exist.
+   *
+   * @generated from field: bool held_back = 3;
+   */
+  heldBack: boolean;
+};
+
+/**
+ * Describes the message docket.state.v1.ReadJobChangesResponse.
+ * Use `create(ReadJobChangesResponseSchema)` to create a new message.
+ */
+export const ReadJobChangesResponseSchema: GenMessage<ReadJobChangesResponse> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 20);
+
+/**
+ * WatchChangesRequest opens the tick stream.
+ *
+ * @generated from message docket.state.v1.WatchChangesRequest
+ */
+export type WatchChangesRequest = Message<"docket.state.v1.WatchChangesRequest"> & {
+};
+
+/**
+ * Describes the message docket.state.v1.WatchChangesRequest.
+ * Use `create(WatchChangesRequestSchema)` to create a new message.
+ */
+export const WatchChangesRequestSchema: GenMessage<WatchChangesRequest> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 21);
+
+/**
+ * WatchChangesResponse is a tick: something changed, read again.
+ *
+ * @generated from message docket.state.v1.WatchChangesResponse
+ */
+export type WatchChangesResponse = Message<"docket.state.v1.WatchChangesResponse"> & {
+};
+
+/**
+ * Describes the message docket.state.v1.WatchChangesResponse.
+ * Use `create(WatchChangesResponseSchema)` to create a new message.
+ */
+export const WatchChangesResponseSchema: GenMessage<WatchChangesResponse> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 22);
+
+/**
  * StateService is the internal API of the state service, the only process
  * with a database connection. It accepts only the internal `service` role.
  * Callers pass the already-authenticated subject in `caller`; the state
@@ -424,6 +921,82 @@ export const StateService: GenService<{
     methodKind: "unary";
     input: typeof ListJobsRequestSchema;
     output: typeof ListJobsResponseSchema;
+  },
+  /**
+   * TransitionJob is the one way to change a job after admission
+   * ("transition with events"): an optional new status (checked against the
+   * legal edges), the revision bump and 1 to 64 events commit in one
+   * transaction under the job row's lock, or nothing does. Events get the
+   * next contiguous sequences and extend the hash chain; the job row keeps
+   * the count and head. Errors: NOT_FOUND, INVALID_ARGUMENT (INVALID_FIELD,
+   * LIMIT_EXCEEDED: batch 64 events, payload 64 KiB), FAILED_PRECONDITION
+   * (ILLEGAL_TRANSITION), ABORTED (REVISION_MISMATCH), DATA_LOSS
+   * (JOURNAL_CORRUPT when the stored head does not verify).
+   *
+   * @generated from rpc docket.state.v1.StateService.TransitionJob
+   */
+  transitionJob: {
+    methodKind: "unary";
+    input: typeof TransitionJobRequestSchema;
+    output: typeof TransitionJobResponseSchema;
+  },
+  /**
+   * ReadJobEvents returns the events strictly after a sequence, each link
+   * verified against the one before it (the first against the stored hash of
+   * the event before the page) and, at the head, against the job row's count
+   * and head hash. Any mismatch is DATA_LOSS, reason JOURNAL_CORRUPT, with
+   * metadata `sequence` naming the first broken sequence; nothing is skipped
+   * or repaired. A cursor above the latest sequence is OUT_OF_RANGE, reason
+   * CURSOR_BEYOND_LATEST.
+   *
+   * @generated from rpc docket.state.v1.StateService.ReadJobEvents
+   */
+  readJobEvents: {
+    methodKind: "unary";
+    input: typeof ReadJobEventsRequestSchema;
+    output: typeof ReadJobEventsResponseSchema;
+  },
+  /**
+   * WatchJob streams a job's commit signals: first its current head, then a
+   * frame whenever a transaction that changed the job commits (through any
+   * state replica: Postgres LISTEN/NOTIFY on one connection per state
+   * process, fanned out in memory). Frames may be coalesced; a signal only
+   * says "read again", so readers fetch events with ReadJobEvents after their
+   * own cursor and never miss one. Cancelling the stream releases its
+   * listener at once.
+   *
+   * @generated from rpc docket.state.v1.StateService.WatchJob
+   */
+  watchJob: {
+    methodKind: "server_streaming";
+    input: typeof WatchJobRequestSchema;
+    output: typeof WatchJobResponseSchema;
+  },
+  /**
+   * ReadJobChanges returns the change feed after a position, in one total
+   * order: (transaction id, entry id). Only entries of transactions older
+   * than the oldest still-running transaction are returned, so an entry that
+   * commits late can never be passed by a reader. Entries the caller may not
+   * see, or that its filter excludes, are skipped but still advance the
+   * returned position.
+   *
+   * @generated from rpc docket.state.v1.StateService.ReadJobChanges
+   */
+  readJobChanges: {
+    methodKind: "unary";
+    input: typeof ReadJobChangesRequestSchema;
+    output: typeof ReadJobChangesResponseSchema;
+  },
+  /**
+   * WatchChanges streams a tick whenever any job change commits, so feed
+   * readers know when to call ReadJobChanges again. Ticks may be coalesced.
+   *
+   * @generated from rpc docket.state.v1.StateService.WatchChanges
+   */
+  watchChanges: {
+    methodKind: "server_streaming";
+    input: typeof WatchChangesRequestSchema;
+    output: typeof WatchChangesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_docket_state_v1_state_service, 0);

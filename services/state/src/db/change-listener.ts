@@ -1,0 +1,113 @@
+import pg from 'pg';
+import type { Logger } from '@docket/service-kit';
+import { JOB_CHANGES_CHANNEL } from './queries/job-changes.js';
+
+/** What a committed job change announces (see `recordJobChange`). */
+export interface JobChangeAnnouncement {
+  readonly jobId: string;
+  readonly latestSequence: bigint;
+  readonly status: string;
+}
+
+/** Receives announcements; `undefined` means "announcements may have been missed, re-read". */
+export type ChangeListener = (announcement: JobChangeAnnouncement | undefined) => void;
+
+/**
+ * The state process's one LISTEN connection, fanned out in memory: any
+ * number of watchers of one job, and of all jobs, share it, and a watcher
+ * that goes away only removes a map entry. Notifications arrive after the
+ * announcing transaction commits, through whichever state replica made it.
+ * If the connection drops, it reconnects with backoff and tells every
+ * listener to re-read, since announcements in between are lost.
+ */
+export class ChangeListenerHub {
+  readonly #byJob = new Map<string, Set<ChangeListener>>();
+  readonly #all = new Set<ChangeListener>();
+  #client: pg.Client | undefined;
+  #stopped = false;
+  #retryTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly connectionString: string,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Connects and starts listening; resolves once LISTEN is in force. */
+  async start(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.connectionString, application_name: 'docket-state-listener' });
+    client.on('notification', (message) => this.#dispatch(message.payload));
+    client.on('error', () => this.#reconnectSoon(client));
+    client.on('end', () => this.#reconnectSoon(client));
+    await client.connect();
+    await client.query(`LISTEN ${JOB_CHANGES_CHANNEL}`);
+    this.#client = client;
+  }
+
+  /** Calls `listener` for every change of `jobId`; returns the unsubscribe function. */
+  watchJob(jobId: string, listener: ChangeListener): () => void {
+    let listeners = this.#byJob.get(jobId);
+    if (!listeners) this.#byJob.set(jobId, (listeners = new Set()));
+    listeners.add(listener);
+    return () => {
+      listeners.delete(listener);
+      if (listeners.size === 0 && this.#byJob.get(jobId) === listeners) this.#byJob.delete(jobId);
+    };
+  }
+
+  /** Calls `listener` for every change of any job; returns the unsubscribe function. */
+  watchAll(listener: ChangeListener): () => void {
+    this.#all.add(listener);
+    return () => this.#all.delete(listener);
+  }
+
+  /** How many watchers are registered (for tests and metrics). */
+  get watcherCount(): number {
+    let count = this.#all.size;
+    for (const listeners of this.#byJob.values()) count += listeners.size;
+    return count;
+  }
+
+  /** Stops listening; watchers get nothing more. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#retryTimer);
+    const client = this.#client;
+    this.#client = undefined;
+    await client?.end().catch(() => {});
+  }
+
+  #dispatch(payload: string | undefined): void {
+    let announcement: JobChangeAnnouncement;
+    try {
+      const parsed = JSON.parse(payload ?? '') as { job_id: string; latest_sequence: string; status: string };
+      announcement = { jobId: parsed.job_id, latestSequence: BigInt(parsed.latest_sequence), status: parsed.status };
+    } catch {
+      this.logger.warn('ignored an unreadable change announcement');
+      return;
+    }
+    for (const listener of this.#byJob.get(announcement.jobId) ?? []) listener(announcement);
+    for (const listener of this.#all) listener(announcement);
+  }
+
+  #reconnectSoon(failed: pg.Client, delayMs = 200): void {
+    if (this.#stopped || this.#client !== failed) return;
+    this.#client = undefined;
+    failed.removeAllListeners('notification');
+    void failed.end().catch(() => {});
+    this.logger.warn('change listener lost its connection, reconnecting');
+    this.#retryTimer = setTimeout(() => {
+      this.start().then(
+        () => this.#resyncEveryone(),
+        () => {
+          this.#client = failed;
+          this.#reconnectSoon(failed, Math.min(delayMs * 2, 5_000));
+        },
+      );
+    }, delayMs);
+  }
+
+  #resyncEveryone(): void {
+    for (const listeners of this.#byJob.values()) for (const listener of listeners) listener(undefined);
+    for (const listener of this.#all) listener(undefined);
+  }
+}

@@ -1,0 +1,65 @@
+import type { Kysely } from 'kysely';
+import { DocketError, notFound } from '@docket/contracts';
+import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { EventSchema, type Event } from '@docket/proto/docket/common/v1/event_pb.js';
+import type { JobStatusName } from '@docket/contracts';
+import type { Database, JsonObject } from '../db/tables/index.js';
+import { readJobEventRange, type JobEventRow } from '../db/queries/job-events.js';
+import { findVisibleJob, type Viewer } from '../db/queries/jobs.js';
+import { verifyJournalPage } from './journal-verification.js';
+
+/** A verified page of a job's journal. */
+export interface JournalPage {
+  readonly events: Event[];
+  readonly latestSequence: bigint;
+  readonly status: JobStatusName;
+}
+
+/**
+ * Reads the events strictly after `afterSequence`, verified link by link
+ * and against the job row's head (see `verifyJournalPage`), in one
+ * REPEATABLE READ snapshot so that the row and the journal agree. A cursor
+ * above the latest durable sequence is OUT_OF_RANGE, reason
+ * CURSOR_BEYOND_LATEST: an unknown future position is not an empty page.
+ */
+export async function readJobEvents(
+  db: Kysely<Database>,
+  viewer: Viewer,
+  jobId: string,
+  afterSequence: bigint,
+  pageSize: number,
+): Promise<JournalPage> {
+  return db
+    .transaction()
+    .setIsolationLevel('repeatable read')
+    .setAccessMode('read only')
+    .execute(async (tx) => {
+      const job = await findVisibleJob(tx, viewer, jobId);
+      if (!job) throw notFound('job');
+      const latestSequence = BigInt(job.event_count);
+      if (afterSequence > latestSequence) {
+        throw new DocketError('CURSOR_BEYOND_LATEST', 'after_sequence is beyond the latest event', {
+          metadata: { latest_sequence: latestSequence.toString() },
+        });
+      }
+      const rows = await readJobEventRange(tx, jobId, afterSequence, afterSequence + BigInt(pageSize));
+      const page = verifyJournalPage(job, afterSequence, rows, pageSize);
+      return { events: page.map(eventOf), latestSequence, status: job.status };
+    });
+}
+
+/** The public form of a stored event. */
+export function eventOf(row: JobEventRow): Event {
+  return create(EventSchema, {
+    jobId: row.job_id,
+    sequence: BigInt(row.sequence),
+    type: row.type,
+    payload: row.payload as JsonObject,
+    occurredAt: timestampFromDate(row.occurred_at),
+    attemptId: row.attempt_id ?? '',
+    fence: row.fence === null ? undefined : BigInt(row.fence),
+    previousHash: row.previous_hash,
+    hash: row.hash,
+  });
+}
