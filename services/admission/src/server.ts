@@ -1,7 +1,7 @@
 import { createClient } from '@connectrpc/connect';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { createServiceTransport, startServer, type Logger, type RunningServer } from '@docket/service-kit';
+import { FeedCursorCodec, createServiceTransport, startServer, type Logger, type RunningServer } from '@docket/service-kit';
 import type { AdmissionConfig } from './config.js';
 import { PageTokenCodec } from './domain/page-token.js';
 import { admissionServiceRoutes } from './routes/admission-service.js';
@@ -19,6 +19,7 @@ export function startAdmissionServer(config: AdmissionConfig, logger: Logger): P
     routes: admissionServiceRoutes({
       state,
       pageTokens: new PageTokenCodec(config.cursorSecret, config.pageTokenTtlMs),
+      feedCursors: new FeedCursorCodec(config.cursorSecret),
       idempotencyTtlMs: config.idempotencyTtlMs,
     }),
     authenticate: { secret: config.authSecret, allowedRoles: ['user', 'admin'] },

@@ -19,7 +19,12 @@ import {
   SubmitJobResponseSchema,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { CallerSchema, type StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { validateJobSpecMessage, type ForwardedDeadline } from '@docket/service-kit';
+import {
+  normaliseFeedFilter,
+  validateJobSpecMessage,
+  type FeedCursorCodec,
+  type ForwardedDeadline,
+} from '@docket/service-kit';
 import type { PageTokenCodec } from './page-token.js';
 import { fingerprintRequest } from './request-fingerprint.js';
 
@@ -27,6 +32,7 @@ import { fingerprintRequest } from './request-fingerprint.js';
 export interface AdmissionDependencies {
   readonly state: Client<typeof StateService>;
   readonly pageTokens: PageTokenCodec;
+  readonly feedCursors: FeedCursorCodec;
   readonly idempotencyTtlMs: number;
 }
 
@@ -87,7 +93,10 @@ export async function getJob(
 ): Promise<GetJobResponse> {
   if (!isValidId(jobId)) throw invalidField('job_id', 'must be a Docket job id');
   const found = await deps.state.getJob({ caller: callerOf(principal), jobId }, call);
-  return create(GetJobResponseSchema, { job: found.job });
+  const eventCursor = found.feedPosition
+    ? deps.feedCursors.seal(found.feedPosition, { subject: principal.subject, filter: normaliseFeedFilter(undefined) })
+    : '';
+  return create(GetJobResponseSchema, { job: found.job ? { ...found.job, eventCursor } : undefined });
 }
 
 /**
@@ -134,7 +143,13 @@ export async function listJobs(
           binding,
         )
       : '';
-  return create(ListJobsResponseSchema, { jobs: page.jobs, nextPageToken });
+  const eventCursor = page.feedPosition
+    ? deps.feedCursors.seal(page.feedPosition, {
+        subject: principal.subject,
+        filter: normaliseFeedFilter({ statuses, queue: filter.queue }),
+      })
+    : '';
+  return create(ListJobsResponseSchema, { jobs: page.jobs, nextPageToken, eventCursor });
 }
 
 function callerOf(principal: Principal) {

@@ -3,14 +3,24 @@ import { notFound, type JobStatusName } from '@docket/contracts';
 import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import type { Database } from '../db/tables/index.js';
 import { currentSnapshot } from '../db/queries/clock.js';
+import { feedHorizon, type FeedPosition } from '../db/queries/job-changes.js';
 import { findVisibleJob, listVisibleJobs, type JobListing, type Viewer } from '../db/queries/jobs.js';
 import { projectJob } from './job-projection.js';
 
-/** A job the viewer may see; NOT_FOUND, identical for missing and foreign. */
-export async function getJob(db: Kysely<Database>, viewer: Viewer, jobId: string): Promise<Job> {
+/**
+ * A job the viewer may see (NOT_FOUND, identical for missing and foreign),
+ * with the feed position taken before the read: every change not reflected
+ * in the job lies after it.
+ */
+export async function getJob(
+  db: Kysely<Database>,
+  viewer: Viewer,
+  jobId: string,
+): Promise<{ job: Job; feedPosition: FeedPosition }> {
+  const horizon = await feedHorizon(db);
   const row = await findVisibleJob(db, viewer, jobId);
   if (!row) throw notFound('job');
-  return projectJob(row);
+  return { job: projectJob(row), feedPosition: { transactionId: horizon, entryId: 0n } };
 }
 
 /** One page of a listing request. */
@@ -30,6 +40,8 @@ export interface JobPage {
   readonly jobs: Job[];
   readonly snapshot: string;
   readonly hasMore: boolean;
+  /** The snapshot's xmin as a feed position: no later change lies before it. */
+  readonly feedPosition: FeedPosition;
 }
 
 /**
@@ -45,6 +57,7 @@ export async function listJobs(db: Kysely<Database>, query: ListJobsQuery): Prom
       jobs: rows.slice(0, query.pageSize).map(projectJob),
       snapshot,
       hasMore: rows.length > query.pageSize,
+      feedPosition: { transactionId: BigInt(snapshot.split(':')[0] ?? '0'), entryId: 0n },
     };
   };
   if (query.snapshot !== undefined) return read(db, query.snapshot);

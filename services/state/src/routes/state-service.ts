@@ -51,8 +51,8 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
         });
       },
       async getJob(request) {
-        const job = await getJob(deps.db, viewerOf(request.caller), parseJobId(request.jobId));
-        return create(GetJobResponseSchema, { job });
+        const found = await getJob(deps.db, viewerOf(request.caller), parseJobId(request.jobId));
+        return create(GetJobResponseSchema, found);
       },
       async listJobs(request) {
         const page = await listJobs(deps.db, parseListJobsRequest(request));
