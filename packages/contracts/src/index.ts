@@ -65,3 +65,5 @@ export {
 } from './job-spec.js';
 export { openToken, sealToken } from './signed-token.js';
 export { EVENT_TYPE_MAX, EVENT_TYPE_PATTERN, validateEventBatch, type EventDraft } from './event-batch.js';
+export { FAILURE_DISPOSITIONS, isRetryableFailure, isWorkerFailureClass, type FailureClassName } from './failure-class.js';
+export { retryBackoffCeilingMs, retryBackoffMs } from './retry-backoff.js';

@@ -1,41 +1,20 @@
 import { createHash } from 'node:crypto';
-import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import type { Kysely } from 'kysely';
 import {
-  DocketError,
   GENESIS_HASH,
   canonicalJson,
   newId,
   type IdempotencyKey,
   type RequestDigest,
+  type ValidJobSpec,
 } from '@docket/contracts';
-import { JobSchema, type Job } from '@docket/proto/docket/common/v1/job_pb.js';
-import type { Database, JsonObject, LostAttemptPolicyName } from '../db/tables/index.js';
-import { transactionNow } from '../db/queries/clock.js';
-import {
-  bindIdempotencyRecord,
-  findIdempotencyRecord,
-  type IdempotencyRecord,
-  type IdempotencyScope,
-} from '../db/queries/idempotency-records.js';
+import type { Database, JsonObject } from '../db/tables/index.js';
 import { recordJobChange } from '../db/queries/job-changes.js';
 import { insertJobEvents } from '../db/queries/job-events.js';
 import { insertJob, type NewJobRow } from '../db/queries/jobs.js';
 import { chainEvents } from './chain-events.js';
+import { mutateIdempotently, type MutationOutcome } from './idempotent-mutation.js';
 import { projectJob } from './job-projection.js';
-
-/** A job description that has passed validation, defaults applied. */
-export interface ValidJobSpec {
-  readonly queue: string;
-  readonly input: JsonObject;
-  readonly label: string;
-  readonly priority: number;
-  readonly runAfter: Date | undefined;
-  readonly maxAttempts: number;
-  readonly initialBackoffMs: number;
-  readonly maxBackoffMs: number;
-  readonly lostAttemptPolicy: LostAttemptPolicyName;
-}
 
 /** One admission to decide. */
 export interface AdmitJobCommand {
@@ -49,80 +28,29 @@ export interface AdmitJobCommand {
 }
 
 /** The decided admission: the original response, and whether it is a replay. */
-export interface AdmissionOutcome {
-  readonly job: Job;
-  readonly replayed: boolean;
-  readonly idempotencyExpiresAt: Date;
-}
-
-/** How often a binding that vanished mid-decision (it expired) is retried. */
-const ATTEMPTS = 3;
+export type AdmissionOutcome = MutationOutcome;
 
 /**
- * Decides one admission in one transaction (SPEC section 3). The binding of
- * (subject, operation, key) to the digest, the job row, its `job.admitted`
- * event (sequence 1) and the complete response commit together or not at
- * all. Concurrent duplicates from any number of processes serialise on the
- * binding's primary key: exactly one creates the job, the others replay its
- * stored response. A different digest under a live binding is
- * IDEMPOTENCY_CONFLICT and writes nothing.
+ * Decides one admission (SPEC section 3) through {@link mutateIdempotently}:
+ * the binding of (subject, operation, key) to the digest, the job row, its
+ * `job.admitted` event (sequence 1), its feed entry and the complete
+ * response commit together or not at all. Concurrent duplicates from any
+ * number of processes create exactly one job; the others replay it.
  */
 export async function admitJob(db: Kysely<Database>, command: AdmitJobCommand): Promise<AdmissionOutcome> {
-  const scope: IdempotencyScope = {
-    subject: command.subject,
-    operation: command.operation,
-    keyHash: createHash('sha256').update(command.key.reveal()).digest(),
-  };
-  for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
-    const existing = await findIdempotencyRecord(db, scope);
-    if (existing) return replay(existing, command.digest);
-    const outcome = await db.transaction().execute(async (tx) => {
-      const now = await transactionNow(tx);
-      const job = newJobRow(command, now);
-      const admitted = chainEvents(
-        { jobId: job.id, requestDigest: command.digest, sequence: 0n, hash: GENESIS_HASH },
-        [{ type: 'job.admitted', payload: admittedPayload(command.spec) }],
-        now,
-      );
-      const stored = { ...job, event_count: '1', head_hash: admitted.head.hash };
-      const projection = projectJob(stored);
-      const idempotencyExpiresAt = new Date(now.getTime() + command.ttlMs);
-      const bound = await bindIdempotencyRecord(tx, {
-        subject: scope.subject,
-        operation: scope.operation,
-        key_hash: scope.keyHash,
-        request_digest: command.digest,
-        job_id: job.id,
-        response: Buffer.from(toBinary(JobSchema, projection)),
-        created_at: now,
-        expires_at: idempotencyExpiresAt,
-      });
-      if (!bound) {
-        const winner = await findIdempotencyRecord(tx, scope);
-        return winner ? replay(winner, command.digest) : undefined;
-      }
-      await insertJob(tx, stored);
-      await insertJobEvents(tx, admitted.rows);
-      await recordJobChange(tx, stored);
-      return { job: projection, replayed: false, idempotencyExpiresAt };
-    });
-    if (outcome) return outcome;
-  }
-  throw new DocketError('UNAVAILABLE', 'admission could not be decided, retry with the same idempotency key');
-}
-
-function replay(record: IdempotencyRecord, digest: RequestDigest): AdmissionOutcome {
-  if (record.request_digest !== digest) {
-    throw new DocketError(
-      'IDEMPOTENCY_CONFLICT',
-      'the idempotency key is already bound to a different request',
+  return mutateIdempotently(db, command, async (tx, now) => {
+    const job = newJobRow(command, now);
+    const admitted = chainEvents(
+      { jobId: job.id, requestDigest: command.digest, sequence: 0n, hash: GENESIS_HASH },
+      [{ type: 'job.admitted', payload: admittedPayload(command.spec) }],
+      now,
     );
-  }
-  return {
-    job: fromBinary(JobSchema, record.response),
-    replayed: true,
-    idempotencyExpiresAt: record.expires_at,
-  };
+    const stored = { ...job, event_count: '1', head_hash: admitted.head.hash };
+    await insertJob(tx, stored);
+    await insertJobEvents(tx, admitted.rows);
+    await recordJobChange(tx, stored);
+    return projectJob(stored);
+  });
 }
 
 function newJobRow(command: AdmitJobCommand, now: Date): NewJobRow {
@@ -153,6 +81,12 @@ function newJobRow(command: AdmitJobCommand, now: Date): NewJobRow {
     head_hash: GENESIS_HASH,
     created_at: now,
     updated_at: now,
+    current_attempt_id: null,
+    current_worker_incarnation: null,
+    lease_expires_at: null,
+    cancel_requested: false,
+    pause_requested: false,
+    not_before: null,
   };
 }
 

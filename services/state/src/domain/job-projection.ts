@@ -4,6 +4,7 @@ import { JobSchema, type Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { FailureClass, FailureSchema } from '@docket/proto/docket/common/v1/failure_pb.js';
 import { ProgressSchema } from '@docket/proto/docket/common/v1/progress_pb.js';
+import { AttemptSummarySchema } from '@docket/proto/docket/common/v1/attempt_pb.js';
 import { LostAttemptPolicy, RetryPolicySchema } from '@docket/proto/docket/common/v1/retry_policy_pb.js';
 import type { NewJobRow } from '../db/queries/jobs.js';
 import type { JsonObject } from '../db/tables/index.js';
@@ -23,6 +24,16 @@ export function projectJob(row: NewJobRow): Job {
     revision: BigInt(row.revision),
     status: JobStatus[row.status],
     lifecycle: JobLifecycle[row.lifecycle],
+    authoritativeAttempt:
+      row.current_attempt_id === null
+        ? undefined
+        : create(AttemptSummarySchema, {
+            attemptId: row.current_attempt_id,
+            fence: BigInt(row.fence),
+            workerIncarnation: row.current_worker_incarnation ?? '',
+            attemptNumber: row.attempt_count,
+            leaseExpiresAt: row.lease_expires_at ? timestampFromDate(row.lease_expires_at) : undefined,
+          }),
     progress: row.progress ? projectProgress(row.progress) : undefined,
     checkpointPresent: row.checkpoint !== null,
     result: row.result ?? undefined,

@@ -69,3 +69,22 @@ export async function bindIdempotencyRecord(
     .executeTakeFirst();
   return bound !== undefined;
 }
+
+/**
+ * Stores the complete response of the mutation a binding was made for, in
+ * the binding's transaction.
+ *
+ * ```sql
+ * update idempotency_records set response = $4, job_id = $5
+ * where subject = $1 and operation = $2 and key_hash = $3
+ * ```
+ */
+export async function storeIdempotentResponse(db: Queryable, scope: IdempotencyScope, response: Buffer, jobId: string): Promise<void> {
+  await db
+    .updateTable('idempotency_records')
+    .set({ response, job_id: jobId })
+    .where('subject', '=', scope.subject)
+    .where('operation', '=', scope.operation)
+    .where('key_hash', '=', scope.keyHash)
+    .execute();
+}

@@ -113,26 +113,43 @@ export async function lockVisibleJob(db: Queryable, viewer: Viewer, jobId: strin
   return visibleJob(db, viewer, jobId).forUpdate().executeTakeFirst();
 }
 
+/** The columns a transition may change. */
+export type JobPatch = Partial<
+  Pick<
+    JobRow,
+    | 'status'
+    | 'revision'
+    | 'event_count'
+    | 'head_hash'
+    | 'updated_at'
+    | 'fence'
+    | 'attempt_count'
+    | 'current_attempt_id'
+    | 'current_worker_incarnation'
+    | 'lease_expires_at'
+    | 'cancel_requested'
+    | 'pause_requested'
+    | 'not_before'
+    | 'progress'
+    | 'checkpoint'
+    | 'result'
+    | 'failure'
+  >
+>;
+
 /**
- * Writes a job's new state after a transition.
+ * Writes changed columns of a job (jsonb columns as JSON text).
  *
  * ```sql
- * update jobs set status = $2, revision = $3, event_count = $4, head_hash = $5, updated_at = $6 where id = $1
+ * update jobs set <changed columns> where id = $1
  * ```
  */
-export async function updateJobHead(
-  db: Queryable,
-  job: Pick<JobRow, 'id' | 'status' | 'revision' | 'event_count' | 'head_hash' | 'updated_at'>,
-): Promise<void> {
-  await db
-    .updateTable('jobs')
-    .set({
-      status: job.status,
-      revision: job.revision,
-      event_count: job.event_count,
-      head_hash: job.head_hash,
-      updated_at: job.updated_at,
-    })
-    .where('id', '=', job.id)
-    .execute();
+export async function updateJob(db: Queryable, jobId: string, patch: JobPatch): Promise<void> {
+  const { progress, checkpoint, result, failure, ...plain } = patch;
+  const json = Object.fromEntries(
+    Object.entries({ progress, checkpoint, result, failure })
+      .filter(([, value]) => value !== undefined)
+      .map(([column, value]) => [column, jsonOrNull(value ?? null)]),
+  );
+  await db.updateTable('jobs').set({ ...plain, ...json }).where('id', '=', jobId).execute();
 }

@@ -2,12 +2,27 @@ import type { IdempotencyRecordsTable } from './idempotency-records.js';
 import type { JobEventsTable } from './job-events.js';
 import type { JobChangesTable } from './job-changes.js';
 import type { JobsTable } from './jobs.js';
+import type {
+  AttemptsTable,
+  QueueSettingsTable,
+  WorkerIncarnationsTable,
+  WorkerNamesTable,
+  WorkerOperationsTable,
+} from './workers.js';
 
 export type { IdempotencyRecordsTable } from './idempotency-records.js';
 export type { JobChangesTable } from './job-changes.js';
 export type { JobEventsTable } from './job-events.js';
 export type { JobLifecycleName, JobsTable, LostAttemptPolicyName } from './jobs.js';
 export type { Int8Column, JsonObject, JsonValue } from './json.js';
+export type {
+  AttemptStatusName,
+  AttemptsTable,
+  QueueSettingsTable,
+  WorkerIncarnationsTable,
+  WorkerNamesTable,
+  WorkerOperationsTable,
+} from './workers.js';
 
 /** The state service's database, as kysely sees it. */
 export interface Database {
@@ -15,4 +30,9 @@ export interface Database {
   job_events: JobEventsTable;
   idempotency_records: IdempotencyRecordsTable;
   job_changes: JobChangesTable;
+  worker_names: WorkerNamesTable;
+  worker_incarnations: WorkerIncarnationsTable;
+  attempts: AttemptsTable;
+  worker_operations: WorkerOperationsTable;
+  queue_settings: QueueSettingsTable;
 }

@@ -41,4 +41,13 @@ export interface JobsTable {
   created_xid: ColumnType<string, never, never>;
   created_at: Date;
   updated_at: Date;
+  /** The current authority: attempt, incarnation and lease (by the DB clock). */
+  current_attempt_id: string | null;
+  current_worker_incarnation: string | null;
+  lease_expires_at: Date | null;
+  /** The owner asked to cancel / pause while the job was running. */
+  cancel_requested: Generated<boolean>;
+  pause_requested: Generated<boolean>;
+  /** RETRY_WAIT: when the retry scheduler may re-queue the job. */
+  not_before: Date | null;
 }

@@ -2,8 +2,8 @@
 // @generated from file docket/state/v1/state_service.proto (package docket.state.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Event } from "../../common/v1/event_pb.js";
 import { file_docket_common_v1_event } from "../../common/v1/event_pb.js";
 import type { Job } from "../../common/v1/job_pb.js";
@@ -14,6 +14,8 @@ import type { Progress } from "../../common/v1/progress_pb.js";
 import { file_docket_common_v1_progress } from "../../common/v1/progress_pb.js";
 import type { LostAttemptPolicy, RetryPolicy } from "../../common/v1/retry_policy_pb.js";
 import { file_docket_common_v1_retry_policy } from "../../common/v1/retry_policy_pb.js";
+import type { AppendEventsRequest, AppendEventsResponse, ClaimJobsRequest, ClaimJobsResponse, RegisterWorkerRequest, RegisterWorkerResponse, RenewAttemptRequest, RenewAttemptResponse, ReportOutcomeRequest, ReportOutcomeResponse, ReportProgressRequest, ReportProgressResponse, SaveCheckpointRequest, SaveCheckpointResponse } from "../../execution/v1/execution_service_pb.js";
+import { file_docket_execution_v1_execution_service } from "../../execution/v1/execution_service_pb.js";
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
@@ -22,7 +24,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file docket/state/v1/state_service.proto.
  */
 export const file_docket_state_v1_state_service: GenFile = /*@__PURE__*/
-  fileDesc("CiNkb2NrZXQvc3RhdGUvdjEvc3RhdGVfc2VydmljZS5wcm90bxIPZG9ja2V0LnN0YXRlLnYxIigKBkNhbGxlchIPCgdzdWJqZWN0GAEgASgJEg0KBWFkbWluGAIgASgIIocCCgdKb2JTcGVjEg0KBXF1ZXVlGAEgASgJEiYKBWlucHV0GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVsYWJlbBgDIAEoCRIQCghwcmlvcml0eRgEIAEoBRItCglydW5fYWZ0ZXIYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKDHJldHJ5X3BvbGljeRgGIAEoCzIdLmRvY2tldC5jb21tb24udjEuUmV0cnlQb2xpY3kSQAoTbG9zdF9hdHRlbXB0X3BvbGljeRgHIAEoDjIjLmRvY2tldC5jb21tb24udjEuTG9zdEF0dGVtcHRQb2xpY3ki2gEKD0FkbWl0Sm9iUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEhEKCW9wZXJhdGlvbhgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkSFgoOcmVxdWVzdF9kaWdlc3QYBCABKAkSMgoPaWRlbXBvdGVuY3lfdHRsGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiYKBHNwZWMYBiABKAsyGC5kb2NrZXQuc3RhdGUudjEuSm9iU3BlYyKEAQoQQWRtaXRKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJICg1HZXRKb2JSZXF1ZXN0EicKBmNhbGxlchgBIAEoCzIXLmRvY2tldC5zdGF0ZS52MS5DYWxsZXISDgoGam9iX2lkGAIgASgJImoKDkdldEpvYlJlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEjQKDWZlZWRfcG9zaXRpb24YAiABKAsyHS5kb2NrZXQuc3RhdGUudjEuRmVlZFBvc2l0aW9uIk4KDExpc3RQb3NpdGlvbhIuCgpjcmVhdGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZqb2JfaWQYAiABKAki5AEKD0xpc3RKb2JzUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEhEKCXBhZ2Vfc2l6ZRgCIAEoBRItCghzdGF0dXNlcxgDIAMoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzEg0KBXF1ZXVlGAQgASgJEhcKD2luY2x1ZGVfZGVsZXRlZBgFIAEoCBIQCghzbmFwc2hvdBgGIAEoCRIsCgVhZnRlchgHIAEoCzIdLmRvY2tldC5zdGF0ZS52MS5MaXN0UG9zaXRpb24ikQEKEExpc3RKb2JzUmVzcG9uc2USIwoEam9icxgBIAMoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhAKCHNuYXBzaG90GAIgASgJEhAKCGhhc19tb3JlGAMgASgIEjQKDWZlZWRfcG9zaXRpb24YBCABKAsyHS5kb2NrZXQuc3RhdGUudjEuRmVlZFBvc2l0aW9uInQKCE5ld0V2ZW50EgwKBHR5cGUYASABKAkSKAoHcGF5bG9hZBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKYXR0ZW1wdF9pZBgDIAEoCRISCgVmZW5jZRgEIAEoA0gAiAEBQggKBl9mZW5jZSLgAQoUVHJhbnNpdGlvbkpvYlJlcXVlc3QSJwoGY2FsbGVyGAEgASgLMhcuZG9ja2V0LnN0YXRlLnYxLkNhbGxlchIOCgZqb2JfaWQYAiABKAkSHgoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKANIAIgBARIuCgl0b19zdGF0dXMYBCABKA4yGy5kb2NrZXQuY29tbW9uLnYxLkpvYlN0YXR1cxIpCgZldmVudHMYBSADKAsyGS5kb2NrZXQuc3RhdGUudjEuTmV3RXZlbnRCFAoSX2V4cGVjdGVkX3JldmlzaW9uImoKFVRyYW5zaXRpb25Kb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIWCg5maXJzdF9zZXF1ZW5jZRgCIAEoAxIVCg1sYXN0X3NlcXVlbmNlGAMgASgDInoKFFJlYWRKb2JFdmVudHNSZXF1ZXN0EicKBmNhbGxlchgBIAEoCzIXLmRvY2tldC5zdGF0ZS52MS5DYWxsZXISDgoGam9iX2lkGAIgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAMgASgDEhEKCXBhZ2Vfc2l6ZRgEIAEoBSKGAQoVUmVhZEpvYkV2ZW50c1Jlc3BvbnNlEicKBmV2ZW50cxgBIAMoCzIXLmRvY2tldC5jb21tb24udjEuRXZlbnQSFwoPbGF0ZXN0X3NlcXVlbmNlGAIgASgDEisKBnN0YXR1cxgDIAEoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzIkoKD1dhdGNoSm9iUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEg4KBmpvYl9pZBgCIAEoCSKGAQoQV2F0Y2hKb2JSZXNwb25zZRIXCg9sYXRlc3Rfc2VxdWVuY2UYASABKAMSKwoGc3RhdHVzGAIgASgOMhsuZG9ja2V0LmNvbW1vbi52MS5Kb2JTdGF0dXMSLAoIcHJvZ3Jlc3MYAyABKAsyGi5kb2NrZXQuY29tbW9uLnYxLlByb2dyZXNzIkwKDENoYW5nZUZpbHRlchItCghzdGF0dXNlcxgBIAMoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzEg0KBXF1ZXVlGAIgASgJIjgKDEZlZWRQb3NpdGlvbhIWCg50cmFuc2FjdGlvbl9pZBgBIAEoBBIQCghlbnRyeV9pZBgCIAEoBCKsAQoVUmVhZEpvYkNoYW5nZXNSZXF1ZXN0EicKBmNhbGxlchgBIAEoCzIXLmRvY2tldC5zdGF0ZS52MS5DYWxsZXISLAoFYWZ0ZXIYAiABKAsyHS5kb2NrZXQuc3RhdGUudjEuRmVlZFBvc2l0aW9uEi0KBmZpbHRlchgDIAEoCzIdLmRvY2tldC5zdGF0ZS52MS5DaGFuZ2VGaWx0ZXISDQoFbGltaXQYBCABKAUi/QEKCUpvYkNoYW5nZRIvCghwb3NpdGlvbhgBIAEoCzIdLmRvY2tldC5zdGF0ZS52MS5GZWVkUG9zaXRpb24SDgoGam9iX2lkGAIgASgJEhAKCHJldmlzaW9uGAMgASgDEisKBnN0YXR1cxgEIAEoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzEjEKCWxpZmVjeWNsZRgFIAEoDjIeLmRvY2tldC5jb21tb24udjEuSm9iTGlmZWN5Y2xlEg0KBXF1ZXVlGAYgASgJEi4KCmNoYW5nZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIokBChZSZWFkSm9iQ2hhbmdlc1Jlc3BvbnNlEisKB2NoYW5nZXMYASADKAsyGi5kb2NrZXQuc3RhdGUudjEuSm9iQ2hhbmdlEi8KCHBvc2l0aW9uGAIgASgLMh0uZG9ja2V0LnN0YXRlLnYxLkZlZWRQb3NpdGlvbhIRCgloZWxkX2JhY2sYAyABKAgiFQoTV2F0Y2hDaGFuZ2VzUmVxdWVzdCIWChRXYXRjaENoYW5nZXNSZXNwb25zZTLkBQoMU3RhdGVTZXJ2aWNlEk8KCEFkbWl0Sm9iEiAuZG9ja2V0LnN0YXRlLnYxLkFkbWl0Sm9iUmVxdWVzdBohLmRvY2tldC5zdGF0ZS52MS5BZG1pdEpvYlJlc3BvbnNlEk4KBkdldEpvYhIeLmRvY2tldC5zdGF0ZS52MS5HZXRKb2JSZXF1ZXN0Gh8uZG9ja2V0LnN0YXRlLnYxLkdldEpvYlJlc3BvbnNlIgOQAgESVAoITGlzdEpvYnMSIC5kb2NrZXQuc3RhdGUudjEuTGlzdEpvYnNSZXF1ZXN0GiEuZG9ja2V0LnN0YXRlLnYxLkxpc3RKb2JzUmVzcG9uc2UiA5ACARJeCg1UcmFuc2l0aW9uSm9iEiUuZG9ja2V0LnN0YXRlLnYxLlRyYW5zaXRpb25Kb2JSZXF1ZXN0GiYuZG9ja2V0LnN0YXRlLnYxLlRyYW5zaXRpb25Kb2JSZXNwb25zZRJjCg1SZWFkSm9iRXZlbnRzEiUuZG9ja2V0LnN0YXRlLnYxLlJlYWRKb2JFdmVudHNSZXF1ZXN0GiYuZG9ja2V0LnN0YXRlLnYxLlJlYWRKb2JFdmVudHNSZXNwb25zZSIDkAIBElEKCFdhdGNoSm9iEiAuZG9ja2V0LnN0YXRlLnYxLldhdGNoSm9iUmVxdWVzdBohLmRvY2tldC5zdGF0ZS52MS5XYXRjaEpvYlJlc3BvbnNlMAESZgoOUmVhZEpvYkNoYW5nZXMSJi5kb2NrZXQuc3RhdGUudjEuUmVhZEpvYkNoYW5nZXNSZXF1ZXN0GicuZG9ja2V0LnN0YXRlLnYxLlJlYWRKb2JDaGFuZ2VzUmVzcG9uc2UiA5ACARJdCgxXYXRjaENoYW5nZXMSJC5kb2NrZXQuc3RhdGUudjEuV2F0Y2hDaGFuZ2VzUmVxdWVzdBolLmRvY2tldC5zdGF0ZS52MS5XYXRjaENoYW5nZXNSZXNwb25zZTABYgZwcm90bzM", [file_docket_common_v1_event, file_docket_common_v1_job, file_docket_common_v1_job_status, file_docket_common_v1_progress, file_docket_common_v1_retry_policy, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiNkb2NrZXQvc3RhdGUvdjEvc3RhdGVfc2VydmljZS5wcm90bxIPZG9ja2V0LnN0YXRlLnYxIigKBkNhbGxlchIPCgdzdWJqZWN0GAEgASgJEg0KBWFkbWluGAIgASgIIocCCgdKb2JTcGVjEg0KBXF1ZXVlGAEgASgJEiYKBWlucHV0GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVsYWJlbBgDIAEoCRIQCghwcmlvcml0eRgEIAEoBRItCglydW5fYWZ0ZXIYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKDHJldHJ5X3BvbGljeRgGIAEoCzIdLmRvY2tldC5jb21tb24udjEuUmV0cnlQb2xpY3kSQAoTbG9zdF9hdHRlbXB0X3BvbGljeRgHIAEoDjIjLmRvY2tldC5jb21tb24udjEuTG9zdEF0dGVtcHRQb2xpY3ki2gEKD0FkbWl0Sm9iUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEhEKCW9wZXJhdGlvbhgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkSFgoOcmVxdWVzdF9kaWdlc3QYBCABKAkSMgoPaWRlbXBvdGVuY3lfdHRsGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiYKBHNwZWMYBiABKAsyGC5kb2NrZXQuc3RhdGUudjEuSm9iU3BlYyKEAQoQQWRtaXRKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJICg1HZXRKb2JSZXF1ZXN0EicKBmNhbGxlchgBIAEoCzIXLmRvY2tldC5zdGF0ZS52MS5DYWxsZXISDgoGam9iX2lkGAIgASgJImoKDkdldEpvYlJlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEjQKDWZlZWRfcG9zaXRpb24YAiABKAsyHS5kb2NrZXQuc3RhdGUudjEuRmVlZFBvc2l0aW9uIk4KDExpc3RQb3NpdGlvbhIuCgpjcmVhdGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZqb2JfaWQYAiABKAki5AEKD0xpc3RKb2JzUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEhEKCXBhZ2Vfc2l6ZRgCIAEoBRItCghzdGF0dXNlcxgDIAMoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzEg0KBXF1ZXVlGAQgASgJEhcKD2luY2x1ZGVfZGVsZXRlZBgFIAEoCBIQCghzbmFwc2hvdBgGIAEoCRIsCgVhZnRlchgHIAEoCzIdLmRvY2tldC5zdGF0ZS52MS5MaXN0UG9zaXRpb24ikQEKEExpc3RKb2JzUmVzcG9uc2USIwoEam9icxgBIAMoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhAKCHNuYXBzaG90GAIgASgJEhAKCGhhc19tb3JlGAMgASgIEjQKDWZlZWRfcG9zaXRpb24YBCABKAsyHS5kb2NrZXQuc3RhdGUudjEuRmVlZFBvc2l0aW9uInQKCE5ld0V2ZW50EgwKBHR5cGUYASABKAkSKAoHcGF5bG9hZBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKYXR0ZW1wdF9pZBgDIAEoCRISCgVmZW5jZRgEIAEoA0gAiAEBQggKBl9mZW5jZSLgAQoUVHJhbnNpdGlvbkpvYlJlcXVlc3QSJwoGY2FsbGVyGAEgASgLMhcuZG9ja2V0LnN0YXRlLnYxLkNhbGxlchIOCgZqb2JfaWQYAiABKAkSHgoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKANIAIgBARIuCgl0b19zdGF0dXMYBCABKA4yGy5kb2NrZXQuY29tbW9uLnYxLkpvYlN0YXR1cxIpCgZldmVudHMYBSADKAsyGS5kb2NrZXQuc3RhdGUudjEuTmV3RXZlbnRCFAoSX2V4cGVjdGVkX3JldmlzaW9uImoKFVRyYW5zaXRpb25Kb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIWCg5maXJzdF9zZXF1ZW5jZRgCIAEoAxIVCg1sYXN0X3NlcXVlbmNlGAMgASgDInoKFFJlYWRKb2JFdmVudHNSZXF1ZXN0EicKBmNhbGxlchgBIAEoCzIXLmRvY2tldC5zdGF0ZS52MS5DYWxsZXISDgoGam9iX2lkGAIgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAMgASgDEhEKCXBhZ2Vfc2l6ZRgEIAEoBSKGAQoVUmVhZEpvYkV2ZW50c1Jlc3BvbnNlEicKBmV2ZW50cxgBIAMoCzIXLmRvY2tldC5jb21tb24udjEuRXZlbnQSFwoPbGF0ZXN0X3NlcXVlbmNlGAIgASgDEisKBnN0YXR1cxgDIAEoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzIkoKD1dhdGNoSm9iUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEg4KBmpvYl9pZBgCIAEoCSKGAQoQV2F0Y2hKb2JSZXNwb25zZRIXCg9sYXRlc3Rfc2VxdWVuY2UYASABKAMSKwoGc3RhdHVzGAIgASgOMhsuZG9ja2V0LmNvbW1vbi52MS5Kb2JTdGF0dXMSLAoIcHJvZ3Jlc3MYAyABKAsyGi5kb2NrZXQuY29tbW9uLnYxLlByb2dyZXNzIkwKDENoYW5nZUZpbHRlchItCghzdGF0dXNlcxgBIAMoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzEg0KBXF1ZXVlGAIgASgJIjgKDEZlZWRQb3NpdGlvbhIWCg50cmFuc2FjdGlvbl9pZBgBIAEoBBIQCghlbnRyeV9pZBgCIAEoBCKsAQoVUmVhZEpvYkNoYW5nZXNSZXF1ZXN0EicKBmNhbGxlchgBIAEoCzIXLmRvY2tldC5zdGF0ZS52MS5DYWxsZXISLAoFYWZ0ZXIYAiABKAsyHS5kb2NrZXQuc3RhdGUudjEuRmVlZFBvc2l0aW9uEi0KBmZpbHRlchgDIAEoCzIdLmRvY2tldC5zdGF0ZS52MS5DaGFuZ2VGaWx0ZXISDQoFbGltaXQYBCABKAUi/QEKCUpvYkNoYW5nZRIvCghwb3NpdGlvbhgBIAEoCzIdLmRvY2tldC5zdGF0ZS52MS5GZWVkUG9zaXRpb24SDgoGam9iX2lkGAIgASgJEhAKCHJldmlzaW9uGAMgASgDEisKBnN0YXR1cxgEIAEoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzEjEKCWxpZmVjeWNsZRgFIAEoDjIeLmRvY2tldC5jb21tb24udjEuSm9iTGlmZWN5Y2xlEg0KBXF1ZXVlGAYgASgJEi4KCmNoYW5nZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIokBChZSZWFkSm9iQ2hhbmdlc1Jlc3BvbnNlEisKB2NoYW5nZXMYASADKAsyGi5kb2NrZXQuc3RhdGUudjEuSm9iQ2hhbmdlEi8KCHBvc2l0aW9uGAIgASgLMh0uZG9ja2V0LnN0YXRlLnYxLkZlZWRQb3NpdGlvbhIRCgloZWxkX2JhY2sYAyABKAgiFQoTV2F0Y2hDaGFuZ2VzUmVxdWVzdCIWChRXYXRjaENoYW5nZXNSZXNwb25zZSKrAgoQQ2hhbmdlSm9iUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEhEKCW9wZXJhdGlvbhgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkSFgoOcmVxdWVzdF9kaWdlc3QYBCABKAkSMgoPaWRlbXBvdGVuY3lfdHRsGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg4KBmpvYl9pZBgGIAEoCRIeChFleHBlY3RlZF9yZXZpc2lvbhgHIAEoA0gAiAEBEjAKBmFjdGlvbhgIIAEoDjIgLmRvY2tldC5zdGF0ZS52MS5Kb2JDaGFuZ2VBY3Rpb25CFAoSX2V4cGVjdGVkX3JldmlzaW9uIoUBChFDaGFuZ2VKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKSBAoXSGFuZGxlV29ya2VyQ2FsbFJlcXVlc3QSDwoHc3ViamVjdBgBIAEoCRJFCg9yZWdpc3Rlcl93b3JrZXIYAiABKAsyKi5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlZ2lzdGVyV29ya2VyUmVxdWVzdEgAEjsKCmNsYWltX2pvYnMYAyABKAsyJS5kb2NrZXQuZXhlY3V0aW9uLnYxLkNsYWltSm9ic1JlcXVlc3RIABJBCg1yZW5ld19hdHRlbXB0GAQgASgLMiguZG9ja2V0LmV4ZWN1dGlvbi52MS5SZW5ld0F0dGVtcHRSZXF1ZXN0SAASRQoPcmVwb3J0X3Byb2dyZXNzGAUgASgLMiouZG9ja2V0LmV4ZWN1dGlvbi52MS5SZXBvcnRQcm9ncmVzc1JlcXVlc3RIABJFCg9zYXZlX2NoZWNrcG9pbnQYBiABKAsyKi5kb2NrZXQuZXhlY3V0aW9uLnYxLlNhdmVDaGVja3BvaW50UmVxdWVzdEgAEkEKDWFwcGVuZF9ldmVudHMYByABKAsyKC5kb2NrZXQuZXhlY3V0aW9uLnYxLkFwcGVuZEV2ZW50c1JlcXVlc3RIABJDCg5yZXBvcnRfb3V0Y29tZRgIIAEoCzIpLmRvY2tldC5leGVjdXRpb24udjEuUmVwb3J0T3V0Y29tZVJlcXVlc3RIAEIJCgdyZXF1ZXN0IooEChhIYW5kbGVXb3JrZXJDYWxsUmVzcG9uc2USRgoPcmVnaXN0ZXJfd29ya2VyGAEgASgLMisuZG9ja2V0LmV4ZWN1dGlvbi52MS5SZWdpc3RlcldvcmtlclJlc3BvbnNlSAASPAoKY2xhaW1fam9icxgCIAEoCzImLmRvY2tldC5leGVjdXRpb24udjEuQ2xhaW1Kb2JzUmVzcG9uc2VIABJCCg1yZW5ld19hdHRlbXB0GAMgASgLMikuZG9ja2V0LmV4ZWN1dGlvbi52MS5SZW5ld0F0dGVtcHRSZXNwb25zZUgAEkYKD3JlcG9ydF9wcm9ncmVzcxgEIAEoCzIrLmRvY2tldC5leGVjdXRpb24udjEuUmVwb3J0UHJvZ3Jlc3NSZXNwb25zZUgAEkYKD3NhdmVfY2hlY2twb2ludBgFIAEoCzIrLmRvY2tldC5leGVjdXRpb24udjEuU2F2ZUNoZWNrcG9pbnRSZXNwb25zZUgAEkIKDWFwcGVuZF9ldmVudHMYBiABKAsyKS5kb2NrZXQuZXhlY3V0aW9uLnYxLkFwcGVuZEV2ZW50c1Jlc3BvbnNlSAASRAoOcmVwb3J0X291dGNvbWUYByABKAsyKi5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlcG9ydE91dGNvbWVSZXNwb25zZUgAQgoKCHJlc3BvbnNlIlYKFVJ1bk1haW50ZW5hbmNlUmVxdWVzdBIuCgR0YXNrGAEgASgOMiAuZG9ja2V0LnN0YXRlLnYxLk1haW50ZW5hbmNlVGFzaxINCgVsaW1pdBgCIAEoBSJaChZSdW5NYWludGVuYW5jZVJlc3BvbnNlEg8KB2hhbmRsZWQYASABKAUSLwoLbmV4dF9kdWVfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKo0BCg9Kb2JDaGFuZ2VBY3Rpb24SIQodSk9CX0NIQU5HRV9BQ1RJT05fVU5TUEVDSUZJRUQQABIcChhKT0JfQ0hBTkdFX0FDVElPTl9DQU5DRUwQARIbChdKT0JfQ0hBTkdFX0FDVElPTl9QQVVTRRACEhwKGEpPQl9DSEFOR0VfQUNUSU9OX1JFU1VNRRADKrsBCg9NYWludGVuYW5jZVRhc2sSIAocTUFJTlRFTkFOQ0VfVEFTS19VTlNQRUNJRklFRBAAEiwKKE1BSU5URU5BTkNFX1RBU0tfU0VUVExFX0VYUElSRURfQVRURU1QVFMQARIoCiRNQUlOVEVOQU5DRV9UQVNLX1JFUVVFVUVfRFVFX1JFVFJJRVMQAhIuCipNQUlOVEVOQU5DRV9UQVNLX1NXRUVQX0lERU1QT1RFTkNZX1JFQ09SRFMQAzKECAoMU3RhdGVTZXJ2aWNlEk8KCEFkbWl0Sm9iEiAuZG9ja2V0LnN0YXRlLnYxLkFkbWl0Sm9iUmVxdWVzdBohLmRvY2tldC5zdGF0ZS52MS5BZG1pdEpvYlJlc3BvbnNlEk4KBkdldEpvYhIeLmRvY2tldC5zdGF0ZS52MS5HZXRKb2JSZXF1ZXN0Gh8uZG9ja2V0LnN0YXRlLnYxLkdldEpvYlJlc3BvbnNlIgOQAgESVAoITGlzdEpvYnMSIC5kb2NrZXQuc3RhdGUudjEuTGlzdEpvYnNSZXF1ZXN0GiEuZG9ja2V0LnN0YXRlLnYxLkxpc3RKb2JzUmVzcG9uc2UiA5ACARJeCg1UcmFuc2l0aW9uSm9iEiUuZG9ja2V0LnN0YXRlLnYxLlRyYW5zaXRpb25Kb2JSZXF1ZXN0GiYuZG9ja2V0LnN0YXRlLnYxLlRyYW5zaXRpb25Kb2JSZXNwb25zZRJjCg1SZWFkSm9iRXZlbnRzEiUuZG9ja2V0LnN0YXRlLnYxLlJlYWRKb2JFdmVudHNSZXF1ZXN0GiYuZG9ja2V0LnN0YXRlLnYxLlJlYWRKb2JFdmVudHNSZXNwb25zZSIDkAIBElEKCFdhdGNoSm9iEiAuZG9ja2V0LnN0YXRlLnYxLldhdGNoSm9iUmVxdWVzdBohLmRvY2tldC5zdGF0ZS52MS5XYXRjaEpvYlJlc3BvbnNlMAESZgoOUmVhZEpvYkNoYW5nZXMSJi5kb2NrZXQuc3RhdGUudjEuUmVhZEpvYkNoYW5nZXNSZXF1ZXN0GicuZG9ja2V0LnN0YXRlLnYxLlJlYWRKb2JDaGFuZ2VzUmVzcG9uc2UiA5ACARJdCgxXYXRjaENoYW5nZXMSJC5kb2NrZXQuc3RhdGUudjEuV2F0Y2hDaGFuZ2VzUmVxdWVzdBolLmRvY2tldC5zdGF0ZS52MS5XYXRjaENoYW5nZXNSZXNwb25zZTABElIKCUNoYW5nZUpvYhIhLmRvY2tldC5zdGF0ZS52MS5DaGFuZ2VKb2JSZXF1ZXN0GiIuZG9ja2V0LnN0YXRlLnYxLkNoYW5nZUpvYlJlc3BvbnNlEmcKEEhhbmRsZVdvcmtlckNhbGwSKC5kb2NrZXQuc3RhdGUudjEuSGFuZGxlV29ya2VyQ2FsbFJlcXVlc3QaKS5kb2NrZXQuc3RhdGUudjEuSGFuZGxlV29ya2VyQ2FsbFJlc3BvbnNlEmEKDlJ1bk1haW50ZW5hbmNlEiYuZG9ja2V0LnN0YXRlLnYxLlJ1bk1haW50ZW5hbmNlUmVxdWVzdBonLmRvY2tldC5zdGF0ZS52MS5SdW5NYWludGVuYW5jZVJlc3BvbnNlYgZwcm90bzM", [file_docket_common_v1_event, file_docket_common_v1_job, file_docket_common_v1_job_status, file_docket_common_v1_progress, file_docket_common_v1_retry_policy, file_docket_execution_v1_execution_service, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Caller is the authenticated subject a public service acts for.
@@ -891,6 +893,414 @@ export const WatchChangesResponseSchema: GenMessage<WatchChangesResponse> = /*@_
   messageDesc(file_docket_state_v1_state_service, 22);
 
 /**
+ * ChangeJobRequest is one owner's change, idempotent by key.
+ *
+ * @generated from message docket.state.v1.ChangeJobRequest
+ */
+export type ChangeJobRequest = Message<"docket.state.v1.ChangeJobRequest"> & {
+  /**
+   * The owner (or an admin).
+   *
+   * @generated from field: docket.state.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * The public RPC path without its leading slash; part of the key scope.
+   *
+   * @generated from field: string operation = 2;
+   */
+  operation: string;
+
+  /**
+   * The idempotency key; stored only hashed.
+   *
+   * @generated from field: string idempotency_key = 3;
+   */
+  idempotencyKey: string;
+
+  /**
+   * SHA-256 of the canonical request, 64 lowercase hex.
+   *
+   * @generated from field: string request_digest = 4;
+   */
+  requestDigest: string;
+
+  /**
+   * How long the binding is kept at least (minimum 24 hours).
+   *
+   * @generated from field: google.protobuf.Duration idempotency_ttl = 5;
+   */
+  idempotencyTtl?: Duration | undefined;
+
+  /**
+   * The job's id.
+   *
+   * @generated from field: string job_id = 6;
+   */
+  jobId: string;
+
+  /**
+   * If set, the job's revision must equal it.
+   *
+   * @generated from field: optional int64 expected_revision = 7;
+   */
+  expectedRevision?: bigint | undefined;
+
+  /**
+   * What to do.
+   *
+   * @generated from field: docket.state.v1.JobChangeAction action = 8;
+   */
+  action: JobChangeAction;
+};
+
+/**
+ * Describes the message docket.state.v1.ChangeJobRequest.
+ * Use `create(ChangeJobRequestSchema)` to create a new message.
+ */
+export const ChangeJobRequestSchema: GenMessage<ChangeJobRequest> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 23);
+
+/**
+ * ChangeJobResponse is the stored response of the change.
+ *
+ * @generated from message docket.state.v1.ChangeJobResponse
+ */
+export type ChangeJobResponse = Message<"docket.state.v1.ChangeJobResponse"> & {
+  /**
+   * The job as changed (on replay: as it was then).
+   *
+   * @generated from field: docket.common.v1.Job job = 1;
+   */
+  job?: Job | undefined;
+
+  /**
+   * True when the stored response of an earlier identical request.
+   *
+   * @generated from field: bool replayed = 2;
+   */
+  replayed: boolean;
+
+  /**
+   * The binding is kept at least until this time.
+   *
+   * @generated from field: google.protobuf.Timestamp idempotency_expires_at = 3;
+   */
+  idempotencyExpiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message docket.state.v1.ChangeJobResponse.
+ * Use `create(ChangeJobResponseSchema)` to create a new message.
+ */
+export const ChangeJobResponseSchema: GenMessage<ChangeJobResponse> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 24);
+
+/**
+ * HandleWorkerCallRequest is one worker RPC as the execution service
+ * received it, with the authenticated worker subject.
+ *
+ * @generated from message docket.state.v1.HandleWorkerCallRequest
+ */
+export type HandleWorkerCallRequest = Message<"docket.state.v1.HandleWorkerCallRequest"> & {
+  /**
+   * The worker token's subject; worker names are scoped to it.
+   *
+   * @generated from field: string subject = 1;
+   */
+  subject: string;
+
+  /**
+   * The public request, exactly as received.
+   *
+   * @generated from oneof docket.state.v1.HandleWorkerCallRequest.request
+   */
+  request: {
+    /**
+     * RegisterWorker.
+     *
+     * @generated from field: docket.execution.v1.RegisterWorkerRequest register_worker = 2;
+     */
+    value: RegisterWorkerRequest;
+    case: "registerWorker";
+  } | {
+    /**
+     * ClaimJobs.
+     *
+     * @generated from field: docket.execution.v1.ClaimJobsRequest claim_jobs = 3;
+     */
+    value: ClaimJobsRequest;
+    case: "claimJobs";
+  } | {
+    /**
+     * RenewAttempt.
+     *
+     * @generated from field: docket.execution.v1.RenewAttemptRequest renew_attempt = 4;
+     */
+    value: RenewAttemptRequest;
+    case: "renewAttempt";
+  } | {
+    /**
+     * ReportProgress.
+     *
+     * @generated from field: docket.execution.v1.ReportProgressRequest report_progress = 5;
+     */
+    value: ReportProgressRequest;
+    case: "reportProgress";
+  } | {
+    /**
+     * SaveCheckpoint.
+     *
+     * @generated from field: docket.execution.v1.SaveCheckpointRequest save_checkpoint = 6;
+     */
+    value: SaveCheckpointRequest;
+    case: "saveCheckpoint";
+  } | {
+    /**
+     * AppendEvents.
+     *
+     * @generated from field: docket.execution.v1.AppendEventsRequest append_events = 7;
+     */
+    value: AppendEventsRequest;
+    case: "appendEvents";
+  } | {
+    /**
+     * ReportOutcome.
+     *
+     * @generated from field: docket.execution.v1.ReportOutcomeRequest report_outcome = 8;
+     */
+    value: ReportOutcomeRequest;
+    case: "reportOutcome";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message docket.state.v1.HandleWorkerCallRequest.
+ * Use `create(HandleWorkerCallRequestSchema)` to create a new message.
+ */
+export const HandleWorkerCallRequestSchema: GenMessage<HandleWorkerCallRequest> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 25);
+
+/**
+ * HandleWorkerCallResponse is the public response to the call, to be
+ * returned as is.
+ *
+ * @generated from message docket.state.v1.HandleWorkerCallResponse
+ */
+export type HandleWorkerCallResponse = Message<"docket.state.v1.HandleWorkerCallResponse"> & {
+  /**
+   * The response matching the call's request.
+   *
+   * @generated from oneof docket.state.v1.HandleWorkerCallResponse.response
+   */
+  response: {
+    /**
+     * RegisterWorker.
+     *
+     * @generated from field: docket.execution.v1.RegisterWorkerResponse register_worker = 1;
+     */
+    value: RegisterWorkerResponse;
+    case: "registerWorker";
+  } | {
+    /**
+     * ClaimJobs.
+     *
+     * @generated from field: docket.execution.v1.ClaimJobsResponse claim_jobs = 2;
+     */
+    value: ClaimJobsResponse;
+    case: "claimJobs";
+  } | {
+    /**
+     * RenewAttempt.
+     *
+     * @generated from field: docket.execution.v1.RenewAttemptResponse renew_attempt = 3;
+     */
+    value: RenewAttemptResponse;
+    case: "renewAttempt";
+  } | {
+    /**
+     * ReportProgress.
+     *
+     * @generated from field: docket.execution.v1.ReportProgressResponse report_progress = 4;
+     */
+    value: ReportProgressResponse;
+    case: "reportProgress";
+  } | {
+    /**
+     * SaveCheckpoint.
+     *
+     * @generated from field: docket.execution.v1.SaveCheckpointResponse save_checkpoint = 5;
+     */
+    value: SaveCheckpointResponse;
+    case: "saveCheckpoint";
+  } | {
+    /**
+     * AppendEvents.
+     *
+     * @generated from field: docket.execution.v1.AppendEventsResponse append_events = 6;
+     */
+    value: AppendEventsResponse;
+    case: "appendEvents";
+  } | {
+    /**
+     * ReportOutcome.
+     *
+     * @generated from field: docket.execution.v1.ReportOutcomeResponse report_outcome = 7;
+     */
+    value: ReportOutcomeResponse;
+    case: "reportOutcome";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message docket.state.v1.HandleWorkerCallResponse.
+ * Use `create(HandleWorkerCallResponseSchema)` to create a new message.
+ */
+export const HandleWorkerCallResponseSchema: GenMessage<HandleWorkerCallResponse> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 26);
+
+/**
+ * RunMaintenanceRequest bounds one background step.
+ *
+ * @generated from message docket.state.v1.RunMaintenanceRequest
+ */
+export type RunMaintenanceRequest = Message<"docket.state.v1.RunMaintenanceRequest"> & {
+  /**
+   * Which loop.
+   *
+   * @generated from field: docket.state.v1.MaintenanceTask task = 1;
+   */
+  task: MaintenanceTask;
+
+  /**
+   * Items to handle at most (1..1000).
+   *
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message docket.state.v1.RunMaintenanceRequest.
+ * Use `create(RunMaintenanceRequestSchema)` to create a new message.
+ */
+export const RunMaintenanceRequestSchema: GenMessage<RunMaintenanceRequest> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 27);
+
+/**
+ * RunMaintenanceResponse says what one background step did.
+ *
+ * @generated from message docket.state.v1.RunMaintenanceResponse
+ */
+export type RunMaintenanceResponse = Message<"docket.state.v1.RunMaintenanceResponse"> & {
+  /**
+   * Items handled.
+   *
+   * @generated from field: int32 handled = 1;
+   */
+  handled: number;
+
+  /**
+   * When the next item becomes due, if one is known (lets loops sleep
+   * exactly as long as needed).
+   *
+   * @generated from field: google.protobuf.Timestamp next_due_at = 2;
+   */
+  nextDueAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message docket.state.v1.RunMaintenanceResponse.
+ * Use `create(RunMaintenanceResponseSchema)` to create a new message.
+ */
+export const RunMaintenanceResponseSchema: GenMessage<RunMaintenanceResponse> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 28);
+
+/**
+ * JobChangeAction is an owner's change of a job.
+ *
+ * @generated from enum docket.state.v1.JobChangeAction
+ */
+export enum JobChangeAction {
+  /**
+   * Invalid.
+   *
+   * @generated from enum value: JOB_CHANGE_ACTION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * CancelJob.
+   *
+   * @generated from enum value: JOB_CHANGE_ACTION_CANCEL = 1;
+   */
+  CANCEL = 1,
+
+  /**
+   * PauseJob.
+   *
+   * @generated from enum value: JOB_CHANGE_ACTION_PAUSE = 2;
+   */
+  PAUSE = 2,
+
+  /**
+   * ResumeJob.
+   *
+   * @generated from enum value: JOB_CHANGE_ACTION_RESUME = 3;
+   */
+  RESUME = 3,
+}
+
+/**
+ * Describes the enum docket.state.v1.JobChangeAction.
+ */
+export const JobChangeActionSchema: GenEnum<JobChangeAction> = /*@__PURE__*/
+  enumDesc(file_docket_state_v1_state_service, 0);
+
+/**
+ * MaintenanceTask names a background loop.
+ *
+ * @generated from enum docket.state.v1.MaintenanceTask
+ */
+export enum MaintenanceTask {
+  /**
+   * Invalid.
+   *
+   * @generated from enum value: MAINTENANCE_TASK_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The reaper: settle attempts whose lease expired; CANCELLING jobs whose
+   * lease expired become CANCELLED.
+   *
+   * @generated from enum value: MAINTENANCE_TASK_SETTLE_EXPIRED_ATTEMPTS = 1;
+   */
+  SETTLE_EXPIRED_ATTEMPTS = 1,
+
+  /**
+   * The retry scheduler: RETRY_WAIT jobs whose backoff elapsed -> QUEUED.
+   *
+   * @generated from enum value: MAINTENANCE_TASK_REQUEUE_DUE_RETRIES = 2;
+   */
+  REQUEUE_DUE_RETRIES = 2,
+
+  /**
+   * The sweeper: remove expired idempotency and worker operation records.
+   *
+   * @generated from enum value: MAINTENANCE_TASK_SWEEP_IDEMPOTENCY_RECORDS = 3;
+   */
+  SWEEP_IDEMPOTENCY_RECORDS = 3,
+}
+
+/**
+ * Describes the enum docket.state.v1.MaintenanceTask.
+ */
+export const MaintenanceTaskSchema: GenEnum<MaintenanceTask> = /*@__PURE__*/
+  enumDesc(file_docket_state_v1_state_service, 1);
+
+/**
  * StateService is the internal API of the state service, the only process
  * with a database connection. It accepts only the internal `service` role.
  * Callers pass the already-authenticated subject in `caller`; the state
@@ -1013,6 +1423,55 @@ export const StateService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchChangesRequestSchema;
     output: typeof WatchChangesResponseSchema;
+  },
+  /**
+   * ChangeJob applies an owner's CancelJob, PauseJob or ResumeJob with the
+   * same idempotency contract as AdmitJob: (subject, operation, key) bound
+   * to the digest and the complete response in the mutation's transaction.
+   * Edges (SPEC section 4): cancel QUEUED/PAUSED/RETRY_WAIT -> CANCELLED,
+   * RUNNING -> CANCELLING (cancel_requested); pause QUEUED/RETRY_WAIT ->
+   * PAUSED, RUNNING -> pause_requested; resume PAUSED -> QUEUED. Errors:
+   * NOT_FOUND, FAILED_PRECONDITION (ILLEGAL_TRANSITION), ABORTED
+   * (REVISION_MISMATCH), ALREADY_EXISTS (IDEMPOTENCY_CONFLICT).
+   *
+   * @generated from rpc docket.state.v1.StateService.ChangeJob
+   */
+  changeJob: {
+    methodKind: "unary";
+    input: typeof ChangeJobRequestSchema;
+    output: typeof ChangeJobResponseSchema;
+  },
+  /**
+   * HandleWorkerCall carries every worker RPC of the execution service with
+   * the authenticated worker subject. RegisterWorker registers a new
+   * incarnation of (subject, worker name) with the next persisted
+   * generation and, in the same transaction, settles every live attempt of
+   * the name's earlier incarnations as lost. ClaimJobs makes one claim
+   * attempt without waiting (the execution service long-polls around it).
+   * Attempt-scoped calls (renew, progress, checkpoint, events, outcome) are
+   * checked against the database: STALE_INCARNATION, then STALE_AUTHORITY,
+   * leases judged by now(). Every call with an operation_id is idempotent by
+   * (incarnation, operation_id): the same payload replays the first
+   * response, another payload is OPERATION_MISMATCH.
+   *
+   * @generated from rpc docket.state.v1.StateService.HandleWorkerCall
+   */
+  handleWorkerCall: {
+    methodKind: "unary";
+    input: typeof HandleWorkerCallRequestSchema;
+    output: typeof HandleWorkerCallResponseSchema;
+  },
+  /**
+   * RunMaintenance runs one bounded step of a background loop (reaper,
+   * retry scheduler, idempotency sweeper). Safe in every replica at once:
+   * rows are taken with SKIP LOCKED.
+   *
+   * @generated from rpc docket.state.v1.StateService.RunMaintenance
+   */
+  runMaintenance: {
+    methodKind: "unary";
+    input: typeof RunMaintenanceRequestSchema;
+    output: typeof RunMaintenanceResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_docket_state_v1_state_service, 0);
