@@ -10,6 +10,7 @@ const packageSources: Record<string, string> = {
   '@docket/service-kit': 'packages/service-kit/src/index.ts',
   '@docket/embedded-postgres': 'packages/embedded-postgres/src/index.ts',
   '@docket/cli': 'packages/cli/src/index.ts',
+  '@docket/worker-sdk': 'packages/worker-sdk/src/index.ts',
 };
 
 export default defineConfig({

@@ -103,7 +103,7 @@ describe('one failure, three protocols', () => {
 
   it('answers RPCs that are not built yet with UNIMPLEMENTED and an ErrorInfo', async () => {
     const failure = await failureOf(
-      clientFor(AdmissionService, cluster.admission.url, alice).cancelJob({ idempotencyKey: newIdempotencyKey(), jobId: alicesJobId }),
+      clientFor(AdmissionService, cluster.admission.url, alice).softDeleteJob({ idempotencyKey: newIdempotencyKey(), jobId: alicesJobId }),
     );
     expect(failure).toMatchObject({ code: Code.Unimplemented, reason: 'UNIMPLEMENTED', domain: 'docket' });
   });

@@ -29,8 +29,9 @@ describe('docket help', () => {
       const { code, out } = await run(argv);
       expect(code).toBe(0);
       expect(out).toMatch(/^Usage: docket <command>/);
-      expect(out).toMatch(/\n {2}dev {4}run the whole system locally/);
-      expect(out).toMatch(/\n {2}token {2}mint a bearer token/);
+      expect(out).toMatch(/\n {2}dev +run the whole system locally/);
+      expect(out).toMatch(/\n {2}token +mint a bearer token/);
+      expect(out).toMatch(/\n {2}verify +re-read a job's journal and check its hash chain/);
     }
   });
 

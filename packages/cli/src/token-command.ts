@@ -1,8 +1,7 @@
 import { parseArgs } from 'node:util';
 import { isRole, mintToken, ROLES } from '@docket/auth';
+import { resolveAuthSecret } from './auth-secret.js';
 import { UsageError, type Command } from './command.js';
-import { resolveDataDir } from './data-dir.js';
-import { devSecretsPath, readDevSecrets } from './dev-secrets.js';
 
 /**
  * `docket token --subject S --role R [--ttl SECONDS]`: prints a bearer JWT
@@ -66,18 +65,4 @@ function parseOrUsage(args: readonly string[]) {
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-}
-
-/** `DOCKET_AUTH_SECRET`, else the dev secret in the data directory. */
-async function resolveAuthSecret(env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
-  const fromEnv = env['DOCKET_AUTH_SECRET'];
-  if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
-  const dataDir = resolveDataDir(env, cwd);
-  const secrets = await readDevSecrets(dataDir);
-  if (!secrets) {
-    throw new Error(
-      `no signing secret: set DOCKET_AUTH_SECRET, or run docket dev once to create ${devSecretsPath(dataDir)}`,
-    );
-  }
-  return secrets.authSecret;
 }

@@ -1,5 +1,6 @@
 import { canonicalJsonByteLength, type JsonValue } from './canonical-json.js';
 import { DocketError, invalidField, limitExceeded } from './errors.js';
+import { containsNul } from './json-nul.js';
 import { LIMITS } from './limits.js';
 
 /** Event types: dotted lowercase names such as `job.admitted` or `worker.step_done`. */
@@ -31,7 +32,7 @@ export function validateEventBatch(events: readonly EventDraft[], field = 'event
       throw invalidField(`${at}.type`, 'must be a dotted lowercase name such as worker.step_done, at most 128 characters');
     }
     const payload = event.payload ?? {};
-    if (JSON.stringify(payload).includes('\\u0000')) {
+    if (containsNul(payload)) {
       throw new DocketError('INVALID_FIELD', `invalid ${at}.payload`, {
         fieldViolations: [{ field: `${at}.payload`, description: 'must not contain the NUL character' }],
       });

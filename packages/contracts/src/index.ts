@@ -67,3 +67,4 @@ export { openToken, sealToken } from './signed-token.js';
 export { EVENT_TYPE_MAX, EVENT_TYPE_PATTERN, validateEventBatch, type EventDraft } from './event-batch.js';
 export { FAILURE_DISPOSITIONS, isRetryableFailure, isWorkerFailureClass, type FailureClassName } from './failure-class.js';
 export { retryBackoffCeilingMs, retryBackoffMs } from './retry-backoff.js';
+export { containsNul } from './json-nul.js';

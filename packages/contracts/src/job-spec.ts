@@ -1,5 +1,6 @@
 import { canonicalJsonByteLength, type JsonValue } from './canonical-json.js';
 import { DocketError, limitExceeded, type FieldViolation } from './errors.js';
+import { containsNul } from './json-nul.js';
 import { LIMITS, isValidQueueName } from './limits.js';
 
 /** Service defaults for a job's retry policy (SPEC section 5). */
@@ -103,14 +104,4 @@ export function validateJobSpec(spec: JobSpecInput): ValidJobSpec {
     maxBackoffMs,
     lostAttemptPolicy: policy as 'RETRY' | 'INTERRUPT',
   };
-}
-
-/** Postgres jsonb cannot store U+0000 in strings or keys. */
-function containsNul(value: JsonValue): boolean {
-  if (typeof value === 'string') return value.includes('\u0000');
-  if (Array.isArray(value)) return value.some(containsNul);
-  if (value !== null && typeof value === 'object') {
-    return Object.entries(value).some(([key, item]) => key.includes('\u0000') || containsNul(item));
-  }
-  return false;
 }

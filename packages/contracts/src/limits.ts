@@ -11,6 +11,8 @@ export const LIMITS = Object.freeze({
   jobInputBytes: 262_144,
   /** A job's result (canonical JSON bytes): 1 MiB. */
   resultBytes: 1_048_576,
+  /** A checkpoint, canonical JSON. */
+  checkpointBytes: 1_048_576,
   /** Events in one AppendEvents call. */
   eventBatch: 64,
   /** Largest event page; larger `page_size` values are coerced down to it. */

@@ -60,3 +60,4 @@ export {
 export { createServiceTransport, type ServiceTransportOptions } from './service-transport.js';
 export { durationMs, validateJobSpecMessage, type JobSpecMessage } from './job-spec-message.js';
 export { DEFAULT_STATE_URL, readFrontServiceConfig, type FrontServiceConfig } from './front-service-config.js';
+export { DEFAULT_FEED_CURSOR_TTL_MS, FeedCursorCodec, normaliseFeedFilter, type FeedCursorBinding, type FeedCursorFilter, type FeedCursorPosition, type FeedCursorRefusal, type OpenedFeedCursor } from './feed-cursor.js';

@@ -1,7 +1,8 @@
-import { readFrontServiceConfig, runService } from '@docket/service-kit';
-import { EVENTS_DEFAULT_PORT, startEventsServer } from './server.js';
+import { runService } from '@docket/service-kit';
+import { readEventsConfig } from './config.js';
+import { startEventsServer } from './server.js';
 
 runService('events', async (logger) => {
-  const config = readFrontServiceConfig(process.env, EVENTS_DEFAULT_PORT);
+  const config = readEventsConfig(process.env);
   return { server: await startEventsServer(config, logger), graceMs: config.shutdownGraceMs };
 });

@@ -1,22 +1,33 @@
+import { createClient } from '@connectrpc/connect';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import { startServer, type FrontServiceConfig, type Logger, type RunningServer } from '@docket/service-kit';
+import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import {
+  FeedCursorCodec,
+  createServiceTransport,
+  startServer,
+  type Logger,
+  type RunningServer,
+} from '@docket/service-kit';
+import type { EventsConfig } from './config.js';
+import { SubscriberGauge } from './domain/subscriber-gauge.js';
+import { eventServiceRoutes } from './routes/event-service.js';
 
-/** Default port of the events service (SPEC section 12). */
-export const EVENTS_DEFAULT_PORT = 7403;
-
-/**
- * Starts the events service's server: EventService, health and reflection. Its RPCs
- * are not built yet and answer UNIMPLEMENTED (with ErrorInfo) after
- * authentication.
- */
-export function startEventsServer(config: FrontServiceConfig, logger: Logger): Promise<RunningServer> {
+/** Starts the events service's server: EventService, health and reflection. */
+export function startEventsServer(config: EventsConfig, logger: Logger): Promise<RunningServer> {
+  const state = createClient(
+    StateService,
+    createServiceTransport({ baseUrl: config.stateUrl, token: config.serviceToken }),
+  );
   return startServer({
     name: 'events',
     listen: config.listen,
     services: [EventService],
-    routes: (router) => {
-      router.service(EventService, {});
-    },
+    routes: eventServiceRoutes({
+      state,
+      cursors: new FeedCursorCodec(config.cursorSecret, config.feedCursorTtlMs),
+      heartbeatMs: config.heartbeatMs,
+      gauge: new SubscriberGauge(logger),
+    }),
     authenticate: { secret: config.authSecret, allowedRoles: ['user', 'admin'] },
     logger,
   });

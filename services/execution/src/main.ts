@@ -1,7 +1,8 @@
-import { readFrontServiceConfig, runService } from '@docket/service-kit';
-import { EXECUTION_DEFAULT_PORT, startExecutionServer } from './server.js';
+import { runService } from '@docket/service-kit';
+import { readExecutionConfig } from './config.js';
+import { startExecutionServer } from './server.js';
 
 runService('execution', async (logger) => {
-  const config = readFrontServiceConfig(process.env, EXECUTION_DEFAULT_PORT);
+  const config = readExecutionConfig(process.env);
   return { server: await startExecutionServer(config, logger), graceMs: config.shutdownGraceMs };
 });

@@ -1,23 +1,57 @@
+import { createClient } from '@connectrpc/connect';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { startServer, type FrontServiceConfig, type Logger, type RunningServer } from '@docket/service-kit';
-
-/** Default port of the execution service (SPEC section 12). */
-export const EXECUTION_DEFAULT_PORT = 7402;
+import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import { createServiceTransport, startServer, type Logger, type RunningServer } from '@docket/service-kit';
+import type { ExecutionConfig } from './config.js';
+import { startBackgroundLoops } from './domain/background-loops.js';
+import { ChangeTicks } from './domain/change-ticks.js';
+import { executionServiceRoutes } from './routes/execution-service.js';
 
 /**
- * Starts the execution service's server: ExecutionService, health and reflection. Its RPCs
- * are not built yet and answer UNIMPLEMENTED (with ErrorInfo) after
- * authentication.
+ * Starts the execution service: ExecutionService, health and reflection
+ * for workers (role `worker` only), the process's one WatchChanges stream
+ * that wakes waiting claims, and the background loops (reaper, retry
+ * scheduler, idempotency sweeper).
+ *
+ * The returned server's `shutdown` stops the background loops as soon as
+ * it begins (they finish a step in flight, start no other), drains the
+ * server (waiting claims answer with no assignments at once), then closes
+ * the change stream.
  */
-export function startExecutionServer(config: FrontServiceConfig, logger: Logger): Promise<RunningServer> {
-  return startServer({
-    name: 'execution',
-    listen: config.listen,
-    services: [ExecutionService],
-    routes: (router) => {
-      router.service(ExecutionService, {});
-    },
-    authenticate: { secret: config.authSecret, allowedRoles: ['worker'] },
-    logger,
-  });
+export async function startExecutionServer(config: ExecutionConfig, logger: Logger): Promise<RunningServer> {
+  const state = createClient(
+    StateService,
+    createServiceTransport({ baseUrl: config.stateUrl, token: config.serviceToken }),
+  );
+  const ticks = new ChangeTicks((signal) => state.watchChanges({}, { signal }), logger);
+  ticks.start();
+  let server: RunningServer;
+  try {
+    server = await startServer({
+      name: 'execution',
+      listen: config.listen,
+      services: [ExecutionService],
+      routes: executionServiceRoutes({ state, ticks, recheckMs: config.claimRecheckMs }),
+      authenticate: { secret: config.authSecret, allowedRoles: ['worker'] },
+      logger,
+    });
+  } catch (error) {
+    await ticks.close();
+    throw error;
+  }
+  const loops = config.backgroundLoops ? startBackgroundLoops(state, config, logger) : undefined;
+
+  let stopping: Promise<void> | undefined;
+  const stop = async (graceMs?: number): Promise<void> => {
+    const loopsStopped = loops?.stop();
+    await server.shutdown(graceMs);
+    await loopsStopped;
+    await ticks.close();
+  };
+  return {
+    url: server.url,
+    port: server.port,
+    health: server.health,
+    shutdown: (graceMs) => (stopping ??= stop(graceMs)),
+  };
 }

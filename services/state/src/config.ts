@@ -9,6 +9,8 @@ export interface StateConfig {
   readonly authSecret: string;
   readonly maxConnections: number;
   readonly shutdownGraceMs: number;
+  /** How long a claim or renewal leases a job (DOCKET_LEASE_MS, default 30 s). */
+  readonly leaseMs: number;
 }
 
 /** Default port of the state service (SPEC section 12). */
@@ -16,7 +18,8 @@ export const STATE_DEFAULT_PORT = 7404;
 
 /**
  * Reads DOCKET_LISTEN, DOCKET_DATABASE_URL, DOCKET_DATA_DIR,
- * DOCKET_AUTH_SECRET, DOCKET_DB_POOL_SIZE and DOCKET_SHUTDOWN_GRACE_MS.
+ * DOCKET_AUTH_SECRET, DOCKET_DB_POOL_SIZE, DOCKET_SHUTDOWN_GRACE_MS and
+ * DOCKET_LEASE_MS.
  */
 export function readStateConfig(env: NodeJS.ProcessEnv): StateConfig {
   return {
@@ -26,5 +29,6 @@ export function readStateConfig(env: NodeJS.ProcessEnv): StateConfig {
     authSecret: requireEnv(env, 'DOCKET_AUTH_SECRET'),
     maxConnections: readPositiveInteger(env, 'DOCKET_DB_POOL_SIZE', 10),
     shutdownGraceMs: readShutdownGraceMs(env),
+    leaseMs: readPositiveInteger(env, 'DOCKET_LEASE_MS', 30_000),
   };
 }

@@ -28,7 +28,7 @@ export function startStateServer(
     name: 'state',
     listen: config.listen,
     services: [StateService],
-    routes: stateServiceRoutes({ db, changes }),
+    routes: stateServiceRoutes({ db, changes, execution: { leaseMs: config.leaseMs } }),
     authenticate: { secret: config.authSecret, allowedRoles: ['service'] },
     logger,
     interceptors: [databaseErrors],

@@ -152,6 +152,7 @@ export async function listJobs(
   return create(ListJobsResponseSchema, { jobs: page.jobs, nextPageToken, eventCursor });
 }
 
-function callerOf(principal: Principal) {
+/** The state service's view of the authenticated caller. */
+export function callerOf(principal: Principal) {
   return create(CallerSchema, { subject: principal.subject, admin: principal.role === 'admin' });
 }

@@ -2,6 +2,7 @@ import type { ConnectRouter } from '@connectrpc/connect';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { forwardDeadline, principalOf } from '@docket/service-kit';
 import { getJob, listJobs, submitJob, type AdmissionDependencies } from '../domain/admission.js';
+import { JOB_CHANGE_RPCS, changeJob } from '../domain/change-job.js';
 
 /**
  * Registers docket.admission.v1.AdmissionService. RPCs that later work
@@ -13,6 +14,9 @@ export function admissionServiceRoutes(deps: AdmissionDependencies): (router: Co
       submitJob: (request, ctx) => submitJob(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       getJob: (request, ctx) => getJob(deps, principalOf(ctx), request.jobId, forwardDeadline(ctx)),
       listJobs: (request, ctx) => listJobs(deps, principalOf(ctx), request, forwardDeadline(ctx)),
+      cancelJob: (request, ctx) => changeJob(deps, principalOf(ctx), JOB_CHANGE_RPCS.cancel, request, forwardDeadline(ctx)),
+      pauseJob: (request, ctx) => changeJob(deps, principalOf(ctx), JOB_CHANGE_RPCS.pause, request, forwardDeadline(ctx)),
+      resumeJob: (request, ctx) => changeJob(deps, principalOf(ctx), JOB_CHANGE_RPCS.resume, request, forwardDeadline(ctx)),
     });
   };
 }

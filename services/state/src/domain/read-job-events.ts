@@ -14,6 +14,8 @@ export interface JournalPage {
   readonly events: Event[];
   readonly latestSequence: bigint;
   readonly status: JobStatusName;
+  /** The job's submission digest, for clients that recompute hashes. */
+  readonly requestDigest: string;
 }
 
 /**
@@ -45,7 +47,7 @@ export async function readJobEvents(
       }
       const rows = await readJobEventRange(tx, jobId, afterSequence, afterSequence + BigInt(pageSize));
       const page = verifyJournalPage(job, afterSequence, rows, pageSize);
-      return { events: page.map(eventOf), latestSequence, status: job.status };
+      return { events: page.map(eventOf), latestSequence, status: job.status, requestDigest: job.request_digest };
     });
 }
 

@@ -10,17 +10,21 @@ import {
   type JobStatusName,
 } from '@docket/contracts';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
-import type {
-  AdmitJobRequest,
-  Caller,
-  ListJobsRequest,
-  ReadJobChangesRequest,
-  ReadJobEventsRequest,
-  TransitionJobRequest,
+import {
+  JobChangeAction,
+  type AdmitJobRequest,
+  type Caller,
+  type ChangeJobRequest,
+  type ListJobsRequest,
+  type ReadJobChangesRequest,
+  type ReadJobEventsRequest,
+  type TransitionJobRequest,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { durationMs, validateJobSpecMessage } from '@docket/service-kit';
 import type { Viewer } from '../db/queries/jobs.js';
 import type { AdmitJobCommand } from './admit-job.js';
+import type { ChangeJobCommand } from './change-job.js';
+import type { IdempotentRequest } from './idempotent-mutation.js';
 import type { ListJobsQuery } from './read-jobs.js';
 import type { TransitionCommand } from './transition-job.js';
 
@@ -36,6 +40,26 @@ const SNAPSHOT_PATTERN = /^\d{1,20}:\d{1,20}:(\d{1,20}(,\d{1,20})*)?$/;
  * or a bad spec is INVALID_ARGUMENT and nothing is written.
  */
 export function parseAdmitJobRequest(request: AdmitJobRequest): AdmitJobCommand {
+  const idempotent = parseIdempotentRequest(request);
+  if (!request.spec) throw invalidField('spec', 'is required');
+  return { ...idempotent, spec: validateJobSpecMessage(request.spec) };
+}
+
+/** An owner's cancel, pause or resume, bound like an admission. */
+export function parseChangeJobRequest(request: ChangeJobRequest): ChangeJobCommand {
+  const action = JobChangeAction[request.action] as string | undefined;
+  if (action !== 'CANCEL' && action !== 'PAUSE' && action !== 'RESUME') throw invalidField('action', 'must be CANCEL, PAUSE or RESUME');
+  return {
+    request: parseIdempotentRequest(request),
+    viewer: viewerOf(request.caller),
+    jobId: parseJobId(request.jobId),
+    expectedRevision: request.expectedRevision,
+    action,
+  };
+}
+
+/** The idempotency binding every effecting request carries. */
+function parseIdempotentRequest(request: AdmitJobRequest | ChangeJobRequest): IdempotentRequest {
   const viewer = viewerOf(request.caller);
   if (!OPERATION_PATTERN.test(request.operation)) {
     throw invalidField('operation', 'must be a Docket RPC path without its leading slash');
@@ -44,14 +68,12 @@ export function parseAdmitJobRequest(request: AdmitJobRequest): AdmitJobCommand 
   if (ttlMs === undefined || !Number.isInteger(ttlMs) || ttlMs < MIN_IDEMPOTENCY_TTL_MS) {
     throw invalidField('idempotency_ttl', 'must be a whole number of milliseconds, at least 24 hours');
   }
-  if (!request.spec) throw invalidField('spec', 'is required');
   return {
     subject: viewer.subject,
     operation: request.operation,
     key: parseIdempotencyKey(request.idempotencyKey),
     digest: parseRequestDigest(request.requestDigest),
     ttlMs,
-    spec: validateJobSpecMessage(request.spec),
   };
 }
 

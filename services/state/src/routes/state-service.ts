@@ -5,6 +5,8 @@ import type { Kysely } from 'kysely';
 import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import {
   AdmitJobResponseSchema,
+  ChangeJobResponseSchema,
+  RunMaintenanceResponseSchema,
   GetJobResponseSchema,
   ListJobsResponseSchema,
   ReadJobChangesResponseSchema,
@@ -17,11 +19,16 @@ import {
 import type { ChangeListenerHub } from '../db/change-listener.js';
 import type { Database } from '../db/tables/index.js';
 import { admitJob } from '../domain/admit-job.js';
+import { changeJob } from '../domain/change-job.js';
+import { handleWorkerCall } from '../domain/handle-worker-call.js';
+import { runMaintenance } from '../domain/maintenance.js';
+import type { ExecutionSettings } from '../domain/register-worker.js';
 import { readJobChanges } from '../domain/read-job-changes.js';
 import { readJobEvents } from '../domain/read-job-events.js';
 import { getJob, listJobs } from '../domain/read-jobs.js';
 import {
   parseAdmitJobRequest,
+  parseChangeJobRequest,
   parseJobId,
   parseListJobsRequest,
   parseReadJobChangesRequest,
@@ -36,6 +43,7 @@ import { watchChangeTicks, watchJobHeads } from '../domain/watch-job.js';
 export interface StateRoutesDependencies {
   readonly db: Kysely<Database>;
   readonly changes: ChangeListenerHub;
+  readonly execution: ExecutionSettings;
 }
 
 /** Registers docket.state.v1.StateService: validate, call the domain, answer. */
@@ -92,6 +100,24 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
       },
       async *watchChanges(_request, ctx) {
         for await (const _tick of watchChangeTicks(deps.changes, ctx.signal)) yield create(WatchChangesResponseSchema, {});
+      },
+      async changeJob(request) {
+        const outcome = await changeJob(deps.db, parseChangeJobRequest(request));
+        return create(ChangeJobResponseSchema, {
+          job: outcome.job,
+          replayed: outcome.replayed,
+          idempotencyExpiresAt: timestampFromDate(outcome.idempotencyExpiresAt),
+        });
+      },
+      async handleWorkerCall(request) {
+        return handleWorkerCall(deps.db, deps.execution, request);
+      },
+      async runMaintenance(request) {
+        const step = await runMaintenance(deps.db, request);
+        return create(RunMaintenanceResponseSchema, {
+          handled: step.handled,
+          nextDueAt: step.nextDueAt ? timestampFromDate(step.nextDueAt) : undefined,
+        });
       },
     });
   };

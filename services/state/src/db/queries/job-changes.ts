@@ -97,3 +97,16 @@ export async function changesHeldBack(db: Queryable, after: FeedPosition, horizo
         and transaction_id >= ${horizon.toString()}::xid8) as held`.execute(db);
   return result.rows[0]?.held === true;
 }
+
+/**
+ * Announces a progress report (not a journal event, no feed entry): live
+ * streams forward it as a progress frame after the transaction commits.
+ *
+ * ```sql
+ * select pg_notify('docket_job_changes', '{"job_id":...,"latest_sequence":...,"status":...,"progress":{...}}')
+ * ```
+ */
+export async function announceProgress(db: Queryable, job: NewJobRow, progress: { [key: string]: unknown }): Promise<void> {
+  const announcement = JSON.stringify({ job_id: job.id, latest_sequence: job.event_count, status: job.status, progress });
+  await sql`select pg_notify(${JOB_CHANGES_CHANNEL}, ${announcement})`.execute(db);
+}

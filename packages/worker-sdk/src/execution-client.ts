@@ -1,0 +1,45 @@
+import { createClient, type Client, type Interceptor, type Transport } from '@connectrpc/connect';
+import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
+import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+
+/** A typed client of `docket.execution.v1.ExecutionService`. */
+export type ExecutionClient = Client<typeof ExecutionService>;
+
+/**
+ * A bearer token with role `worker`, or a function returning the current
+ * one (called before every request, so a long-running worker can rotate
+ * short-lived tokens).
+ */
+export type TokenSource = string | (() => string | Promise<string>);
+
+/** An execution client plus the means to close its connection. */
+export interface ExecutionConnection {
+  readonly client: ExecutionClient;
+  /** Closes the HTTP/2 session (no-op for a caller-supplied transport). */
+  close(): void;
+}
+
+/**
+ * Connects to the execution service at `url` over gRPC (h2c for
+ * `http://`, TLS for `https://`), presenting `token` as
+ * `authorization: Bearer <token>`. The HTTP/2 session is pinged every
+ * 15 s so a dead connection is noticed during a long-poll. A `transport`,
+ * when given, is used as it is instead (tests, custom TLS or proxies): it
+ * must authenticate its calls itself, and `token` is not used.
+ */
+export function connectExecution(url: string, token: TokenSource | undefined, transport?: Transport): ExecutionConnection {
+  if (transport) return { client: createClient(ExecutionService, transport), close() {} };
+  if (token === undefined) throw new TypeError('a token is required without a transport');
+  const bearer: Interceptor = (next) => async (request) => {
+    const value = typeof token === 'string' ? token : await token();
+    request.header.set('authorization', `Bearer ${value}`);
+    return next(request);
+  };
+  const sessionManager = new Http2SessionManager(url, { pingIntervalMs: 15_000, pingTimeoutMs: 10_000 });
+  const client = createClient(
+    ExecutionService,
+    createGrpcTransport({ baseUrl: url, sessionManager, interceptors: [bearer] }),
+  );
+  return { client, close: () => sessionManager.abort() };
+}
+

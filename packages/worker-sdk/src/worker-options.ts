@@ -1,0 +1,117 @@
+import type { Transport } from '@connectrpc/connect';
+import { isValidQueueName } from '@docket/contracts';
+import { DocketWorkerError } from './docket-worker-error.js';
+import type { TokenSource } from './execution-client.js';
+import type { JobHandler } from './job-context.js';
+import type { DescribeError } from './outcome-plan.js';
+import type { WorkerLogger } from './worker-logger.js';
+
+/** Where the execution service listens by default (`docket dev`). */
+export const DEFAULT_EXECUTION_URL = 'http://127.0.0.1:7402';
+
+/** Options of `createWorker`. */
+export interface WorkerOptions {
+  /** The execution service; default {@link DEFAULT_EXECUTION_URL}. */
+  readonly url?: string;
+  /** A bearer JWT with role `worker`, or a function returning the current one. Required unless `transport` is given. */
+  readonly token?: TokenSource;
+  /** A ready transport to use instead of connecting to `url` (it must authenticate by itself). */
+  readonly transport?: Transport;
+  /**
+   * The worker's stable name, 1 to 128 characters of `[A-Za-z0-9._:-]`.
+   * Registering a name supersedes its earlier incarnations and settles
+   * their attempts at once, so a restarted worker should keep its name and
+   * two live workers must not share one.
+   */
+  readonly name: string;
+  /** Queues to claim from, 1 to 32 distinct names. */
+  readonly queues: readonly string[];
+  /** Most jobs run at once, 1 to 1000; the SDK never has more attempts in flight. */
+  readonly concurrency: number;
+  /** Runs each claimed job. */
+  readonly handler: JobHandler;
+  /** Renew each lease after this fraction of its duration; default 1/3, between 0.05 and 0.9. */
+  readonly leaseRenewFraction?: number;
+  /** How long one ClaimJobs long-poll waits for work, in ms; default 20 000, 0 to 60 000. */
+  readonly claimWaitMs?: number;
+  /** How long `drain()` (and SIGTERM) lets running handlers finish before asking them to stop; default 30 000 ms. */
+  readonly drainGraceMs?: number;
+  /** Deadline of each try of each unary call other than ClaimJobs; default 10 000 ms. */
+  readonly callTimeoutMs?: number;
+  /** Drain on the first SIGTERM or SIGINT, stop at once on the second; default false. */
+  readonly handleSignals?: boolean;
+  /** Where the SDK logs; default silent. */
+  readonly logger?: WorkerLogger;
+  /**
+   * Opt-in for showing a handler error to the job's owner: return a
+   * `JobFailure` for errors whose text is safe, `undefined` for the generic
+   * INTERNAL failure.
+   */
+  readonly describeError?: DescribeError;
+}
+
+/** {@link WorkerOptions} checked, with every default applied. */
+export interface ResolvedWorkerOptions {
+  readonly url: string;
+  readonly token: TokenSource | undefined;
+  readonly transport: Transport | undefined;
+  readonly name: string;
+  readonly queues: readonly string[];
+  readonly concurrency: number;
+  readonly handler: JobHandler;
+  readonly leaseRenewFraction: number;
+  readonly claimWaitMs: number;
+  readonly drainGraceMs: number;
+  readonly callTimeoutMs: number;
+  readonly handleSignals: boolean;
+  readonly logger: WorkerLogger | undefined;
+  readonly describeError: DescribeError | undefined;
+}
+
+const WORKER_NAME = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Checks `options` and applies the defaults; throws a `DocketWorkerError`
+ * (INVALID_OPTION) naming the first wrong option, before anything connects.
+ */
+export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOptions {
+  const bad = (what: string): never => {
+    throw DocketWorkerError.local('INVALID_OPTION', what);
+  };
+  const url = options.url ?? DEFAULT_EXECUTION_URL;
+  if (!options.transport) {
+    if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) bad('url must be an http:// or https:// URL');
+    if (options.token === undefined || options.token === '') bad('token is required (a bearer JWT with role worker)');
+  }
+  if (typeof options.name !== 'string' || !WORKER_NAME.test(options.name)) bad('name must be 1 to 128 characters of [A-Za-z0-9._:-]');
+  const queues = [...(options.queues ?? [])];
+  if (queues.length < 1 || queues.length > 32) bad('queues must name 1 to 32 queues');
+  if (new Set(queues).size !== queues.length) bad('queues must be distinct');
+  for (const queue of queues) if (!isValidQueueName(queue)) bad(`queue names must be valid queue names`);
+  if (!Number.isInteger(options.concurrency) || options.concurrency < 1 || options.concurrency > 1000) bad('concurrency must be an integer from 1 to 1000');
+  if (typeof options.handler !== 'function') bad('handler must be a function');
+  const fraction = options.leaseRenewFraction ?? 1 / 3;
+  if (!(fraction >= 0.05 && fraction <= 0.9)) bad('leaseRenewFraction must be between 0.05 and 0.9');
+  const claimWaitMs = options.claimWaitMs ?? 20_000;
+  if (!Number.isInteger(claimWaitMs) || claimWaitMs < 0 || claimWaitMs > 60_000) bad('claimWaitMs must be an integer from 0 to 60000');
+  const drainGraceMs = options.drainGraceMs ?? 30_000;
+  if (!(drainGraceMs >= 0) || !Number.isFinite(drainGraceMs)) bad('drainGraceMs must be a non-negative number');
+  const callTimeoutMs = options.callTimeoutMs ?? 10_000;
+  if (!(callTimeoutMs >= 100) || !Number.isFinite(callTimeoutMs)) bad('callTimeoutMs must be at least 100');
+  return {
+    url,
+    token: options.token,
+    transport: options.transport,
+    name: options.name,
+    queues,
+    concurrency: options.concurrency,
+    handler: options.handler,
+    leaseRenewFraction: fraction,
+    claimWaitMs,
+    drainGraceMs,
+    callTimeoutMs,
+    handleSignals: options.handleSignals ?? false,
+    logger: options.logger,
+    describeError: options.describeError,
+  };
+}

@@ -1,0 +1,74 @@
+import { create, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { durationFromMs } from '@bufbuild/protobuf/wkt';
+import { invalidField, isValidId, parseIdempotencyKey } from '@docket/contracts';
+import type { Principal } from '@docket/auth';
+import {
+  CancelJobRequestSchema,
+  CancelJobResponseSchema,
+  PauseJobRequestSchema,
+  PauseJobResponseSchema,
+  ResumeJobRequestSchema,
+  ResumeJobResponseSchema,
+} from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import { JobChangeAction } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import type { ForwardedDeadline } from '@docket/service-kit';
+import { callerOf, type AdmissionDependencies } from './admission.js';
+import { fingerprintRequest } from './request-fingerprint.js';
+
+/** The shape CancelJob, PauseJob and ResumeJob requests share. */
+interface JobChangeRequestShape {
+  idempotencyKey: string;
+  jobId: string;
+  expectedRevision?: bigint;
+}
+
+/** One owner RPC that changes a job: its schemas, RPC path and action. */
+interface JobChangeRpc<Req extends DescMessage, Res extends DescMessage> {
+  readonly requestSchema: Req;
+  readonly responseSchema: Res;
+  readonly operation: string;
+  readonly action: JobChangeAction;
+}
+
+const RPCS = {
+  cancel: { requestSchema: CancelJobRequestSchema, responseSchema: CancelJobResponseSchema, operation: 'docket.admission.v1.AdmissionService/CancelJob', action: JobChangeAction.CANCEL },
+  pause: { requestSchema: PauseJobRequestSchema, responseSchema: PauseJobResponseSchema, operation: 'docket.admission.v1.AdmissionService/PauseJob', action: JobChangeAction.PAUSE },
+  resume: { requestSchema: ResumeJobRequestSchema, responseSchema: ResumeJobResponseSchema, operation: 'docket.admission.v1.AdmissionService/ResumeJob', action: JobChangeAction.RESUME },
+} as const;
+
+/**
+ * CancelJob, PauseJob and ResumeJob: validated here, digested like
+ * SubmitJob (same idempotency contract), decided by the state service in
+ * one transaction with the change itself.
+ */
+export async function changeJob<Req extends DescMessage, Res extends DescMessage>(
+  deps: AdmissionDependencies,
+  principal: Principal,
+  rpc: JobChangeRpc<Req, Res>,
+  request: MessageShape<Req> & JobChangeRequestShape,
+  call: ForwardedDeadline,
+): Promise<MessageShape<Res>> {
+  parseIdempotencyKey(request.idempotencyKey);
+  if (!isValidId(request.jobId)) throw invalidField('job_id', 'must be a Docket job id');
+  const changed = await deps.state.changeJob(
+    {
+      caller: callerOf(principal),
+      operation: rpc.operation,
+      idempotencyKey: request.idempotencyKey,
+      requestDigest: fingerprintRequest(rpc.requestSchema, request, rpc.operation, principal.subject),
+      idempotencyTtl: durationFromMs(deps.idempotencyTtlMs),
+      jobId: request.jobId,
+      expectedRevision: request.expectedRevision,
+      action: rpc.action,
+    },
+    call,
+  );
+  return create(rpc.responseSchema, {
+    job: changed.job,
+    replayed: changed.replayed,
+    idempotencyExpiresAt: changed.idempotencyExpiresAt,
+  } as never);
+}
+
+/** The three owner RPCs, for the routes. */
+export const JOB_CHANGE_RPCS = RPCS;

@@ -1,0 +1,210 @@
+import { create, type MessageInitShape } from '@bufbuild/protobuf';
+import type { Principal } from '@docket/auth';
+import { DocketError, LIMITS } from '@docket/contracts';
+import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
+import type { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
+import type { Progress } from '@docket/proto/docket/common/v1/progress_pb.js';
+import {
+  StreamJobEventsResponseSchema,
+  type StreamJobEventsRequest,
+  type StreamJobEventsResponse,
+} from '@docket/proto/docket/events/v1/event_service_pb.js';
+import type { Caller, WatchJobResponse } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import { callerOf } from './caller.js';
+import type { EventDependencies, StreamSignals } from './event-dependencies.js';
+import { parseJobPosition } from './job-position.js';
+import { isTerminalStatus } from './terminal-status.js';
+import { retryTransient } from './transient-failure.js';
+import { openUpstreamSignals, type UpstreamSignals } from './upstream-signals.js';
+import { WakeSignal } from './wake-signal.js';
+
+/**
+ * StreamJobEvents: a job's journal after `after_sequence`, backlog first,
+ * then live, ending with `end` once the job is terminal and every event up
+ * to its latest sequence has been sent.
+ *
+ * Order of operations, which is what makes it gap-free: the state
+ * service's WatchJob stream is opened first and its first frame awaited
+ * (this also proves the job is visible: NOT_FOUND otherwise, before any
+ * frame is sent); only then is the journal read after the cursor, page by
+ * page. Any commit after that first frame produces a WatchJob frame, and
+ * every frame leads to one more read after the last sequence sent, so no
+ * commit can fall between the backlog and the live tail. Events are sent
+ * only by reading the journal after the subscriber's own cursor, never
+ * from a signal, so none is sent twice or out of order.
+ *
+ * If the WatchJob stream breaks (a state-service restart), it is reopened
+ * transparently with backoff and the journal re-read after the last sent
+ * sequence; the subscriber notices nothing. If state stays away longer than
+ * the retry budget, the stream fails UNAVAILABLE and the client resumes
+ * with its last sequence.
+ *
+ * Memory per subscriber is bounded whatever the commit rate or the client's
+ * speed: one read in flight (at most 256 events), one coalesced "read
+ * again" bit and the latest progress report.
+ */
+export async function* streamJobEvents(
+  deps: EventDependencies,
+  principal: Principal,
+  request: StreamJobEventsRequest,
+  signals: StreamSignals,
+): AsyncGenerator<StreamJobEventsResponse, void, undefined> {
+  const position = parseJobPosition(request.jobId, request.afterSequence);
+  const tail = new JobEventTail(deps, callerOf(principal), position.jobId, position.afterSequence, signals);
+  deps.gauge.opened('job_event_streams');
+  try {
+    yield* tail.run();
+  } finally {
+    await tail.close();
+    deps.gauge.closed('job_event_streams');
+  }
+}
+
+/** What a catch-up read learned about the job's head. */
+interface JournalHead {
+  readonly latestSequence: bigint;
+  readonly status: JobStatus;
+}
+
+/** One subscriber's tail of one job's journal. */
+class JobEventTail {
+  /** The last sequence sent (or the starting cursor). */
+  #cursor: bigint;
+  #upstream: UpstreamSignals<WatchJobResponse> | undefined;
+  /** The latest progress report not yet sent; older ones are superseded. */
+  #progress: Progress | undefined;
+  #lastFrameAt = performance.now();
+  readonly #wake = new WakeSignal();
+  /** Aborts on client cancel or server drain: ends every wait. */
+  readonly #stop = new AbortController();
+  readonly #onStop = (): void => this.#stop.abort();
+
+  constructor(
+    private readonly deps: EventDependencies,
+    private readonly caller: Caller,
+    private readonly jobId: string,
+    afterSequence: bigint,
+    private readonly signals: StreamSignals,
+  ) {
+    this.#cursor = afterSequence;
+    for (const signal of [signals.signal, signals.drain]) {
+      if (signal.aborted) this.#stop.abort();
+      signal.addEventListener('abort', this.#onStop, { once: true });
+    }
+  }
+
+  async *run(): AsyncGenerator<StreamJobEventsResponse, void, undefined> {
+    this.#upstream = await this.#watch();
+    let readNeeded = true;
+    for (;;) {
+      if (readNeeded) {
+        readNeeded = false;
+        const head = yield* this.#catchUp();
+        if (head && isTerminalStatus(head.status) && this.#cursor >= head.latestSequence) {
+          yield this.#sent({ case: 'end', value: {} });
+          return;
+        }
+      }
+      const progress = this.#progress;
+      if (progress) {
+        this.#progress = undefined;
+        yield this.#sent({ case: 'progress', value: progress });
+      }
+      const silentMs = performance.now() - this.#lastFrameAt;
+      switch (await this.#wake.wait(this.deps.heartbeatMs - silentMs, this.#stop.signal)) {
+        case 'rung':
+          if (this.#upstream.broken) {
+            await this.#upstream.close();
+            this.#upstream = await this.#watch();
+          }
+          readNeeded = true;
+          break;
+        case 'timeout':
+          yield this.#sent({ case: 'heartbeat', value: {} });
+          break;
+        case 'aborted':
+          // Drain: a final frame, then a clean close without `end`, which
+          // tells the client to resume. A cancelled client gets nothing.
+          if (!this.signals.signal.aborted) yield this.#sent({ case: 'heartbeat', value: {} });
+          return;
+      }
+    }
+  }
+
+  /** Releases the upstream stream and every listener; waits until the upstream is no longer read. */
+  async close(): Promise<void> {
+    for (const signal of [this.signals.signal, this.signals.drain]) signal.removeEventListener('abort', this.#onStop);
+    this.#stop.abort();
+    await this.#upstream?.close();
+  }
+
+  /** Opens WatchJob (retrying while state is unreachable) and wires its frames to the wake signal. */
+  #watch(): Promise<UpstreamSignals<WatchJobResponse>> {
+    return retryTransient(
+      () =>
+        openUpstreamSignals(
+          (signal) => this.deps.state.watchJob({ caller: this.caller, jobId: this.jobId }, { signal }),
+          {
+            onFrame: (frame) => {
+              if (frame.progress) this.#progress = frame.progress;
+              this.#wake.ring();
+            },
+            onBroken: () => this.#wake.ring(),
+          },
+          this.signals.signal,
+          this.deps.gauge,
+        ),
+      this.signals.signal,
+    );
+  }
+
+  /**
+   * Reads and sends every event after the cursor, one page (one read) at a
+   * time; returns the head the last read reported, or undefined when a
+   * drain interrupted it.
+   */
+  async *#catchUp(): AsyncGenerator<StreamJobEventsResponse, JournalHead | undefined, undefined> {
+    for (;;) {
+      if (this.#stop.signal.aborted) return undefined;
+      const page = await retryTransient(
+        () =>
+          this.deps.state.readJobEvents(
+            { caller: this.caller, jobId: this.jobId, afterSequence: this.#cursor, pageSize: LIMITS.eventPageMax },
+            { signal: this.signals.signal },
+          ),
+        this.signals.signal,
+      );
+      const last = page.events.at(-1);
+      if (last) {
+        assertContinues(page.events, this.#cursor);
+        this.#cursor = last.sequence;
+        yield this.#sent({ case: 'page', value: { events: page.events } });
+      }
+      if (!last || this.#cursor >= page.latestSequence) {
+        return { latestSequence: page.latestSequence, status: page.status };
+      }
+    }
+  }
+
+  #sent(frame: StreamJobEventsResponseFrame): StreamJobEventsResponse {
+    this.#lastFrameAt = performance.now();
+    return create(StreamJobEventsResponseSchema, { frame });
+  }
+}
+
+type StreamJobEventsResponseFrame = MessageInitShape<typeof StreamJobEventsResponseSchema>['frame'];
+
+/**
+ * The last line of defence for "no gap, no duplicate": a page must start
+ * right after the cursor and be contiguous. The state service verifies the
+ * chain; this checks what is about to be sent.
+ */
+function assertContinues(events: readonly Event[], cursor: bigint): void {
+  events.forEach((event, index) => {
+    if (event.sequence !== cursor + BigInt(index) + 1n) {
+      throw new DocketError('JOURNAL_CORRUPT', 'the journal is not contiguous', {
+        metadata: { sequence: String(cursor + BigInt(index) + 1n) },
+      });
+    }
+  });
+}

@@ -1,0 +1,31 @@
+import { setMaxListeners } from 'node:events';
+import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
+import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
+import { drainSignalOf, forwardDeadline, principalOf } from '@docket/service-kit';
+import { watchJobs } from '../domain/change-feed.js';
+import type { EventDependencies, StreamSignals } from '../domain/event-dependencies.js';
+import { streamJobEvents } from '../domain/job-event-tail.js';
+import { readJobEvents } from '../domain/read-job-events.js';
+
+/** Registers docket.events.v1.EventService. */
+export function eventServiceRoutes(deps: EventDependencies): (router: ConnectRouter) => void {
+  return (router) => {
+    router.service(EventService, {
+      readJobEvents: (request, ctx) => readJobEvents(deps, principalOf(ctx), request, forwardDeadline(ctx)),
+      streamJobEvents: (request, ctx) =>
+        streamJobEvents(deps, principalOf(ctx), request, streamSignalsOf(ctx)),
+      watchJobs: (request, ctx) => watchJobs(deps, principalOf(ctx), request, streamSignalsOf(ctx)),
+    });
+  };
+}
+
+/**
+ * A stream's cancel and drain signals. Every open stream listens to the one
+ * server-wide drain signal, so that signal may have any number of
+ * listeners (each removed when its stream ends).
+ */
+function streamSignalsOf(ctx: HandlerContext): StreamSignals {
+  const drain = drainSignalOf(ctx);
+  setMaxListeners(0, drain);
+  return { signal: ctx.signal, drain };
+}

@@ -1,0 +1,63 @@
+import {
+  readFrontServiceConfig,
+  readPositiveInteger,
+  type Environment,
+  type FrontServiceConfig,
+} from '@docket/service-kit';
+
+/** The execution service's configuration, read from the environment only. */
+export interface ExecutionConfig extends FrontServiceConfig {
+  /**
+   * Whether this process runs the background loops. On by default, and
+   * safe in every replica; off suits a fleet that runs them in dedicated
+   * replicas, or a test that needs an expired lease left unsettled.
+   */
+  readonly backgroundLoops: boolean;
+  /** The reaper's pause between rounds when nothing is due sooner (expired leases). */
+  readonly reaperIntervalMs: number;
+  /** The retry scheduler's pause between rounds when nothing is due sooner (RETRY_WAIT -> QUEUED). */
+  readonly retryIntervalMs: number;
+  /** The idempotency sweeper's pause between rounds. */
+  readonly sweepIntervalMs: number;
+  /** Items one background step handles at most (RunMaintenance `limit`, 1..1000). */
+  readonly maintenanceBatch: number;
+  /**
+   * How often a waiting ClaimJobs tries again without a change tick: the
+   * safety net for jobs that become claimable by time alone (`run_after`
+   * passing) and for ticks lost while the change stream reconnects.
+   */
+  readonly claimRecheckMs: number;
+}
+
+/** Default port of the execution service (SPEC section 12). */
+export const EXECUTION_DEFAULT_PORT = 7402;
+
+/** RunMaintenance accepts at most this many items per step. */
+const MAX_MAINTENANCE_BATCH = 1000;
+
+/**
+ * Reads the front-service settings plus DOCKET_BACKGROUND_LOOPS (`on`, the
+ * default, or `off`), DOCKET_REAPER_INTERVAL_MS (default
+ * 1000), DOCKET_RETRY_INTERVAL_MS (default 1000), DOCKET_SWEEP_INTERVAL_MS
+ * (default 60000), DOCKET_MAINTENANCE_BATCH (default 100, at most 1000) and
+ * DOCKET_CLAIM_RECHECK_MS (default 1000).
+ */
+export function readExecutionConfig(env: Environment): ExecutionConfig {
+  const maintenanceBatch = readPositiveInteger(env, 'DOCKET_MAINTENANCE_BATCH', 100);
+  if (maintenanceBatch > MAX_MAINTENANCE_BATCH) {
+    throw new Error(`DOCKET_MAINTENANCE_BATCH must be at most ${MAX_MAINTENANCE_BATCH}, got ${maintenanceBatch}`);
+  }
+  const loops = env['DOCKET_BACKGROUND_LOOPS'] || 'on';
+  if (loops !== 'on' && loops !== 'off') {
+    throw new Error(`DOCKET_BACKGROUND_LOOPS must be on or off, got ${JSON.stringify(loops)}`);
+  }
+  return {
+    ...readFrontServiceConfig(env, EXECUTION_DEFAULT_PORT),
+    backgroundLoops: loops === 'on',
+    reaperIntervalMs: readPositiveInteger(env, 'DOCKET_REAPER_INTERVAL_MS', 1000),
+    retryIntervalMs: readPositiveInteger(env, 'DOCKET_RETRY_INTERVAL_MS', 1000),
+    sweepIntervalMs: readPositiveInteger(env, 'DOCKET_SWEEP_INTERVAL_MS', 60_000),
+    maintenanceBatch,
+    claimRecheckMs: readPositiveInteger(env, 'DOCKET_CLAIM_RECHECK_MS', 1000),
+  };
+}

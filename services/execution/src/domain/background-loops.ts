@@ -1,0 +1,40 @@
+import { MaintenanceTask } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import type { Logger } from '@docket/service-kit';
+import type { ExecutionConfig } from '../config.js';
+import { runMaintenanceLoop } from './maintenance-loop.js';
+import type { StateClient } from './worker-call.js';
+
+/** The running background loops of one execution process. */
+export interface BackgroundLoops {
+  /** Stops every loop: pauses end at once, steps in flight finish. Resolves when all have returned. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the execution service's background loops (SPEC sections 5 and
+ * 10), each an independent {@link runMaintenanceLoop}: the reaper (expired
+ * leases: lost attempts, CANCELLING -> CANCELLED), the retry scheduler
+ * (RETRY_WAIT -> QUEUED once `not_before` passes) and the idempotency
+ * sweeper (expired idempotency and worker-operation records). No job timer
+ * lives in memory: every round asks the database what is due, so any
+ * number of replicas may run them and a restart loses nothing.
+ */
+export function startBackgroundLoops(
+  state: StateClient,
+  config: Pick<ExecutionConfig, 'reaperIntervalMs' | 'retryIntervalMs' | 'sweepIntervalMs' | 'maintenanceBatch'>,
+  logger: Logger,
+): BackgroundLoops {
+  const stop = new AbortController();
+  const loops = [
+    { task: MaintenanceTask.SETTLE_EXPIRED_ATTEMPTS, intervalMs: config.reaperIntervalMs },
+    { task: MaintenanceTask.REQUEUE_DUE_RETRIES, intervalMs: config.retryIntervalMs },
+    { task: MaintenanceTask.SWEEP_IDEMPOTENCY_RECORDS, intervalMs: config.sweepIntervalMs },
+  ].map((loop) => runMaintenanceLoop(state, { ...loop, batch: config.maintenanceBatch }, logger, stop.signal));
+  let stopped: Promise<void> | undefined;
+  return {
+    stop() {
+      stop.abort();
+      return (stopped ??= Promise.all(loops).then(() => undefined));
+    },
+  };
+}

@@ -1,0 +1,116 @@
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '@docket/service-kit';
+import { ChangeTicks } from './change-ticks.js';
+
+/** A hand-driven WatchChanges: each `open` makes a stream the test pushes frames into or breaks. */
+class FakeChangeStreams {
+  readonly streams: { push(): void; fail(): void }[] = [];
+
+  readonly open = (signal: AbortSignal): AsyncIterable<unknown> => {
+    const queue: ('frame' | 'fail')[] = [];
+    let wake: (() => void) | undefined;
+    const put = (item: 'frame' | 'fail'): void => {
+      queue.push(item);
+      wake?.();
+    };
+    this.streams.push({ push: () => put('frame'), fail: () => put('fail') });
+    return (async function* () {
+      for (;;) {
+        while (queue.length === 0) {
+          if (signal.aborted) return;
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+            signal.addEventListener('abort', () => resolve(), { once: true });
+          });
+        }
+        if (queue.shift() === 'fail') throw new Error('stream broke');
+        yield {};
+      }
+    })();
+  };
+
+  get latest(): { push(): void; fail(): void } {
+    const stream = this.streams.at(-1);
+    if (!stream) throw new Error('no stream opened yet');
+    return stream;
+  }
+}
+
+const quiet = createLogger('execution-test', () => {});
+const never = new AbortController().signal;
+
+async function until(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !condition(); i += 1) await new Promise((resolve) => setTimeout(resolve, 5));
+  expect(condition()).toBe(true);
+}
+
+describe('ChangeTicks', () => {
+  it('serves any number of waiters from one stream and wakes every one of them on a tick', async () => {
+    const streams = new FakeChangeStreams();
+    const ticks = new ChangeTicks(streams.open, quiet);
+    ticks.start();
+    await until(() => streams.streams.length === 1);
+    const subscriptions = Array.from({ length: 50 }, () => ticks.subscribe());
+    const waits = subscriptions.map((subscription) => subscription.wait(5_000, never));
+    streams.latest.push();
+    expect(await Promise.all(waits)).toEqual(Array(50).fill('tick'));
+    expect(ticks.streamsOpened).toBe(1);
+    for (const subscription of subscriptions) subscription.close();
+    expect(ticks.subscriberCount).toBe(0);
+    await ticks.close();
+  });
+
+  it('remembers a tick that arrives before the wait, and counts many ticks as one', async () => {
+    const streams = new FakeChangeStreams();
+    const ticks = new ChangeTicks(streams.open, quiet);
+    ticks.start();
+    await until(() => streams.streams.length === 1);
+    const subscription = ticks.subscribe();
+    streams.latest.push();
+    streams.latest.push();
+    streams.latest.push();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await subscription.wait(1_000, never)).toBe('tick');
+    expect(await subscription.wait(50, never)).toBe('timeout');
+    await ticks.close();
+  });
+
+  it('ends a wait when its signal aborts or it times out', async () => {
+    const ticks = new ChangeTicks(new FakeChangeStreams().open, quiet);
+    const subscription = ticks.subscribe();
+    const cancel = new AbortController();
+    const waiting = subscription.wait(5_000, cancel.signal);
+    cancel.abort();
+    expect(await waiting).toBe('aborted');
+    const started = performance.now();
+    expect(await subscription.wait(30, never)).toBe('timeout');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(25);
+  });
+
+  it('reopens a broken stream with backoff and wakes everyone on the break and on the reconnect', async () => {
+    const streams = new FakeChangeStreams();
+    const ticks = new ChangeTicks(streams.open, quiet, { minBackoffMs: 20, maxBackoffMs: 40 });
+    ticks.start();
+    await until(() => streams.streams.length === 1);
+    const subscription = ticks.subscribe();
+    const onBreak = subscription.wait(5_000, never);
+    streams.latest.fail();
+    expect(await onBreak).toBe('tick');
+    await until(() => streams.streams.length === 2);
+    const onReconnect = subscription.wait(5_000, never);
+    streams.latest.push();
+    expect(await onReconnect).toBe('tick');
+    expect(ticks.streamsOpened).toBe(2);
+    await ticks.close();
+  });
+
+  it('opens nothing more once closed', async () => {
+    const streams = new FakeChangeStreams();
+    const ticks = new ChangeTicks(streams.open, quiet, { minBackoffMs: 5 });
+    ticks.start();
+    await until(() => streams.streams.length === 1);
+    await ticks.close();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(ticks.streamsOpened).toBe(1);
+  });
+});

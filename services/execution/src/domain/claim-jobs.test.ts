@@ -1,0 +1,207 @@
+import { create } from '@bufbuild/protobuf';
+import { durationFromMs } from '@bufbuild/protobuf/wkt';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { describe, expect, it } from 'vitest';
+import { isDocketError } from '@docket/contracts';
+import {
+  ClaimJobsRequestSchema,
+  ClaimJobsResponseSchema,
+  type ClaimJobsResponse,
+} from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import {
+  HandleWorkerCallResponseSchema,
+  type HandleWorkerCallRequest,
+} from '@docket/proto/docket/state/v1/state_service_pb.js';
+import type { ForwardedDeadline } from '@docket/service-kit';
+import { claimJobs, claimWaitMs, MAX_CLAIM_WAIT_MS, type ClaimCall } from './claim-jobs.js';
+import type { TickSubscription, TickWait } from './change-ticks.js';
+import type { StateClient } from './worker-call.js';
+
+const EMPTY = create(ClaimJobsResponseSchema, {});
+const CLAIMED = create(ClaimJobsResponseSchema, {
+  assignments: [{ authority: { attemptId: 'att_0123456789', fence: 1n, workerIncarnation: 'wkr_0123456789' } }],
+});
+
+/** A state service whose claim attempts answer from a script (the last answer repeats). */
+function scriptedState(answers: ClaimJobsResponse[]) {
+  const calls: { request: HandleWorkerCallRequest; options: ForwardedDeadline | undefined; at: number }[] = [];
+  const started = performance.now();
+  const state = {
+    handleWorkerCall(request: HandleWorkerCallRequest, options?: ForwardedDeadline) {
+      calls.push({ request, options, at: performance.now() - started });
+      const value = answers[Math.min(calls.length - 1, answers.length - 1)]!;
+      return Promise.resolve(create(HandleWorkerCallResponseSchema, { response: { case: 'claimJobs', value } }));
+    },
+  } as unknown as StateClient;
+  return { state, calls };
+}
+
+/** Ticks that fire when the test says so. */
+class ManualTicks {
+  readonly #subscriptions = new Set<{ ring(): void }>();
+  subscribe(): TickSubscription {
+    let rung = false;
+    let settle: ((outcome: TickWait) => void) | undefined;
+    const entry = {
+      ring: () => {
+        rung = true;
+        settle?.('tick');
+      },
+    };
+    this.#subscriptions.add(entry);
+    return {
+      wait: (timeoutMs, signal) =>
+        new Promise((resolve) => {
+          if (rung) {
+            rung = false;
+            return resolve('tick');
+          }
+          const timer = setTimeout(() => done('timeout'), timeoutMs);
+          const onAbort = () => done('aborted');
+          signal.addEventListener('abort', onAbort, { once: true });
+          const done = (outcome: TickWait) => {
+            clearTimeout(timer);
+            signal.removeEventListener('abort', onAbort);
+            settle = undefined;
+            if (outcome === 'tick') rung = false;
+            resolve(outcome);
+          };
+          settle = done;
+          if (signal.aborted) done('aborted');
+        }),
+      close: () => this.#subscriptions.delete(entry),
+    };
+  }
+  tick(): void {
+    for (const subscription of this.#subscriptions) subscription.ring();
+  }
+  get open(): number {
+    return this.#subscriptions.size;
+  }
+}
+
+function request(waitMs: number) {
+  return create(ClaimJobsRequestSchema, {
+    workerIncarnation: 'wkr_0123456789',
+    maxJobs: 1,
+    wait: durationFromMs(waitMs),
+    operationId: 'op_0123456789abcdef',
+  });
+}
+
+function callContext(timeoutMs?: number) {
+  const client = new AbortController();
+  const drain = new AbortController();
+  const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+  const call: ClaimCall = {
+    signal: client.signal,
+    drain: drain.signal,
+    forward: () => (deadline === undefined ? { signal: client.signal } : { signal: client.signal, timeoutMs: deadline - Date.now() }),
+  };
+  return { call, client, drain };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('claimWaitMs', () => {
+  it('reads unset and zero as no wait, caps at 60 s and refuses negative durations', () => {
+    expect(claimWaitMs(undefined)).toBe(0);
+    expect(claimWaitMs(durationFromMs(0))).toBe(0);
+    expect(claimWaitMs(durationFromMs(1_500))).toBe(1_500);
+    expect(claimWaitMs(durationFromMs(61_000))).toBe(MAX_CLAIM_WAIT_MS);
+    expect(claimWaitMs({ seconds: 10n ** 15n, nanos: 0 } as never)).toBe(MAX_CLAIM_WAIT_MS);
+    for (const bad of [{ seconds: -1n, nanos: 0 }, { seconds: 0n, nanos: -5 }]) {
+      let thrown: unknown;
+      try {
+        claimWaitMs(bad as never);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(isDocketError(thrown) && thrown.reason === 'INVALID_FIELD' && thrown.fieldViolations[0]?.field).toBe('wait');
+    }
+  });
+});
+
+describe('claimJobs', () => {
+  it('makes exactly one attempt when the request does not wait', async () => {
+    const { state, calls } = scriptedState([EMPTY]);
+    const ticks = new ManualTicks();
+    const answer = await claimJobs({ state, ticks, recheckMs: 10 }, 'worker-a', request(0), callContext().call);
+    expect(answer.assignments).toEqual([]);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.request.subject).toBe('worker-a');
+    expect(ticks.open).toBe(0);
+  });
+
+  it('tries again with the very same request when a change ticks, and returns what it claimed', async () => {
+    const { state, calls } = scriptedState([EMPTY, CLAIMED]);
+    const ticks = new ManualTicks();
+    const claiming = claimJobs({ state, ticks, recheckMs: 60_000 }, 'worker-a', request(10_000), callContext().call);
+    await sleep(30);
+    expect(calls).toHaveLength(1);
+    ticks.tick();
+    const answer = await claiming;
+    expect(answer.assignments).toHaveLength(1);
+    expect(calls).toHaveLength(2);
+    expect(calls[1]!.request).toEqual(calls[0]!.request);
+    expect(ticks.open).toBe(0);
+  });
+
+  it('re-checks on its own timer when nothing ticks (run_after passing by time alone)', async () => {
+    const { state, calls } = scriptedState([EMPTY, EMPTY, CLAIMED]);
+    const answer = await claimJobs({ state, ticks: new ManualTicks(), recheckMs: 40 }, 'w', request(5_000), callContext().call);
+    expect(answer.assignments).toHaveLength(1);
+    expect(calls).toHaveLength(3);
+    expect(calls[2]!.at).toBeGreaterThanOrEqual(70);
+    expect(calls[2]!.at).toBeLessThan(1_000);
+  });
+
+  it('answers with no assignments when the wait runs out, after a last try', async () => {
+    const { state, calls } = scriptedState([EMPTY]);
+    const started = performance.now();
+    const answer = await claimJobs({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(150), callContext().call);
+    expect(answer.assignments).toEqual([]);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(140);
+    expect(calls).toHaveLength(2);
+  });
+
+  it('ends its wait before the caller deadline instead of running into it', async () => {
+    const { state } = scriptedState([EMPTY]);
+    const started = performance.now();
+    const answer = await claimJobs({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(30_000), callContext(600).call);
+    const elapsed = performance.now() - started;
+    expect(answer.assignments).toEqual([]);
+    expect(elapsed).toBeGreaterThanOrEqual(300);
+    expect(elapsed).toBeLessThan(600);
+  });
+
+  it('answers with no assignments at once when the server drains', async () => {
+    const { state } = scriptedState([EMPTY]);
+    const { call, drain } = callContext();
+    const claiming = claimJobs({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(30_000), call);
+    await sleep(20);
+    const started = performance.now();
+    drain.abort();
+    expect((await claiming).assignments).toEqual([]);
+    expect(performance.now() - started).toBeLessThan(100);
+  });
+
+  it('stops waiting when the caller cancels', async () => {
+    const { state, calls } = scriptedState([EMPTY]);
+    const { call, client } = callContext();
+    const claiming = claimJobs({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(30_000), call);
+    await sleep(20);
+    client.abort(new ConnectError('cancelled', Code.Canceled));
+    await expect(claiming).rejects.toMatchObject({ code: Code.Canceled });
+    expect(calls).toHaveLength(1);
+  });
+
+  it('refuses a negative wait before calling the state service', async () => {
+    const { state, calls } = scriptedState([EMPTY]);
+    const bad = create(ClaimJobsRequestSchema, { wait: { seconds: -1n, nanos: 0 } });
+    await expect(claimJobs({ state, ticks: new ManualTicks(), recheckMs: 10 }, 'w', bad, callContext().call)).rejects.toMatchObject({
+      reason: 'INVALID_FIELD',
+    });
+    expect(calls).toHaveLength(0);
+  });
+});

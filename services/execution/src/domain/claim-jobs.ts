@@ -1,0 +1,119 @@
+import { ConnectError } from '@connectrpc/connect';
+import { invalidField } from '@docket/contracts';
+import type { ClaimJobsRequest, ClaimJobsResponse } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import type { Duration } from '@bufbuild/protobuf/wkt';
+import type { ForwardedDeadline } from '@docket/service-kit';
+import type { ChangeTicks } from './change-ticks.js';
+import { forwardWorkerCall, type StateClient } from './worker-call.js';
+
+/** The longest `wait` honoured; longer requests are treated as this (proto contract). */
+export const MAX_CLAIM_WAIT_MS = 60_000;
+
+/**
+ * Time kept back from the caller's deadline when waiting, so that the last
+ * claim attempt and its answer still fit before it: a waiting claim ends
+ * with an empty answer, not with DEADLINE_EXCEEDED. At most a quarter of
+ * the caller's whole timeout.
+ */
+const DEADLINE_RESERVE_MS = 250;
+
+/** What the long-poll needs. */
+export interface ClaimDependencies {
+  readonly state: StateClient;
+  /** The process's shared change stream. */
+  readonly ticks: Pick<ChangeTicks, 'subscribe'>;
+  /** How often a waiting claim tries again without a tick (see `ExecutionConfig.claimRecheckMs`). */
+  readonly recheckMs: number;
+}
+
+/** The handler context a claim runs in. */
+export interface ClaimCall {
+  /** Aborts when the caller cancels or its deadline passes. */
+  readonly signal: AbortSignal;
+  /** Aborts when the server starts draining. */
+  readonly drain: AbortSignal;
+  /** The caller's deadline and cancellation as they stand now, for each call to the state service. */
+  readonly forward: () => ForwardedDeadline;
+}
+
+/**
+ * ClaimJobs as a long-poll around the state service's single, non-waiting
+ * claim attempt. It tries once; with no assignment and a `wait`, it sleeps
+ * until the shared change stream ticks (a job change committed somewhere),
+ * or the re-check interval passes (`run_after` may have passed without any
+ * commit), and tries again, until it claims something, the wait (bounded by
+ * the caller's deadline) runs out (after one last try), the caller goes away, or the server
+ * drains (then it answers with no assignments, so the worker asks another
+ * replica).
+ *
+ * Every try sends the same request, operation id included. The state
+ * service records a claim operation only when it hands out assignments, so
+ * a retry after an empty try is a fresh claim attempt, while a retry of a
+ * claim that committed (the worker replaying after a lost response) gets
+ * the same assignments.
+ *
+ * The subscription is taken before the first try, so a job admitted between
+ * an empty try and the start of the wait still wakes it.
+ */
+export async function claimJobs(
+  deps: ClaimDependencies,
+  subject: string,
+  request: ClaimJobsRequest,
+  call: ClaimCall,
+): Promise<ClaimJobsResponse> {
+  const waitMs = claimWaitMs(request.wait);
+  const forwarded = call.forward();
+  const budgetMs = waitBudgetMs(waitMs, forwarded.timeoutMs);
+  const claimOnce = (options: ForwardedDeadline) =>
+    forwardWorkerCall(deps.state, subject, { case: 'claimJobs', value: request }, options);
+  if (budgetMs <= 0) return claimOnce(forwarded);
+
+  const waitEndsAt = performance.now() + budgetMs;
+  const subscription = deps.ticks.subscribe();
+  const stop = new AbortController();
+  const onStop = (): void => stop.abort();
+  for (const signal of [call.signal, call.drain]) signal.addEventListener('abort', onStop, { once: true });
+  if (call.signal.aborted || call.drain.aborted) stop.abort();
+  try {
+    let options = forwarded;
+    let lastTry = false;
+    for (;;) {
+      const claimed = await claimOnce(options);
+      const remainingMs = waitEndsAt - performance.now();
+      if (claimed.assignments.length > 0 || lastTry || remainingMs <= 0) return claimed;
+      const pauseMs = Math.min(remainingMs, deps.recheckMs);
+      const woke = await subscription.wait(pauseMs, stop.signal);
+      if (woke === 'aborted') {
+        if (call.signal.aborted) throw ConnectError.from(call.signal.reason);
+        return claimed;
+      }
+      lastTry = woke === 'timeout' && pauseMs === remainingMs;
+      options = call.forward();
+    }
+  } finally {
+    subscription.close();
+    for (const signal of [call.signal, call.drain]) signal.removeEventListener('abort', onStop);
+  }
+}
+
+/**
+ * The request's `wait` in milliseconds: unset or zero is 0 (answer at
+ * once), above {@link MAX_CLAIM_WAIT_MS} is that, negative or malformed is
+ * INVALID_FIELD (before anything is claimed).
+ */
+export function claimWaitMs(wait: Duration | undefined): number {
+  if (!wait) return 0;
+  const { seconds, nanos } = wait;
+  if (seconds < 0n || nanos < 0 || nanos > 999_999_999) {
+    throw invalidField('wait', 'must be a non-negative duration');
+  }
+  if (seconds >= BigInt(MAX_CLAIM_WAIT_MS / 1000)) return MAX_CLAIM_WAIT_MS;
+  return Math.min(MAX_CLAIM_WAIT_MS, Number(seconds) * 1000 + nanos / 1e6);
+}
+
+/** How long a claim may wait: its `wait`, cut so that it ends before the caller's deadline. */
+function waitBudgetMs(waitMs: number, timeoutMs: number | undefined): number {
+  if (timeoutMs === undefined) return waitMs;
+  const reserve = Math.min(DEADLINE_RESERVE_MS, timeoutMs / 4);
+  return Math.min(waitMs, timeoutMs - reserve);
+}

@@ -1,0 +1,49 @@
+import type { Client } from '@connectrpc/connect';
+import { DocketError } from '@docket/contracts';
+import type {
+  HandleWorkerCallRequest,
+  HandleWorkerCallResponse,
+  StateService,
+} from '@docket/proto/docket/state/v1/state_service_pb.js';
+import type { ForwardedDeadline } from '@docket/service-kit';
+
+/** The state service as the execution domain uses it. */
+export type StateClient = Client<typeof StateService>;
+
+/** A worker RPC as HandleWorkerCall carries it: `{case: 'claimJobs', value: ClaimJobsRequest}` and so on. */
+export type WorkerCall = Exclude<HandleWorkerCallRequest['request'], { case: undefined }>;
+
+/** The name of a worker RPC in HandleWorkerCall's oneof (`registerWorker`, `claimJobs`, ...). */
+export type WorkerCallName = WorkerCall['case'];
+
+/** The public response of the worker RPC `C`, as HandleWorkerCall returns it. */
+export type WorkerCallResponse<C extends WorkerCallName> = Extract<
+  HandleWorkerCallResponse['response'],
+  { case: C }
+>['value'];
+
+/**
+ * Hands one worker RPC to the state service, which authorises it against
+ * the database (incarnation, fence, lease by `now()`), applies it in one
+ * transaction and records it under its operation id, and returns the
+ * public response from HandleWorkerCall's matching oneof member.
+ *
+ * `subject` is the worker token's `sub`, never a request field: worker names
+ * and incarnations are scoped to it. Errors the state service decided
+ * (STALE_AUTHORITY, OPERATION_MISMATCH, INVALID_FIELD, ...) are thrown as
+ * received and reach the worker unchanged. A response of the wrong kind
+ * would be a state bug; it fails closed as INTERNAL rather than being
+ * passed off as something it is not.
+ */
+export async function forwardWorkerCall<C extends WorkerCallName>(
+  state: StateClient,
+  subject: string,
+  request: Extract<WorkerCall, { case: C }>,
+  call: ForwardedDeadline,
+): Promise<WorkerCallResponse<C>> {
+  const answer = await state.handleWorkerCall({ subject, request }, call);
+  if (answer.response.case !== request.case) {
+    throw new DocketError('INTERNAL', 'internal error');
+  }
+  return answer.response.value as WorkerCallResponse<C>;
+}

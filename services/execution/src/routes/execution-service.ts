@@ -1,0 +1,49 @@
+import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
+import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import { drainSignalOf, forwardDeadline, principalOf } from '@docket/service-kit';
+import { claimJobs, type ClaimDependencies } from '../domain/claim-jobs.js';
+import {
+  forwardWorkerCall,
+  type WorkerCall,
+  type WorkerCallName,
+  type WorkerCallResponse,
+} from '../domain/worker-call.js';
+
+/** What the ExecutionService handlers need. */
+export type ExecutionRoutesDependencies = ClaimDependencies;
+
+/**
+ * Registers docket.execution.v1.ExecutionService. Every worker RPC is
+ * authorised and applied by the state service (HandleWorkerCall) for the
+ * token's subject; ClaimJobs adds the long-poll. AckSignals,
+ * RequestApproval and the effect-journal RPCs are left out and answer
+ * UNIMPLEMENTED.
+ */
+export function executionServiceRoutes(deps: ExecutionRoutesDependencies): (router: ConnectRouter) => void {
+  /** The handler of a worker RPC that the state service answers as is. */
+  const forwarded =
+    <C extends WorkerCallName>(name: C) =>
+    (request: Extract<WorkerCall, { case: C }>['value'], ctx: HandlerContext): Promise<WorkerCallResponse<C>> =>
+      forwardWorkerCall<C>(
+        deps.state,
+        principalOf(ctx).subject,
+        { case: name, value: request } as Extract<WorkerCall, { case: C }>,
+        forwardDeadline(ctx),
+      );
+  return (router) => {
+    router.service(ExecutionService, {
+      registerWorker: forwarded('registerWorker'),
+      claimJobs: (request, ctx) =>
+        claimJobs(deps, principalOf(ctx).subject, request, {
+          signal: ctx.signal,
+          drain: drainSignalOf(ctx),
+          forward: () => forwardDeadline(ctx),
+        }),
+      renewAttempt: forwarded('renewAttempt'),
+      reportProgress: forwarded('reportProgress'),
+      saveCheckpoint: forwarded('saveCheckpoint'),
+      appendEvents: forwarded('appendEvents'),
+      reportOutcome: forwarded('reportOutcome'),
+    });
+  };
+}

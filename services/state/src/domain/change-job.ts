@@ -1,0 +1,73 @@
+import type { Kysely } from 'kysely';
+import { DocketError, type JobStatusName } from '@docket/contracts';
+import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
+import type { Database } from '../db/tables/index.js';
+import type { JobRow, Viewer } from '../db/queries/jobs.js';
+import { applyTransition, type JobTransition } from './apply-transition.js';
+import { mutateIdempotently, type IdempotentRequest, type MutationOutcome } from './idempotent-mutation.js';
+import { projectJob } from './job-projection.js';
+import { lockJobForChange } from './transition-job.js';
+
+/** An owner's change of a job. */
+export type JobChangeActionName = 'CANCEL' | 'PAUSE' | 'RESUME';
+
+/** One CancelJob, PauseJob or ResumeJob. */
+export interface ChangeJobCommand {
+  readonly request: IdempotentRequest;
+  readonly viewer: Viewer;
+  readonly jobId: string;
+  readonly expectedRevision: bigint | undefined;
+  readonly action: JobChangeActionName;
+}
+
+/**
+ * Applies an owner's cancel, pause or resume with SubmitJob's idempotency
+ * contract. A request that finds the job already where it asks for
+ * (cancelling a CANCELLING job, pausing a PAUSED one or one whose pause is
+ * already requested) changes nothing and answers the job as it is.
+ */
+export async function changeJob(db: Kysely<Database>, command: ChangeJobCommand): Promise<MutationOutcome> {
+  return mutateIdempotently(db, command.request, async (tx, now) => {
+    const job = await lockJobForChange(tx, command.viewer, command.jobId, command.expectedRevision);
+    const transition = planChange(job, command.action);
+    if (!transition) return projectJob(job);
+    return projectJob((await applyTransition(tx, job, transition, now)).job);
+  });
+}
+
+/**
+ * The transition an owner's action means for a job in its current status
+ * (SPEC section 4), undefined when there is nothing to do, or
+ * ILLEGAL_TRANSITION.
+ */
+export function planChange(job: JobRow, action: JobChangeActionName): JobTransition | undefined {
+  const by = { requested_by: 'owner' };
+  switch (action) {
+    case 'CANCEL':
+      if (job.status === 'CANCELLING') return undefined;
+      if (job.status === 'RUNNING') {
+        return { toStatus: 'CANCELLING', events: [{ type: 'job.cancel_requested', payload: by }], patch: { cancel_requested: true } };
+      }
+      return {
+        toStatus: 'CANCELLED',
+        events: [{ type: 'job.cancelled', payload: { ...by, from: job.status } }],
+        patch: { not_before: null, pause_requested: false },
+      };
+    case 'PAUSE':
+      if (job.status === 'PAUSED' || (job.status === 'RUNNING' && job.pause_requested)) return undefined;
+      if (job.status === 'RUNNING') {
+        return { events: [{ type: 'job.pause_requested', payload: by }], patch: { pause_requested: true } };
+      }
+      return { toStatus: 'PAUSED', events: [{ type: 'job.paused', payload: { ...by, from: job.status } }], patch: { not_before: null } };
+    case 'RESUME':
+      if (job.status === 'RUNNING' && job.pause_requested) {
+        return { events: [{ type: 'job.resumed', payload: { ...by, withdrawn: 'pause_requested' } }], patch: { pause_requested: false } };
+      }
+      if (job.status !== 'PAUSED') throw illegal(job.status, 'QUEUED');
+      return { toStatus: 'QUEUED', events: [{ type: 'job.resumed', payload: by }], patch: { pause_requested: false } };
+  }
+}
+
+function illegal(from: JobStatusName, to: JobStatusName): DocketError {
+  return new DocketError('ILLEGAL_TRANSITION', `a ${from} job cannot become ${to}`, { metadata: { from, to } });
+}

@@ -1,0 +1,75 @@
+import type { Kysely } from 'kysely';
+import { invalidField } from '@docket/contracts';
+import { MaintenanceTask, type RunMaintenanceRequest } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import { transactionNow } from '../db/queries/clock.js';
+import { deleteExpiredRecords, lockDueRetry, lockExpiredLease, nextDue } from '../db/queries/maintenance.js';
+import type { JobRow } from '../db/queries/jobs.js';
+import type { Database } from '../db/tables/index.js';
+import { applyTransition } from './apply-transition.js';
+import { settleLostAttempt } from './settle-lost-attempt.js';
+
+/** What one maintenance step did. */
+export interface MaintenanceStep {
+  readonly handled: number;
+  /** When the next item falls due, if one is known. */
+  readonly nextDueAt: Date | undefined;
+}
+
+/**
+ * The reaper's step: settles up to `limit` jobs whose lease expired by the
+ * database clock, one transaction each (a job that fails to settle cannot
+ * hold up the others), taking rows with SKIP LOCKED so that every replica
+ * may run it at once.
+ */
+export async function settleExpiredAttempts(db: Kysely<Database>, limit: number): Promise<MaintenanceStep> {
+  const handled = await repeatPerJob(db, limit, lockExpiredLease, (tx, job, now) => settleLostAttempt(tx, job, 'lease_expired', now));
+  return { handled, nextDueAt: await nextDue(db, 'lease') };
+}
+
+/** The retry scheduler's step: RETRY_WAIT jobs whose backoff elapsed go back to QUEUED. */
+export async function requeueDueRetries(db: Kysely<Database>, limit: number): Promise<MaintenanceStep> {
+  const handled = await repeatPerJob(db, limit, lockDueRetry, async (tx, job, now) => {
+    await applyTransition(tx, job, { toStatus: 'QUEUED', events: [{ type: 'job.requeued', payload: { attempt_count: job.attempt_count } }], patch: { not_before: null } }, now);
+  });
+  return { handled, nextDueAt: await nextDue(db, 'retry') };
+}
+
+/** The sweeper's step: expired idempotency and worker operation records go. */
+export async function sweepIdempotencyRecords(db: Kysely<Database>, limit: number): Promise<MaintenanceStep> {
+  return { handled: await deleteExpiredRecords(db, limit), nextDueAt: undefined };
+}
+
+async function repeatPerJob(
+  db: Kysely<Database>,
+  limit: number,
+  lockNext: (tx: Kysely<Database>) => Promise<JobRow | undefined>,
+  handle: (tx: Kysely<Database>, job: JobRow, now: Date) => Promise<unknown>,
+): Promise<number> {
+  let handled = 0;
+  while (handled < limit) {
+    const done = await db.transaction().execute(async (tx) => {
+      const job = await lockNext(tx);
+      if (!job) return false;
+      await handle(tx, job, await transactionNow(tx));
+      return true;
+    });
+    if (!done) break;
+    handled += 1;
+  }
+  return handled;
+}
+
+/** Runs one step of the named background loop, `limit` items at most (1..1000). */
+export async function runMaintenance(db: Kysely<Database>, request: RunMaintenanceRequest): Promise<MaintenanceStep> {
+  if (request.limit < 1 || request.limit > 1000) throw invalidField('limit', 'must be between 1 and 1000');
+  switch (request.task) {
+    case MaintenanceTask.SETTLE_EXPIRED_ATTEMPTS:
+      return settleExpiredAttempts(db, request.limit);
+    case MaintenanceTask.REQUEUE_DUE_RETRIES:
+      return requeueDueRetries(db, request.limit);
+    case MaintenanceTask.SWEEP_IDEMPOTENCY_RECORDS:
+      return sweepIdempotencyRecords(db, request.limit);
+    default:
+      throw invalidField('task', 'must be a maintenance task');
+  }
+}

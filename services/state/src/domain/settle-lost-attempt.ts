@@ -1,0 +1,22 @@
+import type { Queryable } from '../db/database.js';
+import { endAttempt } from '../db/queries/attempts.js';
+import type { JobRow } from '../db/queries/jobs.js';
+import { applyTransition } from './apply-transition.js';
+import { planAttemptEnding } from './attempt-ending.js';
+
+/**
+ * Settles a running job's current attempt as lost, in the caller's
+ * transaction with the job row locked: the reaper does it when the lease
+ * expired, a registration when it superseded the attempt's incarnation.
+ * What the job becomes is `planAttemptEnding`'s `lost` case.
+ */
+export async function settleLostAttempt(
+  tx: Queryable,
+  job: JobRow,
+  reason: 'lease_expired' | 'superseded',
+  now: Date,
+): Promise<JobRow> {
+  const planned = planAttemptEnding(job, { kind: 'lost', reason }, now);
+  if (job.current_attempt_id) await endAttempt(tx, job.current_attempt_id, planned.attemptStatus, now);
+  return (await applyTransition(tx, job, planned.transition, now)).job;
+}

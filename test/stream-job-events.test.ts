@@ -1,0 +1,367 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Code, ConnectError, type Client } from '@connectrpc/connect';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
+import { EventService, type StreamJobEventsResponse } from '@docket/proto/docket/events/v1/event_service_pb.js';
+import { clientFor, failureOf, type Protocol } from './support/clients.js';
+import { startCluster, stopAll, type DocketCluster, type ServiceProcess } from './support/cluster.js';
+import { createTestDatabase } from './support/database.js';
+import { JobWriter, readWholeJournal, submitJobs } from './support/job-writer.js';
+
+const HEARTBEAT_MS = 200;
+const MISSING_JOB_ID = 'job_aaaaaaaaaaaaaaaaaaaaaaaaaa';
+
+let cluster: DocketCluster;
+let alice: string;
+let bob: string;
+/** Writes through state replica 1; events replica 0 reads through state replica 0. */
+let writer: JobWriter;
+
+beforeAll(async () => {
+  cluster = await startCluster({
+    databaseUrl: await createTestDatabase('stream job events'),
+    replicas: { state: 2, events: 2 },
+    env: { events: { DOCKET_HEARTBEAT_MS: String(HEARTBEAT_MS) }, state: { DOCKET_SHUTDOWN_GRACE_MS: '2000' } },
+  });
+  alice = await cluster.tokenFor('alice', 'user');
+  bob = await cluster.tokenFor('bob', 'user');
+  writer = new JobWriter(replica('state', 1).url, cluster.serviceToken, 'alice');
+});
+
+afterAll(stopAll);
+
+function replica(name: 'state' | 'events', index: number): ServiceProcess {
+  const service = cluster.replicas[name][index];
+  if (!service) throw new Error(`no ${name} replica ${index}`);
+  return service;
+}
+
+function eventsAt(index: number, token = alice, protocol: Protocol = 'grpc'): Client<typeof EventService> {
+  return clientFor(EventService, replica('events', index).url, token, protocol);
+}
+
+/** Every frame of a stream that is expected to end by itself. */
+async function collect(stream: AsyncIterable<StreamJobEventsResponse>): Promise<StreamJobEventsResponse[]> {
+  const frames: StreamJobEventsResponse[] = [];
+  for await (const frame of stream) frames.push(frame);
+  return frames;
+}
+
+/** The frames of a stream without heartbeats, as `page:<first>-<last>` / `end` / `progress`. */
+function shapeOf(frames: readonly StreamJobEventsResponse[]): string[] {
+  return frames
+    .filter((frame) => frame.frame.case !== 'heartbeat')
+    .map((frame) =>
+      frame.frame.case === 'page'
+        ? `page:${frame.frame.value.events[0]?.sequence}-${frame.frame.value.events.at(-1)?.sequence}`
+        : String(frame.frame.case),
+    );
+}
+
+/** The next frame that is not a heartbeat, or a failure after `timeoutMs`. */
+async function nextFrame(frames: AsyncIterator<StreamJobEventsResponse>, timeoutMs = 5_000): Promise<StreamJobEventsResponse | undefined> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const left = deadline - performance.now();
+    const next = await Promise.race([frames.next(), sleep(left).then(() => 'timeout' as const)]);
+    if (next === 'timeout') throw new Error(`no frame within ${timeoutMs} ms`);
+    if (next.done === true) return undefined;
+    if (next.value.frame.case !== 'heartbeat') return next.value;
+  }
+}
+
+/** Parsed JSON log lines of a service process. */
+function logLines(service: ServiceProcess): Record<string, unknown>[] {
+  return service.logs.flatMap((line) => {
+    try {
+      const parsed: unknown = JSON.parse(line);
+      return parsed !== null && typeof parsed === 'object' ? [parsed as Record<string, unknown>] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
+async function eventually<T>(probe: () => T | undefined, what: string, timeoutMs = 10_000): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+describe('StreamJobEvents', () => {
+  it('sends the backlog in pages of at most 256, then live events as they commit, then end after the terminal event', async () => {
+    const [jobId] = await submitJobs(cluster.admission.url, alice, 1);
+    for (let batch = 0; batch < 10; batch += 1) await writer.append(jobId!, 60);
+    const frames: StreamJobEventsResponse[] = [];
+    const sequences: bigint[] = [];
+    for await (const frame of eventsAt(0).streamJobEvents({ jobId: jobId! })) {
+      frames.push(frame);
+      if (frame.frame.case !== 'page') continue;
+      sequences.push(...frame.frame.value.events.map((event) => event.sequence));
+      // Live: write only once the backlog has been delivered.
+      if (sequences.at(-1) === 601n) await writer.append(jobId!, 3, 'live');
+      if (sequences.at(-1) === 604n) await writer.cancel(jobId!);
+    }
+    expect(shapeOf(frames)).toEqual(['page:1-256', 'page:257-512', 'page:513-601', 'page:602-604', 'page:605-605', 'end']);
+    expect(sequences).toEqual(Array.from({ length: 605 }, (_, index) => BigInt(index + 1)));
+    const last = frames.at(-2);
+    expect(last?.frame.case === 'page' && last.frame.value.events.at(-1)?.type).toBe('job.cancelled');
+    expect(await readWholeJournal(replica('events', 0).url, alice, jobId!)).toEqual(
+      frames.flatMap((frame) => (frame.frame.case === 'page' ? frame.frame.value.events : [])),
+    );
+  });
+
+  it('gives a job that is already terminal its backlog after the cursor, then end, and resumes at any cursor', async () => {
+    const [jobId] = await submitJobs(cluster.admission.url, alice, 1);
+    await writer.append(jobId!, 2);
+    await writer.cancel(jobId!);
+    const events = eventsAt(0);
+    expect(shapeOf(await collect(events.streamJobEvents({ jobId: jobId! })))).toEqual(['page:1-4', 'end']);
+    expect(shapeOf(await collect(events.streamJobEvents({ jobId: jobId!, afterSequence: 2n })))).toEqual(['page:3-4', 'end']);
+    expect(shapeOf(await collect(events.streamJobEvents({ jobId: jobId!, afterSequence: 4n })))).toEqual(['end']);
+  });
+
+  it('refuses a cursor above the latest sequence as OUT_OF_RANGE and bad requests as INVALID_FIELD', async () => {
+    const [jobId] = await submitJobs(cluster.admission.url, alice, 1);
+    const events = eventsAt(0);
+    const beyond = await failureOf(collect(events.streamJobEvents({ jobId: jobId!, afterSequence: 2n })));
+    expect(beyond).toMatchObject({ code: Code.OutOfRange, reason: 'CURSOR_BEYOND_LATEST' });
+    expect(await failureOf(events.readJobEvents({ jobId: jobId!, afterSequence: 2n }))).toMatchObject({
+      code: Code.OutOfRange,
+      reason: 'CURSOR_BEYOND_LATEST',
+    });
+    const negative = await failureOf(collect(events.streamJobEvents({ jobId: jobId!, afterSequence: -1n })));
+    expect(negative).toMatchObject({ code: Code.InvalidArgument, reason: 'INVALID_FIELD', violations: [{ field: 'after_sequence' }] });
+    const badId = await failureOf(events.readJobEvents({ jobId: 'not an id' }));
+    expect(badId).toMatchObject({ code: Code.InvalidArgument, reason: 'INVALID_FIELD', violations: [{ field: 'job_id' }] });
+    const badSize = await failureOf(events.readJobEvents({ jobId: jobId!, pageSize: -1 }));
+    expect(badSize).toMatchObject({ code: Code.InvalidArgument, reason: 'INVALID_FIELD', violations: [{ field: 'page_size' }] });
+  });
+
+  it('coerces ReadJobEvents page sizes: 0 means 100, above 256 means 256', async () => {
+    const [jobId] = await submitJobs(cluster.admission.url, alice, 1);
+    for (let batch = 0; batch < 5; batch += 1) await writer.append(jobId!, 64);
+    const events = eventsAt(0);
+    const byDefault = await events.readJobEvents({ jobId: jobId! });
+    expect(byDefault.events.map((event) => event.sequence)).toEqual(Array.from({ length: 100 }, (_, i) => BigInt(i + 1)));
+    expect(byDefault.latestSequence).toBe(321n);
+    expect((await events.readJobEvents({ jobId: jobId!, pageSize: 10_000 })).events).toHaveLength(256);
+    expect((await events.readJobEvents({ jobId: jobId!, afterSequence: 300n, pageSize: 5 })).events.map((e) => e.sequence)).toEqual([
+      301n, 302n, 303n, 304n, 305n,
+    ]);
+  });
+
+  it("answers another user's job exactly like a missing one, on streams and reads, on every protocol", async () => {
+    const [alicesJob] = await submitJobs(cluster.admission.url, alice, 1);
+    for (const protocol of ['grpc', 'grpc-web', 'connect'] as Protocol[]) {
+      const asBob = eventsAt(0, bob, protocol);
+      const foreignStream = await failureOf(collect(asBob.streamJobEvents({ jobId: alicesJob! })));
+      const missingStream = await failureOf(collect(asBob.streamJobEvents({ jobId: MISSING_JOB_ID })));
+      expect(foreignStream).toEqual(missingStream);
+      expect(foreignStream).toMatchObject({ code: Code.NotFound, reason: 'NOT_FOUND', domain: 'docket' });
+      const foreignRead = await failureOf(asBob.readJobEvents({ jobId: alicesJob! }));
+      expect(foreignRead).toEqual(await failureOf(asBob.readJobEvents({ jobId: MISSING_JOB_ID })));
+      expect(foreignRead).toEqual(foreignStream);
+    }
+    const admin = await cluster.tokenFor('root', 'admin');
+    expect((await eventsAt(0, admin).readJobEvents({ jobId: alicesJob! })).events).toHaveLength(1);
+  });
+
+  it('sends a heartbeat after each configured interval of silence', async () => {
+    const [jobId] = await submitJobs(cluster.admission.url, alice, 1);
+    const abort = new AbortController();
+    const arrivals: number[] = [];
+    const frames = eventsAt(0).streamJobEvents({ jobId: jobId! }, { signal: abort.signal });
+    try {
+      for await (const frame of frames) {
+        if (frame.frame.case === 'heartbeat') arrivals.push(performance.now());
+        if (arrivals.length === 6) break;
+      }
+    } finally {
+      abort.abort();
+    }
+    const gaps = arrivals.slice(1).map((at, index) => at - arrivals[index]!);
+    for (const gap of gaps) {
+      expect(gap).toBeGreaterThan(HEARTBEAT_MS * 0.75);
+      expect(gap).toBeLessThan(HEARTBEAT_MS * 2.5);
+    }
+  });
+
+  it('shows a subscriber on events replica A an event committed through state replica B within a second', async () => {
+    const [jobId] = await submitJobs(cluster.admission.url, alice, 1);
+    const abort = new AbortController();
+    const frames = eventsAt(0).streamJobEvents({ jobId: jobId! }, { signal: abort.signal })[Symbol.asyncIterator]();
+    const latencies: number[] = [];
+    try {
+      expect(shapeOf([(await nextFrame(frames))!])).toEqual(['page:1-1']);
+      for (let round = 0; round < 20; round += 1) {
+        const started = performance.now();
+        const written = await writer.append(jobId!, 1);
+        const frame = await nextFrame(frames, 1_000);
+        latencies.push(performance.now() - started);
+        expect(frame?.frame.case === 'page' && frame.frame.value.events.map((e) => e.sequence)).toEqual([written.lastSequence]);
+      }
+    } finally {
+      abort.abort();
+    }
+    expect(Math.max(...latencies)).toBeLessThan(1_000);
+  });
+
+  it('releases everything on both hops when clients cancel: the state streams end, no subscriber, listener or timer is left', async () => {
+    const events = replica('events', 1);
+    const state = replica('state', 1);
+    const cancelledWatches = (): number =>
+      logLines(state).filter((line) => line['msg'] === 'rpc' && line['rpc'] === '/docket.state.v1.StateService/WatchJob' && line['code'] === 'canceled').length;
+    const gaugeLines = (): Record<string, unknown>[] => logLines(events).filter((line) => line['msg'] === 'subscribers');
+    const cancelledBefore = cancelledWatches();
+    const jobIds = await submitJobs(cluster.admission.url, alice, 5);
+    const STREAMS = 20;
+    const aborts = Array.from({ length: STREAMS }, () => new AbortController());
+    const streams = aborts.map((abort, index) =>
+      eventsAt(1).streamJobEvents({ jobId: jobIds[index % jobIds.length]! }, { signal: abort.signal })[Symbol.asyncIterator](),
+    );
+    for (const frames of streams) expect((await nextFrame(frames))?.frame.case).toBe('page');
+    // The gauge logs shortly after a change: let the subscribers go idle
+    // (each waits on its heartbeat timer), then open one more to sample them.
+    await sleep(HEARTBEAT_MS * 2);
+    aborts.push(new AbortController());
+    streams.push(eventsAt(1).streamJobEvents({ jobId: jobIds[0]! }, { signal: aborts.at(-1)!.signal })[Symbol.asyncIterator]());
+    expect((await nextFrame(streams.at(-1)!))?.frame.case).toBe('page');
+    const open = await eventually(
+      () => gaugeLines().find((line) => line['job_event_streams'] === STREAMS + 1 && line['upstream_streams'] === STREAMS + 1),
+      'the gauge to show every subscriber',
+    );
+    expect(open['active_timers']).toBeGreaterThanOrEqual(STREAMS);
+    const linesBefore = gaugeLines().length;
+    for (const abort of aborts) abort.abort();
+    await Promise.allSettled(streams.map((frames) => frames.next()));
+    await eventually(() => (cancelledWatches() === cancelledBefore + STREAMS + 1 ? true : undefined), 'every WatchJob to end as cancelled');
+    const closed = await eventually(
+      () => gaugeLines().slice(linesBefore).find((line) => line['job_event_streams'] === 0 && line['upstream_streams'] === 0),
+      'the gauge to show no subscriber',
+    );
+    expect(closed['active_timers']).toBeLessThanOrEqual(Number(open['active_timers']) - STREAMS);
+  });
+
+  it('delivers every event exactly once and in order to 200 subscribers that cancel, lose their events server and ride out a state restart', async () => {
+    const JOBS = 200;
+    const jobIds: string[] = [];
+    for (let chunk = 0; chunk < JOBS / 20; chunk += 1) jobIds.push(...(await submitJobs(cluster.admission.url, alice, 20)));
+    const events = eventsAt(0);
+    const subscribers = jobIds.map((jobId) => follow(events, jobId));
+
+    // Interleaved writers through state replica 1: 16 at a time, each step one
+    // transaction of 1..5 events for a random job that still has steps left,
+    // and each job's last step its terminal transition.
+    // One write per job at a time, so that each job's terminal transition is
+    // its last.
+    const steps = new Map(jobIds.map((jobId) => [jobId, 6 + Math.floor(Math.random() * 5)]));
+    const busy = new Set<string>();
+    const writing = Promise.all(
+      Array.from({ length: 16 }, async () => {
+        for (;;) {
+          const waiting = [...steps.entries()].filter(([jobId, left]) => left > 0 && !busy.has(jobId));
+          if (waiting.length === 0) {
+            if (steps.size === 0) return;
+            await sleep(5);
+            continue;
+          }
+          const [jobId, left] = waiting[Math.floor(Math.random() * waiting.length)]!;
+          busy.add(jobId);
+          await writer.retrying(() => (left === 1 ? writer.cancel(jobId) : writer.append(jobId, 1 + Math.floor(Math.random() * 5))));
+          busy.delete(jobId);
+          if (left === 1) steps.delete(jobId);
+          else steps.set(jobId, left - 1);
+          await sleep(Math.random() * 100);
+        }
+      }),
+    );
+    const t0 = performance.now();
+    const chaos = (async () => {
+      await sleep(700);
+      await replica('events', 0).restart();
+      console.info('events restarted', performance.now() - t0);
+      await sleep(700);
+      await replica('state', 0).restart();
+      console.info('state restarted', performance.now() - t0);
+      await sleep(700);
+      await replica('events', 0).kill();
+      await replica('events', 0).restart();
+      console.info('events killed and restarted', performance.now() - t0);
+    })();
+    void writing.then(() => console.info('writing done', performance.now() - t0));
+    void chaos.then(() => console.info('chaos done', performance.now() - t0));
+    await Promise.all([writing, chaos]);
+    let done = 0;
+    subscribers.forEach((s) => void s.then(() => { done++; if (done % 20 === 0) console.info('subscribers done', done, performance.now() - t0); }));
+    const outcomes = await Promise.all(subscribers);
+
+    const totals = { cancels: 0, cutOff: 0, events: 0 };
+    for (const [index, outcome] of outcomes.entries()) {
+      const journal = await readWholeJournal(replica('events', 1).url, alice, jobIds[index]!);
+      expect(outcome.received.map((event) => event.sequence)).toEqual(journal.map((event) => event.sequence));
+      expect(outcome.received.map((event) => event.hash)).toEqual(journal.map((event) => event.hash));
+      expect(outcome.received.at(-1)?.type).toBe('job.cancelled');
+      totals.cancels += outcome.cancels;
+      totals.cutOff += outcome.cutOff;
+      totals.events += outcome.received.length;
+    }
+    // The disruptions really happened to these subscribers.
+    expect(totals.cancels).toBeGreaterThan(50);
+    expect(totals.cutOff).toBeGreaterThanOrEqual(JOBS);
+    console.info(`200 subscribers: ${totals.events} events, ${totals.cancels} client cancels, ${totals.cutOff} server-side cut-offs`);
+  }, 180_000);
+});
+
+/** What one resuming subscriber saw. */
+interface FollowOutcome {
+  readonly received: Event[];
+  /** Streams this subscriber cancelled itself at a random point. */
+  readonly cancels: number;
+  /** Streams that ended without `end` or failed UNAVAILABLE (events restart or crash). */
+  readonly cutOff: number;
+}
+
+/**
+ * A subscriber the way a careful client writes one: it resumes after the
+ * last sequence it received whenever a stream ends without `end` or breaks,
+ * and cancels itself at random points (at most twice). Any gap, duplicate
+ * or frame after `end` fails the test.
+ */
+async function follow(events: Client<typeof EventService>, jobId: string): Promise<FollowOutcome> {
+  const received: Event[] = [];
+  let cancels = 0;
+  let cutOff = 0;
+  for (let attempt = 0; attempt < 500; attempt += 1) {
+    const abort = new AbortController();
+    const cancelTimer = cancels < 2 && Math.random() < 0.5 ? setTimeout(() => abort.abort(), Math.random() * 1_500) : undefined;
+    let ended = false;
+    try {
+      for await (const frame of events.streamJobEvents({ jobId, afterSequence: received.at(-1)?.sequence ?? 0n }, { signal: abort.signal })) {
+        if (ended) throw new Error(`job ${jobId}: a frame after end`);
+        if (frame.frame.case === 'end') ended = true;
+        if (frame.frame.case !== 'page') continue;
+        for (const event of frame.frame.value.events) {
+          const expected = (received.at(-1)?.sequence ?? 0n) + 1n;
+          if (event.sequence !== expected) throw new Error(`job ${jobId}: got sequence ${event.sequence}, expected ${expected}`);
+          received.push(event);
+        }
+      }
+      if (ended) return { received, cancels, cutOff };
+      cutOff += 1;
+    } catch (error) {
+      if (abort.signal.aborted) cancels += 1;
+      else if (error instanceof ConnectError && [Code.Unavailable, Code.Internal, Code.Unknown, Code.Canceled].includes(error.code)) {
+        cutOff += 1;
+        await sleep(100);
+      } else throw error;
+    } finally {
+      clearTimeout(cancelTimer);
+    }
+  }
+  throw new Error(`job ${jobId}: no end after 500 streams`);
+}

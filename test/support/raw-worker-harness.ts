@@ -1,0 +1,163 @@
+import { randomBytes } from 'node:crypto';
+import { create, type JsonObject, type MessageInitShape } from '@bufbuild/protobuf';
+import type { Timestamp } from '@bufbuild/protobuf/wkt';
+import type { Client } from '@connectrpc/connect';
+import type pg from 'pg';
+import { AdmissionService, SubmitJobRequestSchema } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import type { LostAttemptPolicy, RetryPolicySchema } from '@docket/proto/docket/common/v1/retry_policy_pb.js';
+import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
+import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
+import { clientFor } from './clients.js';
+import type { DocketCluster } from './cluster.js';
+import { readWholeJournal } from './job-writer.js';
+import { newIdempotencyKey } from './keys.js';
+import { RawWorker } from './raw-worker.js';
+import { openSql } from './sql.js';
+
+/** A job row as the execution tests read it. */
+export interface JobRow {
+  readonly id: string;
+  readonly status: string;
+  readonly revision: string;
+  readonly fence: string;
+  readonly attempt_count: number;
+  readonly current_attempt_id: string | null;
+  readonly current_worker_incarnation: string | null;
+  readonly lease_expires_at: Date | null;
+  readonly cancel_requested: boolean;
+  readonly pause_requested: boolean;
+  readonly not_before: Date | null;
+  readonly progress: unknown;
+  readonly checkpoint: unknown;
+  readonly result: unknown;
+  readonly failure: { failure_class?: string; retryable?: boolean } | null;
+  readonly event_count: string;
+}
+
+/** An attempt row. */
+export interface AttemptRow {
+  readonly id: string;
+  readonly job_id: string;
+  readonly attempt_number: number;
+  readonly fence: string;
+  readonly worker_incarnation: string;
+  readonly queue: string;
+  readonly status: string;
+  readonly started_at: Date;
+  readonly ended_at: Date | null;
+}
+
+/** A SubmitJob request as a test writes it: a queue, the rest optional (the key defaults to a fresh one). */
+export interface SubmitInit {
+  readonly queue: string;
+  readonly idempotencyKey?: string;
+  readonly input?: JsonObject;
+  readonly label?: string;
+  readonly priority?: number;
+  readonly runAfter?: Timestamp;
+  readonly retryPolicy?: MessageInitShape<typeof RetryPolicySchema>;
+  readonly lostAttemptPolicy?: LostAttemptPolicy;
+}
+
+/** A fresh queue name, so tests in one database never claim each other's jobs. */
+export function freshQueue(label: string): string {
+  return `${label}-${randomBytes(5).toString('hex')}`;
+}
+
+/**
+ * What the execution tests share: a cluster, one job owner, a direct SQL
+ * connection for what the API does not show (attempts, leases), and raw
+ * worker processes, all closed by {@link close}.
+ */
+export class ExecutionHarness {
+  readonly #workers = new Set<RawWorker>();
+
+  private constructor(
+    readonly cluster: DocketCluster,
+    readonly sql: pg.Client,
+    readonly owner: string,
+    readonly ownerToken: string,
+    readonly workerToken: string,
+    readonly admission: Client<typeof AdmissionService>,
+  ) {}
+
+  /** Opens the harness on a running cluster; jobs belong to `owner`, workers authenticate as `worker-<owner>`. */
+  static async open(cluster: DocketCluster, owner = 'execution-owner'): Promise<ExecutionHarness> {
+    const ownerToken = await cluster.tokenFor(owner, 'user');
+    const workerToken = await cluster.tokenFor(`worker-${owner}`, 'worker');
+    const sql = await openSql(cluster.databaseUrl);
+    return new ExecutionHarness(cluster, sql, owner, ownerToken, workerToken, clientFor(AdmissionService, cluster.admission.url, ownerToken));
+  }
+
+  /** Submits a job through admission (fresh key unless given) and returns it as admitted. */
+  async submit(request: SubmitInit): Promise<Job> {
+    const { job } = await this.admission.submitJob(
+      create(SubmitJobRequestSchema, { idempotencyKey: newIdempotencyKey('exec'), input: {}, ...request }),
+    );
+    if (!job) throw new Error('SubmitJob answered without a job');
+    return job;
+  }
+
+  /** A raw worker process connected to execution replica `replica` (default 0). */
+  async worker(replica = 0): Promise<RawWorker> {
+    const execution = this.cluster.replicas.execution[replica];
+    if (!execution) throw new Error(`no execution replica ${replica}`);
+    const worker = await RawWorker.start(execution.url, this.workerToken);
+    this.#workers.add(worker);
+    return worker;
+  }
+
+  /** The job's row. */
+  async jobRow(jobId: string): Promise<JobRow> {
+    const { rows } = await this.sql.query<JobRow>('select * from jobs where id = $1', [jobId]);
+    if (!rows[0]) throw new Error(`no job ${jobId}`);
+    return rows[0];
+  }
+
+  /** The job's attempts, in order. */
+  async attempts(jobId: string): Promise<AttemptRow[]> {
+    const { rows } = await this.sql.query<AttemptRow>('select * from attempts where job_id = $1 order by attempt_number', [jobId]);
+    return rows;
+  }
+
+  /** Everything stored about a job that a refused call must leave as it was: its row, attempts and journal rows. */
+  async footprint(jobId: string): Promise<unknown> {
+    const events = await this.sql.query('select * from job_events where job_id = $1 order by sequence', [jobId]);
+    return { job: await this.jobRow(jobId), attempts: await this.attempts(jobId), events: events.rows };
+  }
+
+  /** The job's whole journal through the events service, which verifies every hash link it returns. */
+  journal(jobId: string): Promise<Event[]> {
+    return readWholeJournal(this.cluster.events.url, this.ownerToken, jobId);
+  }
+
+  /** The types of the job's verified journal, in order. */
+  async eventTypes(jobId: string): Promise<string[]> {
+    return (await this.journal(jobId)).map((event) => event.type);
+  }
+
+  /** Polls the job row until its status is `status`; returns the row. */
+  async waitForStatus(jobId: string, status: string, timeoutMs = 10_000): Promise<JobRow> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const row = await this.jobRow(jobId);
+      if (row.status === status) return row;
+      if (performance.now() > deadline) throw new Error(`job ${jobId} is ${row.status}, not ${status}, after ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  /** Sets a queue's deployment-wide concurrency limit. */
+  async limitQueue(queue: string, maxConcurrency: number): Promise<void> {
+    await this.sql.query(
+      'insert into queue_settings (queue, max_concurrency) values ($1, $2) on conflict (queue) do update set max_concurrency = excluded.max_concurrency',
+      [queue, maxConcurrency],
+    );
+  }
+
+  /** Ends every raw worker and the SQL connection. */
+  async close(): Promise<void> {
+    await Promise.all([...this.#workers].map((worker) => worker.close()));
+    await this.sql.end();
+  }
+}
