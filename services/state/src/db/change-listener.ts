@@ -7,6 +7,16 @@ export interface JobChangeAnnouncement {
   readonly jobId: string;
   readonly latestSequence: bigint;
   readonly status: string;
+  /** Set when the announcement is a progress report (see `announceProgress`). */
+  readonly progress?: StoredProgress;
+}
+
+/** Progress as stored on the job row and announced. */
+export interface StoredProgress {
+  readonly completed_units: string;
+  readonly total_units: string;
+  readonly message: string;
+  readonly updated_at: string;
 }
 
 /** Receives announcements; `undefined` means "announcements may have been missed, re-read". */
@@ -79,8 +89,13 @@ export class ChangeListenerHub {
   #dispatch(payload: string | undefined): void {
     let announcement: JobChangeAnnouncement;
     try {
-      const parsed = JSON.parse(payload ?? '') as { job_id: string; latest_sequence: string; status: string };
-      announcement = { jobId: parsed.job_id, latestSequence: BigInt(parsed.latest_sequence), status: parsed.status };
+      const parsed = JSON.parse(payload ?? '') as { job_id: string; latest_sequence: string; status: string; progress?: StoredProgress };
+      announcement = {
+        jobId: parsed.job_id,
+        latestSequence: BigInt(parsed.latest_sequence),
+        status: parsed.status,
+        ...(parsed.progress ? { progress: parsed.progress } : {}),
+      };
     } catch {
       this.logger.warn('ignored an unreadable change announcement');
       return;

@@ -53,7 +53,8 @@ export function projectJob(row: NewJobRow): Job {
   });
 }
 
-function projectProgress(progress: JsonObject) {
+/** The public form of progress as stored on the job row. */
+export function projectProgress(progress: JsonObject) {
   return create(ProgressSchema, {
     completedUnits: BigInt(String(progress['completed_units'] ?? 0)),
     totalUnits: BigInt(String(progress['total_units'] ?? 0)),

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { notFound, type JobStatusName } from '@docket/contracts';
-import type { ChangeListenerHub } from '../db/change-listener.js';
+import type { ChangeListenerHub, StoredProgress } from '../db/change-listener.js';
 import { findVisibleJob, type Viewer } from '../db/queries/jobs.js';
 import type { Database } from '../db/tables/index.js';
 import { CoalescingMailbox } from './coalescing-mailbox.js';
@@ -11,37 +11,54 @@ export interface JobHead {
   readonly status: JobStatusName;
 }
 
+/** One WatchJob frame: a new head, or a progress report. */
+export type JobSignal = { readonly head: JobHead } | { readonly progress: StoredProgress };
+
+/** What a watcher has not taken yet: at most one head (or a re-read) and one progress. */
+interface PendingSignals {
+  readonly reread: boolean;
+  readonly head: JobHead | undefined;
+  readonly progress: StoredProgress | undefined;
+}
+
 /**
  * Yields the job's current head, then a head whenever a change of the job
- * commits (through any state replica), until `signal` aborts. It subscribes
- * before reading the head, so no commit falls between the two; signals are
- * coalesced, so a slow consumer holds one pending head at most. After the
- * listener reconnects (announcements may have been lost) it re-reads.
+ * commits and a progress frame whenever its current attempt reports
+ * progress (through any state replica), until `signal` aborts. It
+ * subscribes before reading the head, so no commit falls between the two;
+ * signals are coalesced, so a slow consumer holds one pending head and one
+ * pending progress at most. After the listener reconnects (announcements
+ * may have been lost) it re-reads the head.
  */
-export async function* watchJobHeads(
+export async function* watchJobSignals(
   db: Kysely<Database>,
   hub: ChangeListenerHub,
   viewer: Viewer,
   jobId: string,
   signal: AbortSignal,
-): AsyncGenerator<JobHead> {
-  const mailbox = new CoalescingMailbox<JobHead | 'reread'>((held, next) => {
-    if (held === 'reread' || next === 'reread') return 'reread';
-    return next.latestSequence >= held.latestSequence ? next : held;
+): AsyncGenerator<JobSignal> {
+  const mailbox = new CoalescingMailbox<PendingSignals>((held, next) => ({
+    reread: held.reread || next.reread,
+    head: !held.head || (next.head && next.head.latestSequence >= held.head.latestSequence) ? (next.head ?? held.head) : held.head,
+    progress: next.progress ?? held.progress,
+  }));
+  const unsubscribe = hub.watchJob(jobId, (announcement) => {
+    if (!announcement) return mailbox.put({ reread: true, head: undefined, progress: undefined });
+    const head = { latestSequence: announcement.latestSequence, status: announcement.status as JobStatusName };
+    mailbox.put(announcement.progress ? { reread: false, head: undefined, progress: announcement.progress } : { reread: false, head, progress: undefined });
   });
-  const unsubscribe = hub.watchJob(jobId, (announcement) =>
-    mailbox.put(announcement ? { latestSequence: announcement.latestSequence, status: announcement.status as JobStatusName } : 'reread'),
-  );
   try {
-    mailbox.put('reread');
+    mailbox.put({ reread: true, head: undefined, progress: undefined });
     let delivered = -1n;
     for (;;) {
       const next = await mailbox.take(signal);
       if (next === undefined) return;
-      const head = next === 'reread' ? await readHead(db, viewer, jobId) : next;
-      if (head.latestSequence < delivered) continue;
-      delivered = head.latestSequence;
-      yield head;
+      const head = next.reread ? await readHead(db, viewer, jobId) : next.head;
+      if (head && head.latestSequence >= delivered) {
+        delivered = head.latestSequence;
+        yield { head };
+      }
+      if (next.progress) yield { progress: next.progress };
     }
   } finally {
     unsubscribe();

@@ -37,7 +37,8 @@ import {
   viewerOf,
 } from '../domain/state-requests.js';
 import { transitionJob } from '../domain/transition-job.js';
-import { watchChangeTicks, watchJobHeads } from '../domain/watch-job.js';
+import { projectProgress } from '../domain/job-projection.js';
+import { watchChangeTicks, watchJobSignals } from '../domain/watch-job.js';
 
 /** What the StateService handlers need. */
 export interface StateRoutesDependencies {
@@ -76,9 +77,15 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
         return create(ReadJobEventsResponseSchema, { ...page, status: JobStatus[page.status] });
       },
       async *watchJob(request, ctx) {
-        const heads = watchJobHeads(deps.db, deps.changes, viewerOf(request.caller), parseJobId(request.jobId), ctx.signal);
-        for await (const head of heads) {
-          yield create(WatchJobResponseSchema, { latestSequence: head.latestSequence, status: JobStatus[head.status] });
+        const signals = watchJobSignals(deps.db, deps.changes, viewerOf(request.caller), parseJobId(request.jobId), ctx.signal);
+        let last: { latestSequence: bigint; status: JobStatus } | undefined;
+        for await (const signal of signals) {
+          if ('head' in signal) {
+            last = { latestSequence: signal.head.latestSequence, status: JobStatus[signal.head.status] };
+            yield create(WatchJobResponseSchema, last);
+          } else {
+            yield create(WatchJobResponseSchema, { ...last, progress: projectProgress({ ...signal.progress }) });
+          }
         }
       },
       async readJobChanges(request) {
