@@ -8,6 +8,7 @@ describe('LIMITS', () => {
       eventPayloadBytes: 64 * 1024,
       jobInputBytes: 256 * 1024,
       resultBytes: 1024 * 1024,
+      checkpointBytes: 1024 * 1024,
       eventBatch: 64,
       eventPageMax: 256,
       eventPageDefault: 100,

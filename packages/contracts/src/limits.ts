@@ -11,7 +11,7 @@ export const LIMITS = Object.freeze({
   jobInputBytes: 262_144,
   /** A job's result (canonical JSON bytes): 1 MiB. */
   resultBytes: 1_048_576,
-  /** A checkpoint, canonical JSON. */
+  /** A checkpoint (canonical JSON bytes): 1 MiB, like a result. */
   checkpointBytes: 1_048_576,
   /** Events in one AppendEvents call. */
   eventBatch: 64,
