@@ -2,6 +2,7 @@
 // Figures are medians and ratios from one run; these machines are shared
 // and noisy, so compare rows of the same run, not runs.
 import { benchAdmission } from './admission.mjs';
+import { benchJournal } from './journal.mjs';
 
-const rows = [...(await benchAdmission())];
+const rows = [...(await benchAdmission()), ...(await benchJournal())];
 console.table(rows);
