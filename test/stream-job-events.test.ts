@@ -63,7 +63,12 @@ async function nextFrame(frames: AsyncIterator<StreamJobEventsResponse>, timeout
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const left = deadline - performance.now();
-    const next = await Promise.race([frames.next(), sleep(left).then(() => 'timeout' as const)]);
+    const timer = new AbortController();
+    const next = await Promise.race([
+      frames.next(),
+      sleep(left, 'timeout' as const, { signal: timer.signal }).catch(() => 'timeout' as const),
+    ]);
+    timer.abort();
     if (next === 'timeout') throw new Error(`no frame within ${timeoutMs} ms`);
     if (next.done === true) return undefined;
     if (next.value.frame.case !== 'heartbeat') return next.value;
@@ -254,50 +259,48 @@ describe('StreamJobEvents', () => {
     const events = eventsAt(0);
     const subscribers = jobIds.map((jobId) => follow(events, jobId));
 
-    // Interleaved writers through state replica 1: 16 at a time, each step one
-    // transaction of 1..5 events for a random job that still has steps left,
-    // and each job's last step its terminal transition.
-    // One write per job at a time, so that each job's terminal transition is
-    // its last.
-    const steps = new Map(jobIds.map((jobId) => [jobId, 6 + Math.floor(Math.random() * 5)]));
+    // The disruptions, one after another, while every subscriber is live.
+    let eventsDuringStateRestart: ServiceProcess | undefined;
+    let disrupting = true;
+    const chaos = (async () => {
+      await sleep(500);
+      await replica('events', 0).restart();
+      await sleep(700);
+      eventsDuringStateRestart = replica('events', 0);
+      await replica('state', 0).restart();
+      await sleep(2_000);
+      await replica('events', 0).kill();
+      await replica('events', 0).restart();
+      await sleep(500);
+    })().finally(() => (disrupting = false));
+
+    // Interleaved writers through state replica 1, 16 at a time, one write
+    // per job at a time: transactions of 1..5 events for random jobs for as
+    // long as the disruptions last (at least 3 per job), then each job's
+    // terminal transition.
+    const appended = new Map(jobIds.map((jobId) => [jobId, 0]));
     const busy = new Set<string>();
     const writing = Promise.all(
       Array.from({ length: 16 }, async () => {
         for (;;) {
-          const waiting = [...steps.entries()].filter(([jobId, left]) => left > 0 && !busy.has(jobId));
-          if (waiting.length === 0) {
-            if (steps.size === 0) return;
+          const candidates = [...appended.entries()].filter(([jobId, count]) => !busy.has(jobId) && (disrupting || count < 3));
+          if (candidates.length === 0) {
+            if (!disrupting && [...appended.values()].every((count) => count >= 3)) return;
             await sleep(5);
             continue;
           }
-          const [jobId, left] = waiting[Math.floor(Math.random() * waiting.length)]!;
+          const [jobId, count] = candidates[Math.floor(Math.random() * candidates.length)]!;
           busy.add(jobId);
-          await writer.retrying(() => (left === 1 ? writer.cancel(jobId) : writer.append(jobId, 1 + Math.floor(Math.random() * 5))));
+          await writer.retrying(() => writer.append(jobId, 1 + Math.floor(Math.random() * 5)));
+          appended.set(jobId, count + 1);
           busy.delete(jobId);
-          if (left === 1) steps.delete(jobId);
-          else steps.set(jobId, left - 1);
-          await sleep(Math.random() * 100);
         }
       }),
     );
-    const t0 = performance.now();
-    const chaos = (async () => {
-      await sleep(700);
-      await replica('events', 0).restart();
-      console.info('events restarted', performance.now() - t0);
-      await sleep(700);
-      await replica('state', 0).restart();
-      console.info('state restarted', performance.now() - t0);
-      await sleep(700);
-      await replica('events', 0).kill();
-      await replica('events', 0).restart();
-      console.info('events killed and restarted', performance.now() - t0);
-    })();
-    void writing.then(() => console.info('writing done', performance.now() - t0));
-    void chaos.then(() => console.info('chaos done', performance.now() - t0));
     await Promise.all([writing, chaos]);
-    let done = 0;
-    subscribers.forEach((s) => void s.then(() => { done++; if (done % 20 === 0) console.info('subscribers done', done, performance.now() - t0); }));
+    for (let chunk = 0; chunk < JOBS; chunk += 20) {
+      await Promise.all(jobIds.slice(chunk, chunk + 20).map((jobId) => writer.retrying(() => writer.cancel(jobId))));
+    }
     const outcomes = await Promise.all(subscribers);
 
     const totals = { cancels: 0, cutOff: 0, events: 0 };
@@ -310,6 +313,18 @@ describe('StreamJobEvents', () => {
       totals.cutOff += outcome.cutOff;
       totals.events += outcome.received.length;
     }
+    // The state restart cut the events service's WatchJob streams, which it
+    // reopened, and no subscriber noticed: no stream of the events process
+    // that lived through it failed.
+    const reopened = logLines(eventsDuringStateRestart!)
+      .filter((line) => line['msg'] === 'subscribers')
+      .map((line) => Number(line['upstream_reopened_total']));
+    expect(Math.max(0, ...reopened)).toBeGreaterThan(JOBS / 2);
+    const streamOutcomes = logLines(eventsDuringStateRestart!)
+      .filter((line) => line['msg'] === 'rpc' && line['rpc'] === '/docket.events.v1.EventService/StreamJobEvents')
+      .map((line) => line['code']);
+    expect(streamOutcomes.length).toBeGreaterThan(0);
+    expect(streamOutcomes.filter((code) => code !== 'ok' && code !== 'canceled')).toEqual([]);
     // The disruptions really happened to these subscribers.
     expect(totals.cancels).toBeGreaterThan(50);
     expect(totals.cutOff).toBeGreaterThanOrEqual(JOBS);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { create, type JsonObject, type MessageInitShape } from '@bufbuild/protobuf';
 import type { Timestamp } from '@bufbuild/protobuf/wkt';
 import type { Client } from '@connectrpc/connect';
-import type pg from 'pg';
+import pg from 'pg';
 import { AdmissionService, SubmitJobRequestSchema } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import type { LostAttemptPolicy, RetryPolicySchema } from '@docket/proto/docket/common/v1/retry_policy_pb.js';
 import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
@@ -12,7 +12,6 @@ import type { DocketCluster } from './cluster.js';
 import { readWholeJournal } from './job-writer.js';
 import { newIdempotencyKey } from './keys.js';
 import { RawWorker } from './raw-worker.js';
-import { openSql } from './sql.js';
 
 /** A job row as the execution tests read it. */
 export interface JobRow {
@@ -65,8 +64,8 @@ export function freshQueue(label: string): string {
 }
 
 /**
- * What the execution tests share: a cluster, one job owner, a direct SQL
- * connection for what the API does not show (attempts, leases), and raw
+ * What the execution tests share: a cluster, one job owner, direct SQL
+ * connections for what the API does not show (attempts, leases), and raw
  * worker processes, all closed by {@link close}.
  */
 export class ExecutionHarness {
@@ -74,7 +73,7 @@ export class ExecutionHarness {
 
   private constructor(
     readonly cluster: DocketCluster,
-    readonly sql: pg.Client,
+    readonly sql: pg.Pool,
     readonly owner: string,
     readonly ownerToken: string,
     readonly workerToken: string,
@@ -85,7 +84,7 @@ export class ExecutionHarness {
   static async open(cluster: DocketCluster, owner = 'execution-owner'): Promise<ExecutionHarness> {
     const ownerToken = await cluster.tokenFor(owner, 'user');
     const workerToken = await cluster.tokenFor(`worker-${owner}`, 'worker');
-    const sql = await openSql(cluster.databaseUrl);
+    const sql = new pg.Pool({ connectionString: cluster.databaseUrl, max: 4 });
     return new ExecutionHarness(cluster, sql, owner, ownerToken, workerToken, clientFor(AdmissionService, cluster.admission.url, ownerToken));
   }
 

@@ -108,7 +108,7 @@ export class RawWorker {
     const json = toJson(desc.input, create(desc.input, request as never));
     this.#child.stdin!.write(`${JSON.stringify({ id, method, request: json, timeoutMs })}\n`);
     const answer = await answered;
-    if (!answer.ok) return answer;
+    if (!answer.ok) return { ok: false, code: answer.code, reason: answer.reason };
     return { ok: true, response: fromJson(desc.output, answer.response) as ResponseOf<M> };
   }
 
@@ -154,10 +154,12 @@ export class RawWorker {
     await this.#exited;
   }
 
-  /** Ends the process after its calls in flight are answered. */
+  /** Ends the process after its calls in flight are answered (SIGKILL if that takes over 5 s). */
   async close(): Promise<void> {
     this.#child.kill('SIGCONT');
     this.#child.stdin!.end();
+    const timer = setTimeout(() => this.#child.kill('SIGKILL'), 5_000);
     await this.#exited;
+    clearTimeout(timer);
   }
 }

@@ -2,9 +2,10 @@ import { UsageError, type CliContext, type Command } from './command.js';
 import { devCommand } from './dev-command.js';
 import { tokenCommand } from './token-command.js';
 import { verifyCommand } from './verify-command.js';
+import { workerCommand } from './worker-command.js';
 
 /** The subcommands, in the order `docket help` lists them. */
-const COMMANDS: readonly Command[] = [devCommand, tokenCommand, verifyCommand];
+const COMMANDS: readonly Command[] = [devCommand, tokenCommand, verifyCommand, workerCommand];
 
 const HELP_FLAGS = new Set(['-h', '--help']);
 

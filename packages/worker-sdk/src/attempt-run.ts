@@ -13,6 +13,7 @@ import { DocketWorkerError } from './docket-worker-error.js';
 import type { ExecutionClient } from './execution-client.js';
 import type { JobContext, JobHandler, JobResult } from './job-context.js';
 import { toJsonObject } from './json-object.js';
+import { linkedSignal } from './linked-signal.js';
 import { planOutcome, type DescribeError, type HandlerSettlement, type OutcomePlan } from './outcome-plan.js';
 import type { WorkerLogger } from './worker-logger.js';
 import type { WorkerStats } from './worker-stats.js';
@@ -107,7 +108,7 @@ export class AttemptRun {
       `claimed ${this.jobId} (attempt ${envelope.attemptNumber}, fence ${this.fence}${envelope.checkpoint ? ', from its checkpoint' : ''})`,
       { event: 'attempt.claimed', jobId: this.jobId, attemptId: this.attemptId, fence: this.fence, attemptNumber: envelope.attemptNumber, queue: envelope.queue },
     );
-    this.scheduleRenewal();
+    this.scheduleRenewal(true);
     let settlement: HandlerSettlement;
     try {
       const value: unknown = await Promise.resolve().then(() => this.env.handler(this.context()));
@@ -127,6 +128,12 @@ export class AttemptRun {
         plan.why === 'lost' ? `${this.jobId} lost (attempt ${this.attemptId} no longer holds the job)` : `${this.jobId} abandoned at shutdown (settled when its lease expires)`,
         { event: plan.why === 'lost' ? 'attempt.lost' : 'attempt.abandoned', jobId: this.jobId, attemptId: this.attemptId, fence: this.fence },
       );
+      return;
+    }
+    if (this.env.closed.aborted) {
+      this.env.logger.warn(`${this.jobId}: the handler ended after the worker stopped; its ${plan.kind} outcome is not reported`, {
+        event: 'attempt.abandoned', jobId: this.jobId, attemptId: this.attemptId, outcome: plan.kind,
+      });
       return;
     }
     await this.report(plan, false);
@@ -224,9 +231,16 @@ export class AttemptRun {
     else if (pauseRequested) this.requestStop('pause');
   }
 
-  private scheduleRenewal(): void {
+  /**
+   * Arms the next renewal `renewIntervalMs` from now. The first one comes up
+   * to a quarter earlier, at random, so that attempts claimed together (one
+   * ClaimJobs returns up to 100) do not renew in lockstep forever; later
+   * ones follow each completed renewal, which keeps them spread.
+   */
+  private scheduleRenewal(first = false): void {
     if (this.ended.signal.aborted) return;
-    this.renewTimer = setTimeout(() => void this.renew(), this.env.renewIntervalMs);
+    const interval = first ? this.env.renewIntervalMs * (1 - Math.random() / 4) : this.env.renewIntervalMs;
+    this.renewTimer = setTimeout(() => void this.renew(), interval);
   }
 
   private stopRenewing(): void {
@@ -251,10 +265,10 @@ export class AttemptRun {
         () => {
           sentAt = Date.now();
           const remaining = Math.max(1, this.leaseDeadline - sentAt);
-          return this.env.client.renewAttempt(
-            { attempt: this.ref, operationId },
-            { timeoutMs: Math.min(this.env.callTimeoutMs, remaining), signal: this.ended.signal },
-          );
+          const linked = linkedSignal(this.ended.signal);
+          return this.env.client
+            .renewAttempt({ attempt: this.ref, operationId }, { timeoutMs: Math.min(this.env.callTimeoutMs, remaining), signal: linked.signal })
+            .finally(linked.dispose);
         },
         {
           schedule: RENEW_RETRIES,

@@ -6,6 +6,7 @@ import type { AbortKind } from './abort-reason.js';
 import { AttemptRun, type AttemptEnvironment } from './attempt-run.js';
 import { callWithRetry, type RetrySchedule } from './call-retry.js';
 import { delay } from './delay.js';
+import { linkedSignal } from './linked-signal.js';
 import { DocketWorkerError } from './docket-worker-error.js';
 import { connectExecution, type ExecutionConnection } from './execution-client.js';
 import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './worker-options.js';
@@ -158,6 +159,7 @@ class DocketWorker implements Worker {
       return Promise.reject(DocketWorkerError.local('WORKER_STATE', `start() on a worker that is ${this.currentState}`));
     }
     this.currentState = 'starting';
+    if (this.options.handleSignals) this.installSignalHandlers();
     this.starting = this.register();
     return this.starting;
   }
@@ -203,7 +205,6 @@ class DocketWorker implements Worker {
       `registered ${name} (incarnation ${this.registered.incarnation}, generation ${this.registered.generation}, lease ${this.registered.leaseMs} ms) on ${queues.join(', ')} with concurrency ${concurrency}`,
       { event: 'worker.registered', incarnation: this.registered.incarnation, generation: this.registered.generation, leaseMs: this.registered.leaseMs },
     );
-    if (this.options.handleSignals) this.installSignalHandlers();
     this.loop = this.claimLoop();
   }
 
@@ -225,7 +226,10 @@ class DocketWorker implements Worker {
       let assignments: Assignment[];
       try {
         const response = await callWithRetry(
-          () => client.claimJobs(request, { timeoutMs: claimWaitMs + callTimeoutMs, signal: this.claimStop.signal }),
+          () => {
+            const linked = linkedSignal(this.claimStop.signal);
+            return client.claimJobs(request, { timeoutMs: claimWaitMs + callTimeoutMs, signal: linked.signal }).finally(linked.dispose);
+          },
           {
             schedule: CLAIM_RETRIES,
             signal: this.claimStop.signal,
@@ -281,11 +285,14 @@ class DocketWorker implements Worker {
       this.attempts.add(run);
       this.stats.claimed++;
       this.stats.maxRunning = Math.max(this.stats.maxRunning, this.attempts.size);
-      const finished = run.run().finally(() => {
-        this.attempts.delete(run);
-        this.attemptDone.delete(run);
-        for (const wake of this.slotWaiters) wake();
-      });
+      const finished = run
+        .run()
+        .catch((error: unknown) => this.logger.error(`${run.jobId}: the attempt ended unexpectedly`, { event: 'attempt.crashed', jobId: run.jobId, error }))
+        .finally(() => {
+          this.attempts.delete(run);
+          this.attemptDone.delete(run);
+          for (const wake of this.slotWaiters) wake();
+        });
       this.attemptDone.set(run, finished);
     }
   }

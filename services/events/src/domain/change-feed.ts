@@ -106,6 +106,7 @@ class ChangeFeedSubscription {
           if (this.#upstream.broken) {
             await this.#upstream.close();
             this.#upstream = await this.#watch();
+            this.deps.gauge.reopened();
           }
           readNeeded = true;
           break;

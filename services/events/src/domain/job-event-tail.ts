@@ -116,6 +116,7 @@ class JobEventTail {
           if (this.#upstream.broken) {
             await this.#upstream.close();
             this.#upstream = await this.#watch();
+            this.deps.gauge.reopened();
           }
           readNeeded = true;
           break;
