@@ -1,6 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import type { ConnectRouter } from '@connectrpc/connect';
+import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
+import { drainSignalOf } from '@docket/service-kit';
 import type { Kysely } from 'kysely';
 import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import {
@@ -77,7 +78,7 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
         return create(ReadJobEventsResponseSchema, { ...page, status: JobStatus[page.status] });
       },
       async *watchJob(request, ctx) {
-        const signals = watchJobSignals(deps.db, deps.changes, viewerOf(request.caller), parseJobId(request.jobId), ctx.signal);
+        const signals = watchJobSignals(deps.db, deps.changes, viewerOf(request.caller), parseJobId(request.jobId), untilDrainOrCancel(ctx));
         let last: { latestSequence: bigint; status: JobStatus } | undefined;
         for await (const signal of signals) {
           if ('head' in signal) {
@@ -106,7 +107,7 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
         });
       },
       async *watchChanges(_request, ctx) {
-        for await (const _tick of watchChangeTicks(deps.changes, ctx.signal)) yield create(WatchChangesResponseSchema, {});
+        for await (const _tick of watchChangeTicks(deps.changes, untilDrainOrCancel(ctx))) yield create(WatchChangesResponseSchema, {});
       },
       async changeJob(request) {
         const outcome = await changeJob(deps.db, parseChangeJobRequest(request));
@@ -128,4 +129,14 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
       },
     });
   };
+}
+
+/**
+ * Live streams end when the caller goes away or when this server starts
+ * draining: they return normally, so the caller sees the stream end and
+ * reconnects (to another replica, or this one restarted) at once instead
+ * of waiting out the grace period.
+ */
+function untilDrainOrCancel(ctx: HandlerContext): AbortSignal {
+  return AbortSignal.any([ctx.signal, drainSignalOf(ctx)]);
 }
