@@ -108,13 +108,16 @@ async function eventTypes(jobId: string): Promise<string[]> {
   return page.events.map((event) => event.type);
 }
 
+/** Resolves after `ms`, or at once when `signal` aborts. */
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
+    const done = (): void => {
       clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
       resolve();
-    });
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
   });
 }
 

@@ -3,7 +3,7 @@ import { create, type JsonObject, type MessageInitShape } from '@bufbuild/protob
 import type { Timestamp } from '@bufbuild/protobuf/wkt';
 import type { Client } from '@connectrpc/connect';
 import pg from 'pg';
-import { AdmissionService, SubmitJobRequestSchema } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import { AdmissionService, SubmitJobRequestSchema, type SubmitJobRequest } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import type { LostAttemptPolicy, RetryPolicySchema } from '@docket/proto/docket/common/v1/retry_policy_pb.js';
 import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
 import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
@@ -88,11 +88,14 @@ export class ExecutionHarness {
     return new ExecutionHarness(cluster, sql, owner, ownerToken, workerToken, clientFor(AdmissionService, cluster.admission.url, ownerToken));
   }
 
-  /** Submits a job through admission (fresh key unless given) and returns it as admitted. */
-  async submit(request: SubmitInit): Promise<Job> {
-    const { job } = await this.admission.submitJob(
-      create(SubmitJobRequestSchema, { idempotencyKey: newIdempotencyKey('exec'), input: {}, ...request }),
-    );
+  /** The SubmitJob request for `init`: a fresh key unless one is given, an empty input unless one is given. */
+  submitRequest(init: SubmitInit): SubmitJobRequest {
+    return create(SubmitJobRequestSchema, { idempotencyKey: newIdempotencyKey('exec'), input: {}, ...init });
+  }
+
+  /** Submits a job through admission and returns it as admitted. */
+  async submit(init: SubmitInit): Promise<Job> {
+    const { job } = await this.admission.submitJob(this.submitRequest(init));
     if (!job) throw new Error('SubmitJob answered without a job');
     return job;
   }

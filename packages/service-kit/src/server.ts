@@ -124,7 +124,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
   });
-  h2.on('sessionError', (error) => logger.warn('http2 session error', { error_code: errorCode(error) }));
+  // A peer that goes away mid-session (a worker exiting, a client killed)
+  // is routine: note it, do not warn about it.
+  h2.on('sessionError', (error) => {
+    const code = errorCode(error);
+    const routine = code === 'ECONNRESET' || code === 'EPIPE' || code === 'ERR_HTTP2_SESSION_ERROR';
+    (routine ? logger.info : logger.warn).call(logger, 'http2 session error', { error_code: code });
+  });
   const h1 = http.createServer(handler);
   h1.on('clientError', (_error, socket) => socket.destroy());
 

@@ -12,8 +12,8 @@ import { callerOf } from './caller.js';
 import type { EventDependencies, StreamSignals } from './event-dependencies.js';
 import { parseFeedFilter } from './feed-filter.js';
 import { retryTransient } from './transient-failure.js';
-import { openUpstreamSignals, type UpstreamSignals } from './upstream-signals.js';
-import { WakeSignal } from './wake-signal.js';
+import { SubscriberSession } from './subscriber-session.js';
+import { UpstreamLink } from './upstream-link.js';
 
 /** Feed entries examined per ReadJobChanges call. */
 const FEED_BATCH = 256;
@@ -41,8 +41,8 @@ const HELD_BACK_RECHECK_MS = 200;
  * An absent, invalid, expired or foreign cursor is not an error: the first
  * frame is `resync_required` with a cursor at the current head, and the
  * stream continues from there. A broken WatchChanges stream (state
- * restart) is reopened transparently and the feed re-read after the
- * stream's position.
+ * restart) is reopened in the background while heartbeats continue, and
+ * the feed re-read after the stream's position once it is back.
  */
 export async function* watchJobs(
   deps: EventDependencies,
@@ -64,11 +64,8 @@ export async function* watchJobs(
 /** One subscriber's walk along the change feed. */
 class ChangeFeedSubscription {
   #position: FeedCursorPosition | undefined;
-  #upstream: UpstreamSignals<WatchChangesResponse> | undefined;
-  #lastFrameAt = performance.now();
-  readonly #wake = new WakeSignal();
-  readonly #stop = new AbortController();
-  readonly #onStop = (): void => this.#stop.abort();
+  readonly #session: SubscriberSession;
+  readonly #link: UpstreamLink<WatchChangesResponse>;
 
   constructor(
     private readonly deps: EventDependencies,
@@ -76,20 +73,23 @@ class ChangeFeedSubscription {
     private readonly binding: FeedCursorBinding,
     private readonly signals: StreamSignals,
   ) {
-    for (const signal of [signals.signal, signals.drain]) {
-      if (signal.aborted) this.#stop.abort();
-      signal.addEventListener('abort', this.#onStop, { once: true });
-    }
+    this.#session = new SubscriberSession(signals, deps.heartbeatMs);
+    this.#link = new UpstreamLink({
+      open: (signal) => deps.state.watchChanges({}, { signal }),
+      onFrame: () => this.#session.wake.ring(),
+      onChange: () => this.#session.wake.ring(),
+      subscriber: signals.signal,
+      gauge: deps.gauge,
+    });
   }
 
   async *run(cursor: string): AsyncGenerator<WatchJobsResponse, void, undefined> {
-    this.#upstream = await this.#watch();
+    await this.#link.attach();
     const opened = this.deps.cursors.open(cursor, this.binding);
     if (opened.ok) {
       this.#position = opened.position;
     } else {
-      const head = await this.#read(undefined, 1);
-      this.#position = head.position;
+      this.#position = (await this.#read(undefined, 1)).position;
       yield this.#sent({ case: 'resyncRequired', value: { reason: ResyncReason[opened.refusal] } });
     }
     let readNeeded = true;
@@ -99,48 +99,30 @@ class ChangeFeedSubscription {
         readNeeded = false;
         heldBack = yield* this.#catchUp();
       }
-      const heartbeatInMs = this.deps.heartbeatMs - (performance.now() - this.#lastFrameAt);
-      const timeoutMs = heldBack ? Math.min(HELD_BACK_RECHECK_MS, heartbeatInMs) : heartbeatInMs;
-      switch (await this.#wake.wait(timeoutMs, this.#stop.signal)) {
+      switch (await this.#session.next(heldBack ? HELD_BACK_RECHECK_MS : undefined)) {
         case 'rung':
-          if (this.#upstream.broken) {
-            await this.#upstream.close();
-            this.#upstream = await this.#watch();
-            this.deps.gauge.reopened();
-          }
-          readNeeded = true;
+          readNeeded = this.#link.attached();
           break;
-        case 'timeout':
-          readNeeded = heldBack;
-          if (performance.now() - this.#lastFrameAt >= this.deps.heartbeatMs) {
-            yield this.#sent({ case: 'heartbeat', value: {} });
-          }
+        case 'heartbeat':
+          yield this.#sent({ case: 'heartbeat', value: {} });
+          readNeeded = heldBack && this.#link.attached();
           break;
-        case 'aborted':
-          if (!this.signals.signal.aborted) yield this.#sent({ case: 'heartbeat', value: {} });
+        case 'recheck':
+          readNeeded = heldBack && this.#link.attached();
+          break;
+        case 'drain':
+          yield this.#sent({ case: 'heartbeat', value: {} });
+          return;
+        case 'cancelled':
           return;
       }
     }
   }
 
-  /** Releases the WatchChanges stream and every listener. */
+  /** Releases the WatchChanges stream, any reattach in progress and every listener. */
   async close(): Promise<void> {
-    for (const signal of [this.signals.signal, this.signals.drain]) signal.removeEventListener('abort', this.#onStop);
-    this.#stop.abort();
-    await this.#upstream?.close();
-  }
-
-  #watch(): Promise<UpstreamSignals<WatchChangesResponse>> {
-    return retryTransient(
-      () =>
-        openUpstreamSignals(
-          (signal) => this.deps.state.watchChanges({}, { signal }),
-          { onFrame: () => this.#wake.ring(), onBroken: () => this.#wake.ring() },
-          this.signals.signal,
-          this.deps.gauge,
-        ),
-      this.signals.signal,
-    );
+    this.#session.close();
+    await this.#link.close();
   }
 
   /**
@@ -150,7 +132,7 @@ class ChangeFeedSubscription {
    */
   async *#catchUp(): AsyncGenerator<WatchJobsResponse, boolean, undefined> {
     for (;;) {
-      if (this.#stop.signal.aborted) return false;
+      if (this.#session.stopping) return false;
       const before = this.#position;
       const batch = await this.#read(before, FEED_BATCH);
       for (const change of batch.changes) {
@@ -168,14 +150,23 @@ class ChangeFeedSubscription {
   #read(after: FeedCursorPosition | undefined, limit: number): Promise<ReadJobChangesResponse> {
     const filter = { statuses: [...this.binding.filter.statuses], queue: this.binding.filter.queue };
     return retryTransient(
-      () => this.deps.state.readJobChanges({ caller: this.caller, after: after ? { transactionId: after.transactionId, entryId: after.entryId } : undefined, filter, limit }, { signal: this.signals.signal }),
+      () =>
+        this.deps.state.readJobChanges(
+          {
+            caller: this.caller,
+            after: after ? { transactionId: after.transactionId, entryId: after.entryId } : undefined,
+            filter,
+            limit,
+          },
+          { signal: this.signals.signal },
+        ),
       this.signals.signal,
     );
   }
 
   /** A frame carrying the cursor that resumes right after the current position. */
   #sent(frame: MessageInitShape<typeof WatchJobsResponseSchema>['frame']): WatchJobsResponse {
-    this.#lastFrameAt = performance.now();
+    this.#session.sent();
     const cursor = this.#position ? this.deps.cursors.seal(this.#position, this.binding) : '';
     return create(WatchJobsResponseSchema, { cursor, frame });
   }

@@ -15,8 +15,8 @@ import type { EventDependencies, StreamSignals } from './event-dependencies.js';
 import { parseJobPosition } from './job-position.js';
 import { isTerminalStatus } from './terminal-status.js';
 import { retryTransient } from './transient-failure.js';
-import { openUpstreamSignals, type UpstreamSignals } from './upstream-signals.js';
-import { WakeSignal } from './wake-signal.js';
+import { SubscriberSession } from './subscriber-session.js';
+import { UpstreamLink } from './upstream-link.js';
 
 /**
  * StreamJobEvents: a job's journal after `after_sequence`, backlog first,
@@ -34,10 +34,11 @@ import { WakeSignal } from './wake-signal.js';
  * from a signal, so none is sent twice or out of order.
  *
  * If the WatchJob stream breaks (a state-service restart), it is reopened
- * transparently with backoff and the journal re-read after the last sent
- * sequence; the subscriber notices nothing. If state stays away longer than
- * the retry budget, the stream fails UNAVAILABLE and the client resumes
- * with its last sequence.
+ * in the background with backoff while heartbeats continue, and the
+ * journal is re-read after the last sent sequence once it is back: the
+ * subscriber notices nothing. If state stays away longer than the retry
+ * budget (30 s), the stream fails UNAVAILABLE and the client resumes with
+ * its last sequence.
  *
  * Memory per subscriber is bounded whatever the commit rate or the client's
  * speed: one read in flight (at most 256 events), one coalesced "read
@@ -70,14 +71,10 @@ interface JournalHead {
 class JobEventTail {
   /** The last sequence sent (or the starting cursor). */
   #cursor: bigint;
-  #upstream: UpstreamSignals<WatchJobResponse> | undefined;
   /** The latest progress report not yet sent; older ones are superseded. */
   #progress: Progress | undefined;
-  #lastFrameAt = performance.now();
-  readonly #wake = new WakeSignal();
-  /** Aborts on client cancel or server drain: ends every wait. */
-  readonly #stop = new AbortController();
-  readonly #onStop = (): void => this.#stop.abort();
+  readonly #session: SubscriberSession;
+  readonly #link: UpstreamLink<WatchJobResponse>;
 
   constructor(
     private readonly deps: EventDependencies,
@@ -87,14 +84,21 @@ class JobEventTail {
     private readonly signals: StreamSignals,
   ) {
     this.#cursor = afterSequence;
-    for (const signal of [signals.signal, signals.drain]) {
-      if (signal.aborted) this.#stop.abort();
-      signal.addEventListener('abort', this.#onStop, { once: true });
-    }
+    this.#session = new SubscriberSession(signals, deps.heartbeatMs);
+    this.#link = new UpstreamLink({
+      open: (signal) => deps.state.watchJob({ caller, jobId }, { signal }),
+      onFrame: (frame) => {
+        if (frame.progress) this.#progress = frame.progress;
+        this.#session.wake.ring();
+      },
+      onChange: () => this.#session.wake.ring(),
+      subscriber: signals.signal,
+      gauge: deps.gauge,
+    });
   }
 
   async *run(): AsyncGenerator<StreamJobEventsResponse, void, undefined> {
-    this.#upstream = await this.#watch();
+    await this.#link.attach();
     let readNeeded = true;
     for (;;) {
       if (readNeeded) {
@@ -110,63 +114,39 @@ class JobEventTail {
         this.#progress = undefined;
         yield this.#sent({ case: 'progress', value: progress });
       }
-      const silentMs = performance.now() - this.#lastFrameAt;
-      switch (await this.#wake.wait(this.deps.heartbeatMs - silentMs, this.#stop.signal)) {
+      switch (await this.#session.next()) {
         case 'rung':
-          if (this.#upstream.broken) {
-            await this.#upstream.close();
-            this.#upstream = await this.#watch();
-            this.deps.gauge.reopened();
-          }
-          readNeeded = true;
+          readNeeded = this.#link.attached();
           break;
-        case 'timeout':
+        case 'heartbeat':
           yield this.#sent({ case: 'heartbeat', value: {} });
           break;
-        case 'aborted':
-          // Drain: a final frame, then a clean close without `end`, which
-          // tells the client to resume. A cancelled client gets nothing.
-          if (!this.signals.signal.aborted) yield this.#sent({ case: 'heartbeat', value: {} });
+        case 'recheck':
+          break;
+        case 'drain':
+          // A final frame, then a clean close without `end`: the client resumes.
+          yield this.#sent({ case: 'heartbeat', value: {} });
+          return;
+        case 'cancelled':
           return;
       }
     }
   }
 
-  /** Releases the upstream stream and every listener; waits until the upstream is no longer read. */
+  /** Releases the state stream, any reattach in progress and every listener. */
   async close(): Promise<void> {
-    for (const signal of [this.signals.signal, this.signals.drain]) signal.removeEventListener('abort', this.#onStop);
-    this.#stop.abort();
-    await this.#upstream?.close();
-  }
-
-  /** Opens WatchJob (retrying while state is unreachable) and wires its frames to the wake signal. */
-  #watch(): Promise<UpstreamSignals<WatchJobResponse>> {
-    return retryTransient(
-      () =>
-        openUpstreamSignals(
-          (signal) => this.deps.state.watchJob({ caller: this.caller, jobId: this.jobId }, { signal }),
-          {
-            onFrame: (frame) => {
-              if (frame.progress) this.#progress = frame.progress;
-              this.#wake.ring();
-            },
-            onBroken: () => this.#wake.ring(),
-          },
-          this.signals.signal,
-          this.deps.gauge,
-        ),
-      this.signals.signal,
-    );
+    this.#session.close();
+    await this.#link.close();
   }
 
   /**
    * Reads and sends every event after the cursor, one page (one read) at a
-   * time; returns the head the last read reported, or undefined when a
-   * drain interrupted it.
+   * time; returns the head the last read reported, or undefined when the
+   * stream is stopping.
    */
   async *#catchUp(): AsyncGenerator<StreamJobEventsResponse, JournalHead | undefined, undefined> {
     for (;;) {
-      if (this.#stop.signal.aborted) return undefined;
+      if (this.#session.stopping) return undefined;
       const page = await retryTransient(
         () =>
           this.deps.state.readJobEvents(
@@ -188,7 +168,7 @@ class JobEventTail {
   }
 
   #sent(frame: StreamJobEventsResponseFrame): StreamJobEventsResponse {
-    this.#lastFrameAt = performance.now();
+    this.#session.sent();
     return create(StreamJobEventsResponseSchema, { frame });
   }
 }

@@ -43,23 +43,23 @@ export async function openUpstreamSignals<T>(
   const controller = new AbortController();
   const cancel = (): void => controller.abort();
   subscriber.addEventListener('abort', cancel, { once: true });
+  if (subscriber.aborted) cancel();
+
+  const frames = open(controller.signal)[Symbol.asyncIterator]();
+  let first: IteratorResult<T>;
+  try {
+    first = await frames.next();
+    if (first.done === true) throw new ConnectError('state stream ended before its first frame', Code.Unavailable);
+  } catch (error) {
+    cancel();
+    subscriber.removeEventListener('abort', cancel);
+    throw error;
+  }
   gauge.opened('upstream_streams');
   const release = (): void => {
     subscriber.removeEventListener('abort', cancel);
     gauge.closed('upstream_streams');
   };
-
-  const frames = open(controller.signal)[Symbol.asyncIterator]();
-  let first: IteratorResult<T>;
-  try {
-    if (subscriber.aborted) cancel();
-    first = await frames.next();
-    if (first.done === true) throw new ConnectError('state stream ended before its first frame', Code.Unavailable);
-  } catch (error) {
-    cancel();
-    release();
-    throw error;
-  }
 
   let broken = false;
   const pumped = (async () => {

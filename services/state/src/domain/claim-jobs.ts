@@ -11,7 +11,7 @@ import {
   type ClaimJobsResponse,
 } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { insertAttempt } from '../db/queries/attempts.js';
-import { countHeldJobs, lockClaimableJobs, lockQueueCapacity } from '../db/queries/claims.js';
+import { countHeldJobs, lockClaimableJobs, lockQueueCapacity, nextRunAfter } from '../db/queries/claims.js';
 import { transactionNow } from '../db/queries/clock.js';
 import type { JobRow } from '../db/queries/jobs.js';
 import { lockIncarnation, type IncarnationRow } from '../db/queries/workers.js';
@@ -42,13 +42,13 @@ export async function claimJobs(
   settings: ExecutionSettings,
   subject: string,
   request: ClaimJobsRequest,
-): Promise<ClaimJobsResponse> {
+): Promise<ClaimOutcome> {
   if (request.maxJobs < 0) throw invalidField('max_jobs', 'must not be negative');
   return db.transaction().execute(async (tx) => {
     const now = await transactionNow(tx);
     const incarnation = await lockIncarnation(tx, subject, request.workerIncarnation);
     if (!incarnation || incarnation.superseded_at !== null) throw staleIncarnation();
-    return runWorkerOperation(
+    const response = await runWorkerOperation(
       tx,
       {
         incarnation: incarnation.id,
@@ -78,9 +78,18 @@ export async function claimJobs(
         }
         return create(ClaimJobsResponseSchema, { assignments });
       },
-      (response) => response.assignments.length > 0,
+      (claimed) => claimed.assignments.length > 0,
     );
+    const nextClaimableAt =
+      response.assignments.length === 0 ? await nextRunAfter(tx, claimQueues(incarnation, request.queues)) : undefined;
+    return { response, nextClaimableAt };
   });
+}
+
+/** A claim's answer, and for an empty one when a job becomes claimable by time alone. */
+export interface ClaimOutcome {
+  readonly response: ClaimJobsResponse;
+  readonly nextClaimableAt: Date | undefined;
 }
 
 function claimQueues(incarnation: IncarnationRow, requested: readonly string[]): string[] {

@@ -1,4 +1,5 @@
 import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { Kysely } from 'kysely';
 import { invalidField } from '@docket/contracts';
 import {
@@ -26,8 +27,13 @@ export async function handleWorkerCall(
   switch (request.case) {
     case 'registerWorker':
       return create(HandleWorkerCallResponseSchema, { response: { case: 'registerWorker', value: await registerWorker(db, settings, subject, request.value) } });
-    case 'claimJobs':
-      return create(HandleWorkerCallResponseSchema, { response: { case: 'claimJobs', value: await claimJobs(db, settings, subject, request.value) } });
+    case 'claimJobs': {
+      const claimed = await claimJobs(db, settings, subject, request.value);
+      return create(HandleWorkerCallResponseSchema, {
+        response: { case: 'claimJobs', value: claimed.response },
+        nextClaimableAt: claimed.nextClaimableAt ? timestampFromDate(claimed.nextClaimableAt) : undefined,
+      });
+    }
     case 'renewAttempt':
       return create(HandleWorkerCallResponseSchema, { response: { case: 'renewAttempt', value: await renewAttempt(db, settings, subject, request.value) } });
     case 'reportProgress':

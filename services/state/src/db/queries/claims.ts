@@ -93,3 +93,22 @@ export async function lockJobsHeldBy(db: Queryable, incarnations: readonly strin
     .forUpdate()
     .execute();
 }
+
+/**
+ * The earliest future `run_after` among queued jobs of `queues`.
+ *
+ * ```sql
+ * select min(run_after) from jobs where status = 'QUEUED' and queue = any($1) and run_after > now()
+ * ```
+ */
+export async function nextRunAfter(db: Queryable, queues: readonly string[]): Promise<Date | undefined> {
+  if (queues.length === 0) return undefined;
+  const row = await db
+    .selectFrom('jobs')
+    .select((eb) => eb.fn.min<Date | null>('run_after').as('due'))
+    .where('status', '=', 'QUEUED')
+    .where('queue', 'in', [...queues])
+    .where('run_after', '>', sql<Date>`now()`)
+    .executeTakeFirst();
+  return row?.due ?? undefined;
+}

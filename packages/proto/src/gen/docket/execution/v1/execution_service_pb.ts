@@ -525,8 +525,9 @@ export const AppendEventsRequestSchema: GenMessage<AppendEventsRequest> = /*@__P
  */
 export type WorkerEvent = Message<"docket.execution.v1.WorkerEvent"> & {
   /**
-   * The event type: `worker.` followed by 1 to 120 characters of
-   * [A-Za-z0-9._-]. Other prefixes are reserved for the service.
+   * The event type: `worker.` followed by dotted lowercase names
+   * (`^worker(\.[a-z0-9_-]+)+$`, at most 128 characters in all), for
+   * example `worker.step_done`. Other prefixes are reserved for the service.
    *
    * @generated from field: string type = 1;
    */

@@ -1,0 +1,50 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ServiceProcess } from './service-process.js';
+
+/**
+ * The next frame of a server stream that `wanted` accepts (skipping, say,
+ * heartbeats), or undefined when the stream ends first. Fails when none
+ * arrives within `timeoutMs`, so a test that waits for a frame that never
+ * comes fails instead of hanging.
+ */
+export async function nextWanted<T>(
+  frames: AsyncIterator<T>,
+  wanted: (frame: T) => boolean,
+  timeoutMs = 5_000,
+): Promise<T | undefined> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const timer = new AbortController();
+    const next = await Promise.race([
+      frames.next(),
+      sleep(deadline - performance.now(), 'timeout' as const, { signal: timer.signal }).catch(() => 'timeout' as const),
+    ]);
+    timer.abort();
+    if (next === 'timeout') throw new Error(`no wanted frame within ${timeoutMs} ms`);
+    if (next.done === true) return undefined;
+    if (wanted(next.value)) return next.value;
+  }
+}
+
+/** Polls `probe` every 25 ms until it returns a value; fails after `timeoutMs` naming `what`. */
+export async function eventually<T>(probe: () => T | undefined, what: string, timeoutMs = 10_000): Promise<T> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+/** The JSON log lines of a service process so far, parsed (other output skipped). */
+export function logLines(service: ServiceProcess): Record<string, unknown>[] {
+  return service.logs.flatMap((line) => {
+    try {
+      const parsed: unknown = JSON.parse(line);
+      return parsed !== null && typeof parsed === 'object' ? [parsed as Record<string, unknown>] : [];
+    } catch {
+      return [];
+    }
+  });
+}
