@@ -71,15 +71,17 @@ export async function lockIncarnation(db: Queryable, subject: string, id: string
 }
 
 /**
- * An incarnation of `subject`, read with a share lock (a registration
- * superseding it waits for the caller's transaction).
+ * An incarnation of `subject`, read without a lock: attempt-scoped calls
+ * are ordered against a superseding registration by the job row's lock
+ * (the registration settles the attempt under it), so they need not wait
+ * for claims, which lock the incarnation row.
  *
  * ```sql
- * select * from worker_incarnations where id = $1 and subject = $2 for share
+ * select * from worker_incarnations where id = $1 and subject = $2
  * ```
  */
 export async function readIncarnation(db: Queryable, subject: string, id: string): Promise<IncarnationRow | undefined> {
-  return db.selectFrom('worker_incarnations').selectAll().where('id', '=', id).where('subject', '=', subject).forShare().executeTakeFirst();
+  return db.selectFrom('worker_incarnations').selectAll().where('id', '=', id).where('subject', '=', subject).executeTakeFirst();
 }
 
 /**
