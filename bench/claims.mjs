@@ -6,9 +6,11 @@
 // Docket: one worker incarnation with max_concurrency 16 (the SDK's shape:
 // a claim loop that keeps 16 handlers busy, each reporting its outcome as
 // it finishes) and, for comparison, 16 incarnations of one handler each.
-// pg-boss: every split of 16 handlers into workers x batchSize; a pg-boss
-// worker fetches a batch, runs the handler on it, completes it, and waits
-// out its polling interval (0.5 s, the minimum) before fetching again.
+// pg-boss: 16 handlers as 16 workers x batch 1 and as 1 worker x batch 16;
+// a pg-boss worker fetches a batch, runs the handler on it, completes it,
+// and waits out its polling interval (0.5 s, the minimum) before fetching
+// again. A third pg-boss row runs 16 fetch/complete loops without that
+// pause, to show pg-boss's own database work.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient } from '@connectrpc/connect';
@@ -123,33 +125,47 @@ async function benchPgBoss(databaseUrl) {
   await sql.connect();
   const rows = [];
   try {
-    for (const [workers, batchSize] of [
-      [16, 1],
-      [4, 4],
-      [1, 16],
-    ]) {
-      const queue = `pgboss-${workers}x${batchSize}-${randomBytes(3).toString('hex')}`;
+    const timed = async (label, detail, run) => {
+      const queue = `pgboss-${randomBytes(4).toString('hex')}`;
       await boss.createQueue(queue);
       for (let offset = 0; offset < JOBS; offset += 500) {
         await boss.insert(Array.from({ length: Math.min(500, JOBS - offset) }, (_, index) => ({ name: queue, data: { index: offset + index } })));
       }
       const started = performance.now();
-      for (let index = 0; index < workers; index += 1) {
-        await boss.work(queue, { batchSize, pollingIntervalSeconds: 0.5 }, async () => {});
-      }
+      await run(queue);
       for (;;) {
         const { rows: counted } = await sql.query(`select count(*)::int as done from pgboss.job where name = $1 and state = 'completed'`, [queue]);
         if (counted[0].done >= JOBS) break;
         await sleep(20);
       }
       const elapsedMs = performance.now() - started;
-      await boss.offWork(queue);
-      rows.push({
-        name: `pg-boss 10.4 fetch+complete, ${workers} worker(s) x batch ${batchSize}`,
-        'jobs/s': Math.round((JOBS / elapsedMs) * 1000),
-        detail: `${JOBS} jobs in ${(elapsedMs / 1000).toFixed(2)} s (polling 0.5 s)`,
+      rows.push({ name: `pg-boss 10.4 ${label}`, 'jobs/s': Math.round((JOBS / elapsedMs) * 1000), detail: `${JOBS} jobs in ${(elapsedMs / 1000).toFixed(2)} s (${detail})` });
+      return queue;
+    };
+    for (const [workers, batchSize] of [
+      [16, 1],
+      [1, 16],
+    ]) {
+      const queue = await timed(`work(), ${workers} worker(s) x batch ${batchSize}`, 'polling 0.5 s, the minimum', async (name) => {
+        for (let index = 0; index < workers; index += 1) {
+          await boss.work(name, { batchSize, pollingIntervalSeconds: 0.5 }, async () => {});
+        }
       });
+      await boss.offWork(queue);
     }
+    // pg-boss's own database work without its polling pause: 16 loops that
+    // fetch one job and complete it, as fast as they can.
+    await timed(`fetch()+complete() loops, ${HANDLERS} x 1`, 'no polling pause', async (name) => {
+      await Promise.all(
+        Array.from({ length: HANDLERS }, async () => {
+          for (;;) {
+            const [job] = await boss.fetch(name, { batchSize: 1 });
+            if (!job) return;
+            await boss.complete(name, job.id);
+          }
+        }),
+      );
+    });
   } finally {
     await sql.end();
     await boss.stop({ graceful: false, wait: true, timeout: 5_000 });

@@ -5,4 +5,6 @@ import { benchAdmission } from './admission.mjs';
 import { benchJournal } from './journal.mjs';
 
 const rows = [...(await benchAdmission()), ...(await benchJournal())];
+rows.push(...(await (await import('./claims.mjs')).benchClaims()));
+rows.push(...(await (await import('./streams.mjs')).benchStreams()));
 console.table(rows);

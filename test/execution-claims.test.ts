@@ -171,6 +171,18 @@ describe('20 workers on 2 execution replicas claiming 2,000 jobs', () => {
 });
 
 describe('a claim', () => {
+  /** An execution replica whose safety re-check is a minute away, on state replica 1 (admission uses replica 0). */
+  let slowRecheck: ServiceProcess;
+
+  beforeAll(async () => {
+    const settings = { authSecret: cluster.secret, cursorSecret: cluster.cursorSecret, serviceToken: cluster.serviceToken, databaseUrl: cluster.databaseUrl };
+    slowRecheck = await startService('execution', {
+      ...serviceEnvironment('execution', settings, '127.0.0.1:0', cluster.replicas.state[1]!.url),
+      DOCKET_CLAIM_RECHECK_MS: '60000',
+      DOCKET_BACKGROUND_LOOPS: 'off',
+    });
+  });
+
   it('hands out the highest priority first, then the oldest, exactly', async () => {
     const queue = freshQueue('priority');
     const priorities = [1, 5, 5, 3, 9, 1, 5];
@@ -229,34 +241,29 @@ describe('a claim', () => {
     expect((await executionClient(0).claimJobs({ ...request, operationId: newOperationId() })).assignments).toEqual([]);
   });
 
-  it('does not take a job before its run_after, and takes it soon after', async () => {
+  it('does not take a job before its run_after, and takes it when run_after passes, woken by the state service\'s hint', async () => {
     const queue = freshQueue('run-after');
     const runAfterMs = Date.now() + 1_500;
     const job = await harness.submit({ queue, runAfter: timestampFromMs(runAfterMs) });
-    const client = executionClient(0);
+    const client = executionClient(slowRecheck);
     const incarnation = await register(client, 'run-after', [queue], 1);
     const early = await client.claimJobs({ workerIncarnation: incarnation, maxJobs: 1, operationId: newOperationId() });
     expect(early.assignments).toEqual([]);
-    // A waiting claim gets it when run_after passes, with no commit to wake
-    // it: the execution service's re-check (1 s by default) finds it.
-    const waited = await client.claimJobs({ workerIncarnation: incarnation, maxJobs: 1, wait: durationFromMs(10_000), operationId: newOperationId() });
+    // No commit happens when run_after passes, and this replica's re-check
+    // is a minute away: the claim wakes at the next_claimable_at the state
+    // service named with its empty answer.
+    const waited = await client.claimJobs({ workerIncarnation: incarnation, maxJobs: 1, wait: durationFromMs(20_000), operationId: newOperationId() });
     const answeredAt = Date.now();
     expect(waited.assignments.map((assignment) => assignment.envelope!.jobId)).toEqual([job.id]);
     const [attempt] = await harness.attempts(job.id);
     expect(attempt!.started_at.getTime()).toBeGreaterThanOrEqual(runAfterMs);
-    expect(answeredAt - runAfterMs).toBeLessThan(2_500);
+    expect(answeredAt - runAfterMs).toBeLessThan(750);
   });
 
   it('that is waiting wakes on the change stream as soon as a job is admitted, not on its re-check timer', async () => {
-    // A replica whose re-check is a minute away, on the other state
-    // replica than the admission service: only a WatchChanges tick, fanned
-    // out across state replicas by Postgres NOTIFY, can wake it in time.
-    const settings = { authSecret: cluster.secret, cursorSecret: cluster.cursorSecret, serviceToken: cluster.serviceToken, databaseUrl: cluster.databaseUrl };
-    const slowRecheck = await startService('execution', {
-      ...serviceEnvironment('execution', settings, '127.0.0.1:0', cluster.replicas.state[1]!.url),
-      DOCKET_CLAIM_RECHECK_MS: '60000',
-      DOCKET_BACKGROUND_LOOPS: 'off',
-    });
+    // The replica's re-check is a minute away and it talks to the other
+    // state replica than the admission service: only a WatchChanges tick,
+    // carried across state replicas by Postgres NOTIFY, can wake it in time.
     const queue = freshQueue('wake');
     const client = executionClient(slowRecheck);
     const incarnation = await register(client, 'waker', [queue], 1);
@@ -272,7 +279,6 @@ describe('a claim', () => {
       await client.reportOutcome({ attempt: attemptOf(assignments[0]!), operationId: newOperationId(), outcome: { case: 'success', value: {} } });
     }
     expect(Math.max(...latencies)).toBeLessThan(750);
-    await slowRecheck.stop();
   });
 
   it('that waits in vain answers with no assignments when its wait is over', async () => {

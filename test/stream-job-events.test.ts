@@ -3,10 +3,11 @@ import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
 import { EventService, type StreamJobEventsResponse } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import { clientFor, failureOf, type Protocol } from './support/clients.js';
+import { clientFor, failureOf, seenByConnect, type Protocol } from './support/clients.js';
 import { startCluster, stopAll, type DocketCluster, type ServiceProcess } from './support/cluster.js';
 import { createTestDatabase } from './support/database.js';
 import { JobWriter, readWholeJournal, submitJobs } from './support/job-writer.js';
+import { StreamReader, eventually, logLines } from './support/stream-probe.js';
 
 const HEARTBEAT_MS = 200;
 const MISSING_JOB_ID = 'job_aaaaaaaaaaaaaaaaaaaaaaaaaa';
@@ -47,6 +48,15 @@ async function collect(stream: AsyncIterable<StreamJobEventsResponse>): Promise<
   return frames;
 }
 
+/** Reads a stream frame by frame with time limits. */
+function readerOf(stream: AsyncIterable<StreamJobEventsResponse>): StreamReader<StreamJobEventsResponse> {
+  return new StreamReader(stream[Symbol.asyncIterator]());
+}
+
+function notHeartbeat(frame: StreamJobEventsResponse): boolean {
+  return frame.frame.case !== 'heartbeat';
+}
+
 /** The frames of a stream without heartbeats, as `page:<first>-<last>` / `end` / `progress`. */
 function shapeOf(frames: readonly StreamJobEventsResponse[]): string[] {
   return frames
@@ -58,51 +68,12 @@ function shapeOf(frames: readonly StreamJobEventsResponse[]): string[] {
     );
 }
 
-/** The next frame that is not a heartbeat, or a failure after `timeoutMs`. */
-async function nextFrame(frames: AsyncIterator<StreamJobEventsResponse>, timeoutMs = 5_000): Promise<StreamJobEventsResponse | undefined> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const left = deadline - performance.now();
-    const timer = new AbortController();
-    const next = await Promise.race([
-      frames.next(),
-      sleep(left, 'timeout' as const, { signal: timer.signal }).catch(() => 'timeout' as const),
-    ]);
-    timer.abort();
-    if (next === 'timeout') throw new Error(`no frame within ${timeoutMs} ms`);
-    if (next.done === true) return undefined;
-    if (next.value.frame.case !== 'heartbeat') return next.value;
-  }
-}
-
 /** A field of the events process' latest `subscribers` gauge log line (0 before the first). */
 function gaugeOf(events: ServiceProcess, field: string): number {
   const latest = logLines(events)
     .filter((line) => line['msg'] === 'subscribers')
     .at(-1);
   return Number(latest?.[field] ?? 0);
-}
-
-/** Parsed JSON log lines of a service process. */
-function logLines(service: ServiceProcess): Record<string, unknown>[] {
-  return service.logs.flatMap((line) => {
-    try {
-      const parsed: unknown = JSON.parse(line);
-      return parsed !== null && typeof parsed === 'object' ? [parsed as Record<string, unknown>] : [];
-    } catch {
-      return [];
-    }
-  });
-}
-
-async function eventually<T>(probe: () => T | undefined, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
 }
 
 describe('StreamJobEvents', () => {
@@ -207,14 +178,14 @@ describe('StreamJobEvents', () => {
   it('shows a subscriber on events replica A an event committed through state replica B within a second', async () => {
     const [jobId] = await submitJobs(cluster.admission.url, alice, 1);
     const abort = new AbortController();
-    const frames = eventsAt(0).streamJobEvents({ jobId: jobId! }, { signal: abort.signal })[Symbol.asyncIterator]();
+    const frames = readerOf(eventsAt(0).streamJobEvents({ jobId: jobId! }, { signal: abort.signal }));
     const latencies: number[] = [];
     try {
-      expect(shapeOf([(await nextFrame(frames))!])).toEqual(['page:1-1']);
+      expect(shapeOf([(await frames.next(notHeartbeat))!])).toEqual(['page:1-1']);
       for (let round = 0; round < 20; round += 1) {
         const started = performance.now();
         const written = await writer.append(jobId!, 1);
-        const frame = await nextFrame(frames, 1_000);
+        const frame = await frames.next(notHeartbeat, 1_000);
         latencies.push(performance.now() - started);
         expect(frame?.frame.case === 'page' && frame.frame.value.events.map((e) => e.sequence)).toEqual([written.lastSequence]);
       }
@@ -235,15 +206,15 @@ describe('StreamJobEvents', () => {
     const STREAMS = 20;
     const aborts = Array.from({ length: STREAMS }, () => new AbortController());
     const streams = aborts.map((abort, index) =>
-      eventsAt(1).streamJobEvents({ jobId: jobIds[index % jobIds.length]! }, { signal: abort.signal })[Symbol.asyncIterator](),
+      readerOf(eventsAt(1).streamJobEvents({ jobId: jobIds[index % jobIds.length]! }, { signal: abort.signal })),
     );
-    for (const frames of streams) expect((await nextFrame(frames))?.frame.case).toBe('page');
+    for (const frames of streams) expect((await frames.next(notHeartbeat))?.frame.case).toBe('page');
     // The gauge logs shortly after a change: let the subscribers go idle
     // (each waits on its heartbeat timer), then open one more to sample them.
     await sleep(HEARTBEAT_MS * 2);
     aborts.push(new AbortController());
-    streams.push(eventsAt(1).streamJobEvents({ jobId: jobIds[0]! }, { signal: aborts.at(-1)!.signal })[Symbol.asyncIterator]());
-    expect((await nextFrame(streams.at(-1)!))?.frame.case).toBe('page');
+    streams.push(readerOf(eventsAt(1).streamJobEvents({ jobId: jobIds[0]! }, { signal: aborts.at(-1)!.signal })));
+    expect((await streams.at(-1)!.next(notHeartbeat))?.frame.case).toBe('page');
     const open = await eventually(
       () => gaugeLines().find((line) => line['job_event_streams'] === STREAMS + 1 && line['upstream_streams'] === STREAMS + 1),
       'the gauge to show every subscriber',
@@ -251,7 +222,7 @@ describe('StreamJobEvents', () => {
     expect(open['active_timers']).toBeGreaterThanOrEqual(STREAMS);
     const linesBefore = gaugeLines().length;
     for (const abort of aborts) abort.abort();
-    await Promise.allSettled(streams.map((frames) => frames.next()));
+    await Promise.allSettled(streams.map((frames) => frames.next(notHeartbeat)));
     await eventually(() => (cancelledWatches() === cancelledBefore + STREAMS + 1 ? true : undefined), 'every WatchJob to end as cancelled');
     const closed = await eventually(
       () => gaugeLines().slice(linesBefore).find((line) => line['job_event_streams'] === 0 && line['upstream_streams'] === 0),
@@ -289,13 +260,7 @@ describe('StreamJobEvents', () => {
         () => (gaugeOf(eventsDuringStateRestart!, 'upstream_reopened_total') > JOBS / 2 ? true : undefined),
         'the subscribers to reattach to the restarted state service',
         30_000,
-      ).catch((error: unknown) => {
-        console.info('DEBUG events', logLines(eventsDuringStateRestart!).filter((l) => l['msg'] !== 'rpc').map((l) => JSON.stringify(l)).join('\n'));
-        const st = logLines(replica('state', 0));
-        console.info('DEBUG state', st.filter((l) => l['msg'] !== 'rpc').map((l) => JSON.stringify(l)).join('\n'));
-        console.info('DEBUG state rpc', JSON.stringify(st.filter((l) => l['msg'] === 'rpc').reduce<Record<string, number>>((acc, l) => { const k = `${String(l['rpc'])} ${String(l['code'])}`; acc[k] = (acc[k] ?? 0) + 1; return acc; }, {})));
-        throw error;
-      });
+      );
       await replica('events', 0).kill();
       await replica('events', 0).restart();
       await sleep(500);
@@ -355,6 +320,16 @@ describe('StreamJobEvents', () => {
   }, 180_000);
 });
 
+/**
+ * Whether a failed stream was cut off by a server going away (events
+ * restart or crash) rather than refused: UNAVAILABLE, or a transport
+ * failure the client library raised itself (no Docket ErrorInfo).
+ */
+function cutOffByServer(error: unknown): boolean {
+  if (!(error instanceof ConnectError)) return false;
+  return error.code === Code.Unavailable || seenByConnect(error).domain !== 'docket';
+}
+
 /** What one resuming subscriber saw. */
 interface FollowOutcome {
   readonly received: Event[];
@@ -393,7 +368,7 @@ async function follow(events: Client<typeof EventService>, jobId: string): Promi
       cutOff += 1;
     } catch (error) {
       if (abort.signal.aborted) cancels += 1;
-      else if (error instanceof ConnectError && [Code.Unavailable, Code.Internal, Code.Unknown, Code.Canceled].includes(error.code)) {
+      else if (cutOffByServer(error)) {
         cutOff += 1;
         await sleep(100);
       } else throw error;

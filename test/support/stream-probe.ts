@@ -2,27 +2,40 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ServiceProcess } from './service-process.js';
 
 /**
- * The next frame of a server stream that `wanted` accepts (skipping, say,
- * heartbeats), or undefined when the stream ends first. Fails when none
- * arrives within `timeoutMs`, so a test that waits for a frame that never
- * comes fails instead of hanging.
+ * Reads a server stream frame by frame with a time limit per wait, so a
+ * test that waits for a frame that never comes fails instead of hanging.
+ * A wait that timed out keeps its pending read for the next call, so no
+ * frame is ever lost between calls.
  */
-export async function nextWanted<T>(
-  frames: AsyncIterator<T>,
-  wanted: (frame: T) => boolean,
-  timeoutMs = 5_000,
-): Promise<T | undefined> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const timer = new AbortController();
-    const next = await Promise.race([
-      frames.next(),
-      sleep(deadline - performance.now(), 'timeout' as const, { signal: timer.signal }).catch(() => 'timeout' as const),
-    ]);
-    timer.abort();
-    if (next === 'timeout') throw new Error(`no wanted frame within ${timeoutMs} ms`);
-    if (next.done === true) return undefined;
-    if (wanted(next.value)) return next.value;
+export class StreamReader<T> {
+  #pending: Promise<IteratorResult<T>> | undefined;
+
+  constructor(private readonly frames: AsyncIterator<T>) {}
+
+  /**
+   * The next frame that `wanted` accepts (skipping, say, heartbeats), or
+   * undefined when the stream ends first; fails after `timeoutMs`.
+   */
+  async next(wanted: (frame: T) => boolean = () => true, timeoutMs = 5_000): Promise<T | undefined> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      this.#pending ??= this.frames.next();
+      const timer = new AbortController();
+      const next = await Promise.race([
+        this.#pending,
+        sleep(deadline - performance.now(), 'timeout' as const, { signal: timer.signal }).catch(() => 'timeout' as const),
+      ]);
+      timer.abort();
+      if (next === 'timeout') throw new Error(`no wanted frame within ${timeoutMs} ms`);
+      this.#pending = undefined;
+      if (next.done === true) return undefined;
+      if (wanted(next.value)) return next.value;
+    }
+  }
+
+  /** Stops reading: ends the call. */
+  async cancel(): Promise<void> {
+    await this.frames.return?.();
   }
 }
 

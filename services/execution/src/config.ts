@@ -22,9 +22,11 @@ export interface ExecutionConfig extends FrontServiceConfig {
   /** Items one background step handles at most (RunMaintenance `limit`, 1..1000). */
   readonly maintenanceBatch: number;
   /**
-   * How often a waiting ClaimJobs tries again without a change tick: the
-   * safety net for jobs that become claimable by time alone (`run_after`
-   * passing) and for ticks lost while the change stream reconnects.
+   * How often a waiting ClaimJobs tries again when nothing else woke it: a
+   * safety net only. Commits wake waiting claims through the change
+   * stream (and every waiter is woken when that stream reconnects), and
+   * jobs that become claimable by time alone wake them at the
+   * `next_claimable_at` the state service names.
    */
   readonly claimRecheckMs: number;
 }
@@ -40,7 +42,7 @@ const MAX_MAINTENANCE_BATCH = 1000;
  * default, or `off`), DOCKET_REAPER_INTERVAL_MS (default
  * 1000), DOCKET_RETRY_INTERVAL_MS (default 1000), DOCKET_SWEEP_INTERVAL_MS
  * (default 60000), DOCKET_MAINTENANCE_BATCH (default 100, at most 1000) and
- * DOCKET_CLAIM_RECHECK_MS (default 1000).
+ * DOCKET_CLAIM_RECHECK_MS (default 5000).
  */
 export function readExecutionConfig(env: Environment): ExecutionConfig {
   const maintenanceBatch = readPositiveInteger(env, 'DOCKET_MAINTENANCE_BATCH', 100);
@@ -58,6 +60,6 @@ export function readExecutionConfig(env: Environment): ExecutionConfig {
     retryIntervalMs: readPositiveInteger(env, 'DOCKET_RETRY_INTERVAL_MS', 1000),
     sweepIntervalMs: readPositiveInteger(env, 'DOCKET_SWEEP_INTERVAL_MS', 60_000),
     maintenanceBatch,
-    claimRecheckMs: readPositiveInteger(env, 'DOCKET_CLAIM_RECHECK_MS', 1000),
+    claimRecheckMs: readPositiveInteger(env, 'DOCKET_CLAIM_RECHECK_MS', 5000),
   };
 }

@@ -11,7 +11,7 @@ import type { FeedCursorBinding, FeedCursorPosition } from '@docket/service-kit'
 import { callerOf } from './caller.js';
 import type { EventDependencies, StreamSignals } from './event-dependencies.js';
 import { parseFeedFilter } from './feed-filter.js';
-import { retryTransient } from './transient-failure.js';
+import { STATE_CALL_TIMEOUT_MS, retryTransient } from './transient-failure.js';
 import { SubscriberSession } from './subscriber-session.js';
 import { UpstreamLink } from './upstream-link.js';
 
@@ -158,7 +158,7 @@ class ChangeFeedSubscription {
             filter,
             limit,
           },
-          { signal: this.signals.signal },
+          { signal: this.signals.signal, timeoutMs: STATE_CALL_TIMEOUT_MS },
         ),
       this.signals.signal,
     );

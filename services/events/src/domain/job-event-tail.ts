@@ -14,7 +14,7 @@ import { callerOf } from './caller.js';
 import type { EventDependencies, StreamSignals } from './event-dependencies.js';
 import { parseJobPosition } from './job-position.js';
 import { isTerminalStatus } from './terminal-status.js';
-import { retryTransient } from './transient-failure.js';
+import { STATE_CALL_TIMEOUT_MS, retryTransient } from './transient-failure.js';
 import { SubscriberSession } from './subscriber-session.js';
 import { UpstreamLink } from './upstream-link.js';
 
@@ -151,7 +151,7 @@ class JobEventTail {
         () =>
           this.deps.state.readJobEvents(
             { caller: this.caller, jobId: this.jobId, afterSequence: this.#cursor, pageSize: LIMITS.eventPageMax },
-            { signal: this.signals.signal },
+            { signal: this.signals.signal, timeoutMs: STATE_CALL_TIMEOUT_MS },
           ),
         this.signals.signal,
       );

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Code, ConnectError } from '@connectrpc/connect';
+import { ERROR_DOMAIN } from '@docket/contracts';
 import { errorInfoOf } from '@docket/service-kit';
 
 /**
@@ -9,22 +10,33 @@ import { errorInfoOf } from '@docket/service-kit';
  */
 export const STATE_RETRY_BUDGET_MS = 30_000;
 
+/**
+ * The deadline of each unary call a stream makes to the state service, and
+ * how long a state stream may take to send its first frame. A call that
+ * outlives it (say, one sent on a connection the restarting state process
+ * stopped serving) is abandoned and repeated instead of stalling the
+ * subscriber.
+ */
+export const STATE_CALL_TIMEOUT_MS = 10_000;
+
 const FIRST_DELAY_MS = 50;
 const MAX_DELAY_MS = 1_000;
 
 /**
  * Whether a failed call to the state service may succeed if repeated: the
- * service is unreachable or restarting (UNAVAILABLE), or the transport
- * broke underneath the call (INTERNAL, UNKNOWN or CANCELLED raised by the
- * client library, which carry no Docket ErrorInfo). Every answer the state
- * service decided itself (NOT_FOUND, OUT_OF_RANGE, DATA_LOSS, INTERNAL with
- * ErrorInfo, ...) is final and passes through unchanged.
+ * service is unreachable or restarting (UNAVAILABLE), the call outlived its
+ * deadline ({@link STATE_CALL_TIMEOUT_MS}; the subscriber's own deadline
+ * stops the retries through its signal), or the failure was raised by the
+ * client library rather than decided by the state service (no Docket
+ * ErrorInfo): a refused connection, a reset stream, a message cut off
+ * mid-envelope when the state process went away. Every other answer the
+ * state service decided itself (NOT_FOUND, OUT_OF_RANGE, DATA_LOSS,
+ * INTERNAL, ...) carries ErrorInfo, is final and passes through unchanged.
  */
 export function isTransientFailure(error: unknown): boolean {
   if (!(error instanceof ConnectError)) return false;
-  if (error.code === Code.Unavailable) return true;
-  const transportCodes: readonly Code[] = [Code.Internal, Code.Unknown, Code.Canceled];
-  return transportCodes.includes(error.code) && errorInfoOf(error) === undefined;
+  if (error.code === Code.Unavailable || error.code === Code.DeadlineExceeded) return true;
+  return errorInfoOf(error)?.domain !== ERROR_DOMAIN;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { SubscriberGauge } from './subscriber-gauge.js';
+import { STATE_CALL_TIMEOUT_MS } from './transient-failure.js';
 
 /**
  * A state-service server stream whose frames only say "something changed,
@@ -23,9 +24,10 @@ export interface UpstreamListener<T> {
 }
 
 /**
- * Opens an upstream signal stream and waits for its first frame, so errors
- * the state service decides at once (NOT_FOUND for an invisible job) are
- * thrown here, before the subscriber has been sent anything. The rest of
+ * Opens an upstream signal stream and waits for its first frame (at most
+ * STATE_CALL_TIMEOUT_MS, else DEADLINE_EXCEEDED), so errors the state
+ * service decides at once (NOT_FOUND for an invisible job) are thrown
+ * here, before the subscriber has been sent anything. The rest of
  * the frames are read eagerly and handed to `listener.onFrame` (which
  * coalesces them), so a slow subscriber never makes the state service
  * buffer for it.
@@ -47,13 +49,20 @@ export async function openUpstreamSignals<T>(
 
   const frames = open(controller.signal)[Symbol.asyncIterator]();
   let first: IteratorResult<T>;
+  let late = false;
+  const firstFrameTimer = setTimeout(() => {
+    late = true;
+    cancel();
+  }, STATE_CALL_TIMEOUT_MS);
   try {
     first = await frames.next();
     if (first.done === true) throw new ConnectError('state stream ended before its first frame', Code.Unavailable);
   } catch (error) {
     cancel();
     subscriber.removeEventListener('abort', cancel);
-    throw error;
+    throw late ? new ConnectError('state stream sent no first frame in time', Code.DeadlineExceeded) : error;
+  } finally {
+    clearTimeout(firstFrameTimer);
   }
   gauge.opened('upstream_streams');
   const release = (): void => {

@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import { durationFromMs } from '@bufbuild/protobuf/wkt';
+import { durationFromMs, timestampFromMs } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { describe, expect, it } from 'vitest';
 import { isDocketError } from '@docket/contracts';
@@ -22,15 +22,20 @@ const CLAIMED = create(ClaimJobsResponseSchema, {
   assignments: [{ authority: { attemptId: 'att_0123456789', fence: 1n, workerIncarnation: 'wkr_0123456789' } }],
 });
 
-/** A state service whose claim attempts answer from a script (the last answer repeats). */
-function scriptedState(answers: ClaimJobsResponse[]) {
+/**
+ * A state service whose claim attempts answer from a script (the last
+ * answer repeats), with a `next_claimable_at` hint `hintInMs` ahead of each
+ * empty answer when given.
+ */
+function scriptedState(answers: ClaimJobsResponse[], hintInMs?: number) {
   const calls: { request: HandleWorkerCallRequest; options: ForwardedDeadline | undefined; at: number }[] = [];
   const started = performance.now();
   const state = {
     handleWorkerCall(request: HandleWorkerCallRequest, options?: ForwardedDeadline) {
       calls.push({ request, options, at: performance.now() - started });
       const value = answers[Math.min(calls.length - 1, answers.length - 1)]!;
-      return Promise.resolve(create(HandleWorkerCallResponseSchema, { response: { case: 'claimJobs', value } }));
+      const nextClaimableAt = hintInMs !== undefined && value.assignments.length === 0 ? timestampFromMs(Date.now() + hintInMs) : undefined;
+      return Promise.resolve(create(HandleWorkerCallResponseSchema, { response: { case: 'claimJobs', value }, nextClaimableAt }));
     },
   } as unknown as StateClient;
   return { state, calls };
@@ -154,6 +159,15 @@ describe('claimJobs', () => {
     expect(calls).toHaveLength(3);
     expect(calls[2]!.at).toBeGreaterThanOrEqual(70);
     expect(calls[2]!.at).toBeLessThan(1_000);
+  });
+
+  it("tries again when the state service says the next job becomes claimable, without a tick or the re-check", async () => {
+    const { state, calls } = scriptedState([EMPTY, CLAIMED], 120);
+    const answer = await claimJobs({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(10_000), callContext().call);
+    expect(answer.assignments).toHaveLength(1);
+    expect(calls).toHaveLength(2);
+    expect(calls[1]!.at).toBeGreaterThanOrEqual(100);
+    expect(calls[1]!.at).toBeLessThan(1_000);
   });
 
   it('answers with no assignments when the wait runs out, after a last try', async () => {

@@ -4,7 +4,7 @@ import type { ClaimJobsRequest, ClaimJobsResponse } from '@docket/proto/docket/e
 import type { Duration } from '@bufbuild/protobuf/wkt';
 import type { ForwardedDeadline } from '@docket/service-kit';
 import type { ChangeTicks } from './change-ticks.js';
-import { forwardWorkerCall, type StateClient } from './worker-call.js';
+import { callWorkerRpc, type StateClient } from './worker-call.js';
 
 /** The longest `wait` honoured; longer requests are treated as this (proto contract). */
 export const MAX_CLAIM_WAIT_MS = 60_000;
@@ -16,6 +16,9 @@ export const MAX_CLAIM_WAIT_MS = 60_000;
  * the caller's whole timeout.
  */
 const DEADLINE_RESERVE_MS = 250;
+
+/** The shortest pause before trying again at a `next_claimable_at` hint. */
+const MIN_CLAIMABLE_PAUSE_MS = 10;
 
 /** What the long-poll needs. */
 export interface ClaimDependencies {
@@ -40,11 +43,12 @@ export interface ClaimCall {
  * ClaimJobs as a long-poll around the state service's single, non-waiting
  * claim attempt. It tries once; with no assignment and a `wait`, it sleeps
  * until the shared change stream ticks (a job change committed somewhere),
- * or the re-check interval passes (`run_after` may have passed without any
- * commit), and tries again, until it claims something, the wait (bounded by
- * the caller's deadline) runs out (after one last try), the caller goes away, or the server
- * drains (then it answers with no assignments, so the worker asks another
- * replica).
+ * until the time the state service named for the next job to become
+ * claimable by `run_after` alone, or until the re-check interval passes (a
+ * safety net), and tries again. It stops when it claims something, when the
+ * wait (bounded by the caller's deadline) runs out (after one last try),
+ * when the caller goes away, or when the server drains (then it answers
+ * with no assignments, so the worker asks another replica).
  *
  * Every try sends the same request, operation id included. The state
  * service records a claim operation only when it hands out assignments, so
@@ -65,8 +69,8 @@ export async function claimJobs(
   const forwarded = call.forward();
   const budgetMs = waitBudgetMs(waitMs, forwarded.timeoutMs);
   const claimOnce = (options: ForwardedDeadline) =>
-    forwardWorkerCall(deps.state, subject, { case: 'claimJobs', value: request }, options);
-  if (budgetMs <= 0) return claimOnce(forwarded);
+    callWorkerRpc(deps.state, subject, { case: 'claimJobs', value: request }, options);
+  if (budgetMs <= 0) return (await claimOnce(forwarded)).response;
 
   const waitEndsAt = performance.now() + budgetMs;
   const subscription = deps.ticks.subscribe();
@@ -78,10 +82,10 @@ export async function claimJobs(
     let options = forwarded;
     let lastTry = false;
     for (;;) {
-      const claimed = await claimOnce(options);
+      const { response: claimed, nextClaimableAt } = await claimOnce(options);
       const remainingMs = waitEndsAt - performance.now();
       if (claimed.assignments.length > 0 || lastTry || remainingMs <= 0) return claimed;
-      const pauseMs = Math.min(remainingMs, deps.recheckMs);
+      const pauseMs = Math.min(remainingMs, deps.recheckMs, untilClaimableMs(nextClaimableAt));
       const woke = await subscription.wait(pauseMs, stop.signal);
       if (woke === 'aborted') {
         if (call.signal.aborted) throw ConnectError.from(call.signal.reason);
@@ -109,6 +113,17 @@ export function claimWaitMs(wait: Duration | undefined): number {
   }
   if (seconds >= BigInt(MAX_CLAIM_WAIT_MS / 1000)) return MAX_CLAIM_WAIT_MS;
   return Math.min(MAX_CLAIM_WAIT_MS, Number(seconds) * 1000 + nanos / 1e6);
+}
+
+/**
+ * How long until the state service's `next_claimable_at` hint (the
+ * earliest `run_after` among the claimed queues), at least
+ * {@link MIN_CLAIMABLE_PAUSE_MS}: the hint is by the database clock, and
+ * waking a few milliseconds early only costs one empty try.
+ */
+function untilClaimableMs(nextClaimableAt: Date | undefined): number {
+  if (!nextClaimableAt) return Number.POSITIVE_INFINITY;
+  return Math.max(MIN_CLAIMABLE_PAUSE_MS, nextClaimableAt.getTime() - Date.now());
 }
 
 /** How long a claim may wait: its `wait`, cut so that it ends before the caller's deadline. */

@@ -1,3 +1,4 @@
+import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { Client } from '@connectrpc/connect';
 import { DocketError } from '@docket/contracts';
 import type {
@@ -22,11 +23,23 @@ export type WorkerCallResponse<C extends WorkerCallName> = Extract<
   { case: C }
 >['value'];
 
+/** What the state service answered to one worker RPC: the public response and its hints. */
+export interface WorkerCallAnswer<C extends WorkerCallName> {
+  /** The public response, to be returned to the worker as is. */
+  readonly response: WorkerCallResponse<C>;
+  /**
+   * For a claim that found nothing: when the earliest job of its queues
+   * becomes claimable by time alone (`run_after`), by the database clock.
+   */
+  readonly nextClaimableAt: Date | undefined;
+}
+
 /**
  * Hands one worker RPC to the state service, which authorises it against
  * the database (incarnation, fence, lease by `now()`), applies it in one
  * transaction and records it under its operation id, and returns the
- * public response from HandleWorkerCall's matching oneof member.
+ * public response from HandleWorkerCall's matching oneof member with the
+ * answer's hints.
  *
  * `subject` is the worker token's `sub`, never a request field: worker names
  * and incarnations are scoped to it. Errors the state service decided
@@ -35,15 +48,28 @@ export type WorkerCallResponse<C extends WorkerCallName> = Extract<
  * would be a state bug; it fails closed as INTERNAL rather than being
  * passed off as something it is not.
  */
+export async function callWorkerRpc<C extends WorkerCallName>(
+  state: StateClient,
+  subject: string,
+  request: Extract<WorkerCall, { case: C }>,
+  call: ForwardedDeadline,
+): Promise<WorkerCallAnswer<C>> {
+  const answer = await state.handleWorkerCall({ subject, request }, call);
+  if (answer.response.case !== request.case) {
+    throw new DocketError('INTERNAL', 'internal error');
+  }
+  return {
+    response: answer.response.value as WorkerCallResponse<C>,
+    nextClaimableAt: answer.nextClaimableAt ? timestampDate(answer.nextClaimableAt) : undefined,
+  };
+}
+
+/** {@link callWorkerRpc}, answering only the public response. */
 export async function forwardWorkerCall<C extends WorkerCallName>(
   state: StateClient,
   subject: string,
   request: Extract<WorkerCall, { case: C }>,
   call: ForwardedDeadline,
 ): Promise<WorkerCallResponse<C>> {
-  const answer = await state.handleWorkerCall({ subject, request }, call);
-  if (answer.response.case !== request.case) {
-    throw new DocketError('INTERNAL', 'internal error');
-  }
-  return answer.response.value as WorkerCallResponse<C>;
+  return (await callWorkerRpc(state, subject, request, call)).response;
 }
