@@ -1,27 +1,37 @@
 // StreamJobEvents under load, through real state, admission and events
 // processes on an embedded PostgreSQL:
-// - memory of one events process holding 1,000 idle subscribers (VmRSS and
-//   open file descriptors from /proc, before, while and after), and whether
-//   cancelling them all gives it back;
+// - memory of one events process holding 1,000 idle subscribers: VmRSS and
+//   open file descriptors from /proc, and the V8 heap in use after a full
+//   GC, before, while and after; the events process is started here with
+//   `--expose-gc` and a SIGUSR2 handler that reports process.memoryUsage(),
+//   because RSS alone cannot tell memory held from memory V8 keeps for reuse;
 // - backlog replay: a 5,000-event journal streamed from sequence 0;
 // - commit-to-subscriber latency: TransitionJob through state until the
 //   page frame carrying that event arrives at a live subscriber.
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
+import { mintToken } from '@docket/auth';
+import { launchService, serviceEntryPath, serviceEnvironment } from '@docket/cli';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { quantile, runConcurrently, startSystem } from './support.mjs';
+import { REPO_ROOT, quantile, runConcurrently, startSystem } from './support.mjs';
 
 const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 1000);
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 5000);
 const LATENCY_ROUNDS = Number(process.env.BENCH_LATENCY_ROUNDS ?? 200);
 const SETTLE_MS = 3000;
 const MIB = 1024 * 1024;
+
+/** Preloaded into the events process: on SIGUSR2, collect garbage and print the heap as a log line. */
+const HEAP_PROBE = `data:text/javascript,${encodeURIComponent(
+  "process.on('SIGUSR2', () => { globalThis.gc(); globalThis.gc(); " +
+    "process.stdout.write(JSON.stringify({ msg: 'bench heap', heap_used: process.memoryUsage().heapUsed }) + '\\n'); });",
+)}`;
 
 function clientWith(service, url, token) {
   return createClient(
@@ -33,36 +43,43 @@ function clientWith(service, url, token) {
   );
 }
 
-/** The pid of the process listening on `url`'s port, found through /proc (Linux). */
-function pidListeningOn(url) {
-  const port = Number(new URL(url).port).toString(16).toUpperCase().padStart(4, '0');
-  const inodes = new Set();
-  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
-      const fields = line.trim().split(/\s+/);
-      // local_address is ip:port in hex; state 0A is LISTEN; field 9 is the inode.
-      if (fields[1]?.endsWith(`:${port}`) && fields[3] === '0A') inodes.add(fields[9]);
-    }
-  }
-  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
-    try {
-      for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-        const target = readlinkSync(`/proc/${pid}/fd/${fd}`);
-        const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
-        if (inode && inodes.has(inode)) return Number(pid);
-      }
-    } catch {
-      // Another user's or a vanished process.
-    }
-  }
-  throw new Error(`no process listens on ${url}`);
-}
-
-/** VmRSS (bytes) and open file descriptors of a process. */
-function footprint(pid) {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const rssKiB = Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1]);
-  return { rss: rssKiB * 1024, fds: readdirSync(`/proc/${pid}/fd`).length };
+/**
+ * Starts an events process against `stateUrl` with the heap probe. It
+ * verifies user tokens with its own secret (returned), and reaches state
+ * with a service token minted by the system under test.
+ */
+async function startProbedEvents(stateUrl, serviceToken) {
+  const authSecret = randomBytes(32).toString('base64url');
+  const settings = { authSecret, cursorSecret: randomBytes(32).toString('base64url'), serviceToken, databaseUrl: '' };
+  let reportHeap;
+  const events = launchService({
+    name: 'events',
+    entry: serviceEntryPath(REPO_ROOT, 'events'),
+    env: {
+      PATH: process.env.PATH ?? '',
+      NODE_OPTIONS: `--expose-gc --import=${HEAP_PROBE}`,
+      ...serviceEnvironment('events', settings, '127.0.0.1:0', stateUrl),
+    },
+    onLine: (line) => {
+      if (line.includes('"bench heap"')) reportHeap?.(JSON.parse(line).heap_used);
+    },
+  });
+  const url = await events.ready;
+  const pid = events.child.pid;
+  return {
+    url,
+    token: (subject) => mintToken({ secret: authSecret, subject, role: 'user' }),
+    /** VmRSS and open fds (bytes, count) and the heap in use after a full GC (bytes). */
+    async footprint() {
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      const rss = Number(/^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1]) * 1024;
+      const fds = readdirSync(`/proc/${pid}/fd`).length;
+      const heapUsed = new Promise((resolve) => (reportHeap = resolve));
+      events.child.kill('SIGUSR2');
+      return { rss, fds, heap: await heapUsed };
+    },
+    stop: () => events.stop('SIGTERM', 10_000),
+  };
 }
 
 /** Reads a stream until `stop` says so or the stream ends; resolves with the time the stop frame arrived. */
@@ -76,14 +93,12 @@ async function readUntil(stream, stop) {
 const lastSequenceOf = (frame) => (frame.frame.case === 'page' ? frame.frame.value.events.at(-1)?.sequence : undefined);
 
 export async function benchStreams() {
-  const system = await startSystem(['state', 'admission', 'events']);
+  const system = await startSystem(['state', 'admission']);
+  const probed = await startProbedEvents(system.urls.state[0], await system.token('docket-internal', 'service'));
   try {
-    const user = await system.token('bench');
-    const admission = clientWith(AdmissionService, system.urls.admission[0], user);
+    const admission = clientWith(AdmissionService, system.urls.admission[0], await system.token('bench'));
     const state = clientWith(StateService, system.urls.state[0], await system.token('docket-internal', 'service'));
-    const eventsUrl = system.urls.events[0];
-    const events = clientWith(EventService, eventsUrl, user);
-    const eventsPid = pidListeningOn(eventsUrl);
+    const events = clientWith(EventService, probed.url, await probed.token('bench'));
     const caller = { subject: 'bench' };
     const submit = async () => (await admission.submitJob({ idempotencyKey: `streams-${randomBytes(12).toString('hex')}`, queue: 'bench' })).job.id;
 
@@ -111,13 +126,13 @@ export async function benchStreams() {
     // Warm up the code paths and connections once, so the baseline is not a cold process.
     await (await subscribeAll(50))();
     await sleep(SETTLE_MS);
-    const baseline = footprint(eventsPid);
+    const baseline = await probed.footprint();
     const cancelAll = await subscribeAll(SUBSCRIBERS);
     await sleep(SETTLE_MS);
-    const holding = footprint(eventsPid);
+    const holding = await probed.footprint();
     await cancelAll();
     await sleep(SETTLE_MS);
-    const released = footprint(eventsPid);
+    const released = await probed.footprint();
 
     // Backlog replay: one journal of BACKLOG events after job.admitted.
     const backlogJob = await submit();
@@ -162,18 +177,20 @@ export async function benchStreams() {
     abort.abort();
 
     const mib = (bytes) => (bytes / MIB).toFixed(1);
+    const per1000 = (field) => mib(((holding[field] - baseline[field]) / SUBSCRIBERS) * 1000);
     return [
       {
-        name: `events RSS MiB: baseline / ${SUBSCRIBERS} idle StreamJobEvents / after cancelling`,
-        figure: `${mib(baseline.rss)} / ${mib(holding.rss)} / ${mib(released.rss)}`,
+        name: `events RSS MiB: baseline / ${SUBSCRIBERS} idle StreamJobEvents / all cancelled`,
+        figure: [baseline, holding, released].map((at) => mib(at.rss)).join(' / '),
       },
       {
-        name: 'events RSS per 1,000 idle subscribers (MiB)',
-        figure: mib(((holding.rss - baseline.rss) / SUBSCRIBERS) * 1000),
+        name: `events heap in use after GC, MiB: baseline / ${SUBSCRIBERS} idle / all cancelled`,
+        figure: [baseline, holding, released].map((at) => mib(at.heap)).join(' / '),
       },
+      { name: 'events memory per 1,000 idle subscribers, MiB (RSS; heap after GC)', figure: `${per1000('rss')}; ${per1000('heap')}` },
       {
-        name: `events open fds: baseline / ${SUBSCRIBERS} idle / after cancelling`,
-        figure: `${baseline.fds} / ${holding.fds} / ${released.fds}`,
+        name: `events open fds: baseline / ${SUBSCRIBERS} idle / all cancelled`,
+        figure: [baseline, holding, released].map((at) => at.fds).join(' / '),
       },
       {
         name: `StreamJobEvents backlog replay, ${BACKLOG + 1} events (median of 3)`,
@@ -186,6 +203,7 @@ export async function benchStreams() {
       },
     ];
   } finally {
+    await probed.stop();
     await system.stop();
   }
 }

@@ -99,9 +99,12 @@ describe('startup against a database it must not run on', () => {
     const sql = await openSql(url);
     try {
       const marker = await sql.query('select id from docket_schema_migrations');
-      expect(marker.rows).toEqual([{ id: '20261129-0001-initial' }]);
-      const applied = [...first.logs, ...second.logs].filter((line) => line.includes('"schema ready"'));
-      expect(applied.filter((line) => line.includes('"applied":["20261129-0001-initial"]'))).toHaveLength(1);
+      const all = ['20261129-0001-initial', '20261129-0002-job-changes', '20261129-0003-execution'];
+      expect(marker.rows).toEqual(all.map((id) => ({ id })));
+      const ready = [...first.logs, ...second.logs].filter((line) => line.includes('"schema ready"'));
+      expect(ready).toHaveLength(2);
+      expect(ready.filter((line) => line.includes(`"applied":${JSON.stringify(all)}`))).toHaveLength(1);
+      expect(ready.filter((line) => line.includes('"applied":[]'))).toHaveLength(1);
     } finally {
       await sql.end();
       await first.stop();

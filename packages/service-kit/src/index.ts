@@ -61,3 +61,4 @@ export { createServiceTransport, type ServiceTransportOptions } from './service-
 export { durationMs, validateJobSpecMessage, type JobSpecMessage } from './job-spec-message.js';
 export { DEFAULT_STATE_URL, readFrontServiceConfig, type FrontServiceConfig } from './front-service-config.js';
 export { DEFAULT_FEED_CURSOR_TTL_MS, FeedCursorCodec, normaliseFeedFilter, type FeedCursorBinding, type FeedCursorFilter, type FeedCursorPosition, type FeedCursorRefusal, type OpenedFeedCursor } from './feed-cursor.js';
+export { callerOf } from './state-caller.js';

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import * as http from 'node:http';
 import * as http2 from 'node:http2';
 import * as net from 'node:net';
@@ -92,6 +93,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const health = createHealthRegistry(options.services.map((service) => service.typeName));
   const draining = new AbortController();
   const hardStop = new AbortController();
+  // Every in-flight handler listens on both signals: hundreds of streams are
+  // normal, not a leak.
+  setMaxListeners(0, draining.signal, hardStop.signal);
 
   const handler = connectNodeAdapter({
     routes(router) {

@@ -18,8 +18,9 @@ import {
   ListJobsResponseSchema,
   SubmitJobResponseSchema,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
-import { CallerSchema, type StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import type { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import {
+  callerOf,
   normaliseFeedFilter,
   validateJobSpecMessage,
   type FeedCursorCodec,
@@ -150,9 +151,4 @@ export async function listJobs(
       })
     : '';
   return create(ListJobsResponseSchema, { jobs: page.jobs, nextPageToken, eventCursor });
-}
-
-/** The state service's view of the authenticated caller. */
-export function callerOf(principal: Principal) {
-  return create(CallerSchema, { subject: principal.subject, admin: principal.role === 'admin' });
 }

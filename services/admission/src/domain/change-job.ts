@@ -11,8 +11,8 @@ import {
   ResumeJobResponseSchema,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { JobChangeAction } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import type { ForwardedDeadline } from '@docket/service-kit';
-import { callerOf, type AdmissionDependencies } from './admission.js';
+import { callerOf, type ForwardedDeadline } from '@docket/service-kit';
+import type { AdmissionDependencies } from './admission.js';
 import { fingerprintRequest } from './request-fingerprint.js';
 
 /** The shape CancelJob, PauseJob and ResumeJob requests share. */

@@ -8,7 +8,7 @@ import {
 } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import type { Caller, ReadJobChangesResponse, WatchChangesResponse } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { FeedCursorBinding, FeedCursorPosition } from '@docket/service-kit';
-import { callerOf } from './caller.js';
+import { callerOf } from '@docket/service-kit';
 import type { EventDependencies, StreamSignals } from './event-dependencies.js';
 import { parseFeedFilter } from './feed-filter.js';
 import { STATE_CALL_TIMEOUT_MS, retryTransient } from './transient-failure.js';

@@ -10,7 +10,7 @@ import {
   type StreamJobEventsResponse,
 } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import type { Caller, WatchJobResponse } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { callerOf } from './caller.js';
+import { callerOf } from '@docket/service-kit';
 import type { EventDependencies, StreamSignals } from './event-dependencies.js';
 import { parseJobPosition } from './job-position.js';
 import { isTerminalStatus } from './terminal-status.js';

@@ -7,7 +7,7 @@ import {
   type ReadJobEventsResponse,
 } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import type { ForwardedDeadline } from '@docket/service-kit';
-import { callerOf } from './caller.js';
+import { callerOf } from '@docket/service-kit';
 import type { EventDependencies } from './event-dependencies.js';
 import { parseJobPosition } from './job-position.js';
 

@@ -43,11 +43,6 @@ export class SubscriberGauge {
     this.#schedule();
   }
 
-  /** The current counts. */
-  snapshot(): Readonly<Record<SubscriberResource, number>> {
-    return { ...this.#counts };
-  }
-
   #schedule(): void {
     if (this.#scheduled) return;
     this.#scheduled = setTimeout(() => {
