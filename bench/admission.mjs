@@ -3,10 +3,8 @@
 // replays of existing keys (one indexed read), through real admission and
 // state processes on an embedded PostgreSQL.
 import { randomBytes } from 'node:crypto';
-import { createClient } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
-import { quantile, runConcurrently, startSystem } from './support.mjs';
+import { clientWith, quantile, runConcurrently, startSystem } from './support.mjs';
 
 const TOTAL = Number(process.env.BENCH_SUBMISSIONS ?? 2000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -15,11 +13,7 @@ export async function benchAdmission() {
   const system = await startSystem(['state', 'admission']);
   try {
     const token = await system.token('bench');
-    const transport = createGrpcTransport({
-      baseUrl: system.urls.admission[0],
-      interceptors: [(next) => (request) => (request.header.set('authorization', `Bearer ${token}`), next(request))],
-    });
-    const admission = createClient(AdmissionService, transport);
+    const admission = clientWith(AdmissionService, system.urls.admission[0], token);
     const keys = Array.from({ length: TOTAL }, (_, i) => `bench-${i}-${randomBytes(8).toString('hex')}`);
     const request = (i) => ({ idempotencyKey: keys[i], queue: 'bench', input: { n: i, payload: 'x'.repeat(200) } });
 

@@ -13,25 +13,15 @@
 // pause, to show pg-boss's own database work.
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createClient } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { quantile, runConcurrently, startSystem } from './support.mjs';
+import { clientWith, quantile, runConcurrently, startSystem } from './support.mjs';
 
 const JOBS = Number(process.env.BENCH_CLAIM_JOBS ?? 2000);
 const HANDLERS = 16;
 const REAPED_JOBS = Number(process.env.BENCH_REAPED_JOBS ?? 200);
-
-function clientFor(service, url, token) {
-  const transport = createGrpcTransport({
-    baseUrl: url,
-    interceptors: [(next) => (request) => (request.header.set('authorization', `Bearer ${token}`), next(request))],
-  });
-  return createClient(service, transport);
-}
 
 const operationId = () => `op_${randomBytes(16).toString('base64url')}`;
 
@@ -93,8 +83,8 @@ async function runDocketWorkers(execution, queue, total, incarnations, perIncarn
 }
 
 async function benchDocket(system, token) {
-  const admission = clientFor(AdmissionService, system.urls.admission[0], token);
-  const execution = clientFor(ExecutionService, system.urls.execution[0], await system.token('bench-worker', 'worker'));
+  const admission = clientWith(AdmissionService, system.urls.admission[0], token);
+  const execution = clientWith(ExecutionService, system.urls.execution[0], await system.token('bench-worker', 'worker'));
   const rows = [];
   const warmup = `warmup-${randomBytes(3).toString('hex')}`;
   await submit(admission, warmup, 200);
@@ -179,8 +169,8 @@ async function benchPgBoss(databaseUrl) {
  * attempt was settled (both instants by the database clock).
  */
 async function benchReaper(system, token) {
-  const admission = clientFor(AdmissionService, system.urls.admission[0], token);
-  const execution = clientFor(ExecutionService, system.urls.execution[0], await system.token('bench-reaped', 'worker'));
+  const admission = clientWith(AdmissionService, system.urls.admission[0], token);
+  const execution = clientWith(ExecutionService, system.urls.execution[0], await system.token('bench-reaped', 'worker'));
   const queue = `reaped-${randomBytes(3).toString('hex')}`;
   await submit(admission, queue, REAPED_JOBS);
   const { workerIncarnation, leaseDuration } = await execution.registerWorker({ workerName: 'abandoner', queues: [queue], maxConcurrency: 1000 });

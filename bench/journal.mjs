@@ -2,25 +2,14 @@
 // (events only) with one event and with 64-event batches, many jobs in
 // parallel, all in one run so the rows compare.
 import { randomBytes } from 'node:crypto';
-import { createClient } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { quantile, runConcurrently, startSystem } from './support.mjs';
+import { clientWith, quantile, runConcurrently, startSystem } from './support.mjs';
 
 const CALLS = Number(process.env.BENCH_APPENDS ?? 2000);
 const CONCURRENCY = 32;
 const JOBS = 64;
 
-function clientWith(service, url, token) {
-  return createClient(
-    service,
-    createGrpcTransport({
-      baseUrl: url,
-      interceptors: [(next) => (request) => (request.header.set('authorization', `Bearer ${token}`), next(request))],
-    }),
-  );
-}
 
 export async function benchJournal() {
   const system = await startSystem(['state', 'admission']);

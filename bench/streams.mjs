@@ -12,14 +12,12 @@ import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { readFileSync, readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createClient } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
 import { mintToken } from '@docket/auth';
 import { launchService, serviceEntryPath, serviceEnvironment } from '@docket/cli';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { REPO_ROOT, quantile, runConcurrently, startSystem } from './support.mjs';
+import { REPO_ROOT, clientWith, quantile, runConcurrently, startSystem } from './support.mjs';
 
 const SUBSCRIBERS = Number(process.env.BENCH_SUBSCRIBERS ?? 1000);
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 5000);
@@ -33,15 +31,6 @@ const HEAP_PROBE = `data:text/javascript,${encodeURIComponent(
     "process.stdout.write(JSON.stringify({ msg: 'bench heap', heap_used: process.memoryUsage().heapUsed }) + '\\n'); });",
 )}`;
 
-function clientWith(service, url, token) {
-  return createClient(
-    service,
-    createGrpcTransport({
-      baseUrl: url,
-      interceptors: [(next) => (request) => (request.header.set('authorization', `Bearer ${token}`), next(request))],
-    }),
-  );
-}
 
 /**
  * Starts an events process against `stateUrl` with the heap probe. It

@@ -4,6 +4,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createClient } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
 import { mintToken } from '@docket/auth';
 import { launchService, serviceEntryPath, serviceEnvironment } from '@docket/cli';
 import { startEmbeddedPostgres } from '@docket/embedded-postgres';
@@ -71,4 +73,15 @@ export async function runConcurrently(total, concurrency, task) {
 export function quantile(values, q) {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+/** A Connect gRPC client for `service` at `url` that sends `token` as a bearer. */
+export function clientWith(service, url, token) {
+  return createClient(
+    service,
+    createGrpcTransport({
+      baseUrl: url,
+      interceptors: [(next) => (request) => (request.header.set('authorization', `Bearer ${token}`), next(request))],
+    }),
+  );
 }
