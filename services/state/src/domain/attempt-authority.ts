@@ -3,7 +3,7 @@ import type { AttemptRef } from '@docket/proto/docket/common/v1/attempt_pb.js';
 import type { Queryable } from '../db/database.js';
 import { findAttemptJobId } from '../db/queries/attempts.js';
 import { lockVisibleJob, type JobRow } from '../db/queries/jobs.js';
-import { leaseIsLive, readIncarnation, type IncarnationRow } from '../db/queries/workers.js';
+import type { IncarnationRow } from '../db/queries/workers.js';
 
 const ANY_JOB = { subject: '', admin: true } as const;
 
@@ -23,23 +23,23 @@ export function staleAuthority(): DocketError {
   return new DocketError('STALE_AUTHORITY', 'the attempt is no longer the job\u2019s current authority');
 }
 
-/** The incarnation of `subject`, refused if unknown or superseded. */
-export async function liveIncarnation(tx: Queryable, subject: string, incarnationId: string): Promise<IncarnationRow> {
-  const incarnation = await readIncarnation(tx, subject, incarnationId);
-  if (!incarnation || incarnation.superseded_at !== null) throw staleIncarnation();
-  return incarnation;
-}
-
 /**
  * Checks a worker call's `{attempt_id, fence, worker_incarnation}` against
- * the database and locks the job row: the incarnation must be live, and the
- * job's current attempt, fence and incarnation must be exactly these, with
- * a lease that has not expired by the database clock (`now()`). Anything
- * else is refused before any write, so a stale call has no effect.
+ * the database and locks the job row: the incarnation (read by the caller
+ * in this transaction) must not be superseded, and the job's current
+ * attempt, fence and incarnation must be exactly these, with a lease that
+ * has not expired by the database clock (`now`, the transaction's
+ * `now()`; leases are stored at millisecond precision, like `now`).
+ * Anything else is refused before any write, so a stale call has no effect.
  */
-export async function lockAuthority(tx: Queryable, subject: string, ref: AttemptRef | undefined): Promise<Authority> {
-  if (!ref) throw staleAuthority();
-  const incarnation = await liveIncarnation(tx, subject, ref.workerIncarnation);
+export async function lockAuthority(
+  tx: Queryable,
+  incarnation: IncarnationRow,
+  ref: AttemptRef | undefined,
+  now: Date,
+): Promise<Authority> {
+  if (incarnation.superseded_at !== null) throw staleIncarnation();
+  if (!ref || ref.workerIncarnation !== incarnation.id) throw staleAuthority();
   const jobId = await findAttemptJobId(tx, ref.attemptId);
   if (!jobId) throw staleAuthority();
   const job = await lockVisibleJob(tx, ANY_JOB, jobId);
@@ -49,10 +49,10 @@ export async function lockAuthority(tx: Queryable, subject: string, ref: Attempt
     job.fence !== ref.fence.toString() ||
     job.current_worker_incarnation !== ref.workerIncarnation ||
     (job.status !== 'RUNNING' && job.status !== 'CANCELLING') ||
-    !(await leaseIsLive(tx, job.id))
+    job.lease_expires_at === null ||
+    job.lease_expires_at.getTime() <= now.getTime()
   ) {
     throw staleAuthority();
   }
   return { incarnation, job };
 }
-

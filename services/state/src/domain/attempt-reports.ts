@@ -64,9 +64,10 @@ async function underAuthority<Req extends DescMessage, Res extends DescMessage>(
   return db.transaction().execute(async (tx) => {
     const now = await transactionNow(tx);
     const incarnationId = request.attempt?.workerIncarnation ?? '';
-    if (!(await readIncarnation(tx, subject, incarnationId))) throw staleIncarnation();
+    const incarnation = await readIncarnation(tx, subject, incarnationId);
+    if (!incarnation) throw staleIncarnation();
     return runWorkerOperation(tx, { incarnation: incarnationId, operationId: request.operationId, rpc, requestSchema, request, responseSchema }, now, async () =>
-      perform(await lockAuthority(tx, subject, request.attempt), tx, now),
+      perform(await lockAuthority(tx, incarnation, request.attempt, now), tx, now),
     );
   });
 }

@@ -83,15 +83,3 @@ export async function lockIncarnation(db: Queryable, subject: string, id: string
 export async function readIncarnation(db: Queryable, subject: string, id: string): Promise<IncarnationRow | undefined> {
   return db.selectFrom('worker_incarnations').selectAll().where('id', '=', id).where('subject', '=', subject).executeTakeFirst();
 }
-
-/**
- * Whether a job's lease is still live by the database clock.
- *
- * ```sql
- * select lease_expires_at > now() as live from jobs where id = $1
- * ```
- */
-export async function leaseIsLive(db: Queryable, jobId: string): Promise<boolean> {
-  const result = await sql<{ live: boolean }>`select lease_expires_at > now() as live from jobs where id = ${jobId}`.execute(db);
-  return result.rows[0]?.live === true;
-}
