@@ -30,7 +30,8 @@ interface JobChangeRpc<Req extends DescMessage, Res extends DescMessage> {
   readonly action: JobChangeAction;
 }
 
-const RPCS = {
+/** The three owner RPCs that change a job, for the routes. */
+export const JOB_CHANGE_RPCS = {
   cancel: { requestSchema: CancelJobRequestSchema, responseSchema: CancelJobResponseSchema, operation: 'docket.admission.v1.AdmissionService/CancelJob', action: JobChangeAction.CANCEL },
   pause: { requestSchema: PauseJobRequestSchema, responseSchema: PauseJobResponseSchema, operation: 'docket.admission.v1.AdmissionService/PauseJob', action: JobChangeAction.PAUSE },
   resume: { requestSchema: ResumeJobRequestSchema, responseSchema: ResumeJobResponseSchema, operation: 'docket.admission.v1.AdmissionService/ResumeJob', action: JobChangeAction.RESUME },
@@ -67,8 +68,7 @@ export async function changeJob<Req extends DescMessage, Res extends DescMessage
     job: changed.job,
     replayed: changed.replayed,
     idempotencyExpiresAt: changed.idempotencyExpiresAt,
+    // The three responses share these fields; TypeScript cannot see it through Res.
   } as never);
 }
 
-/** The three owner RPCs, for the routes. */
-export const JOB_CHANGE_RPCS = RPCS;
