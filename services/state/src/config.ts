@@ -1,3 +1,4 @@
+import type { BatchedWriteSettings } from './domain/batched-writes.js';
 import { readListenAddress, readPositiveInteger, readShutdownGraceMs, requireEnv } from '@docket/service-kit';
 
 /** The state service's configuration, read from the environment only. */
@@ -11,6 +12,8 @@ export interface StateConfig {
   readonly shutdownGraceMs: number;
   /** How long a claim or renewal leases a job (DOCKET_LEASE_MS, default 30 s). */
   readonly leaseMs: number;
+  /** How concurrent writes are grouped into transactions. */
+  readonly batching: BatchedWriteSettings;
 }
 
 /** Default port of the state service (SPEC section 12). */
@@ -18,8 +21,8 @@ export const STATE_DEFAULT_PORT = 7404;
 
 /**
  * Reads DOCKET_LISTEN, DOCKET_DATABASE_URL, DOCKET_DATA_DIR,
- * DOCKET_AUTH_SECRET, DOCKET_DB_POOL_SIZE, DOCKET_SHUTDOWN_GRACE_MS and
- * DOCKET_LEASE_MS.
+ * DOCKET_AUTH_SECRET, DOCKET_DB_POOL_SIZE, DOCKET_SHUTDOWN_GRACE_MS,
+ * DOCKET_LEASE_MS, DOCKET_ADMIT_BATCH_MAX and DOCKET_ADMIT_BATCHES_IN_FLIGHT.
  */
 export function readStateConfig(env: NodeJS.ProcessEnv): StateConfig {
   return {
@@ -30,5 +33,9 @@ export function readStateConfig(env: NodeJS.ProcessEnv): StateConfig {
     maxConnections: readPositiveInteger(env, 'DOCKET_DB_POOL_SIZE', 10),
     shutdownGraceMs: readShutdownGraceMs(env),
     leaseMs: readPositiveInteger(env, 'DOCKET_LEASE_MS', 30_000),
+    batching: {
+      admitBatchMax: readPositiveInteger(env, 'DOCKET_ADMIT_BATCH_MAX', 128),
+      admitBatchesInFlight: readPositiveInteger(env, 'DOCKET_ADMIT_BATCHES_IN_FLIGHT', 2),
+    },
   };
 }

@@ -10,7 +10,7 @@ import { startStateServer } from './server.js';
 runService('state', async (logger) => {
   const config = readStateConfig(process.env);
   const database = await resolveDatabaseUrl(config, logger);
-  const { db } = openDatabase({ connectionString: database.url, maxConnections: config.maxConnections });
+  const { db, pool } = openDatabase({ connectionString: database.url, maxConnections: config.maxConnections });
   try {
     const report = await migrateDatabase(db, MIGRATIONS);
     logger.info('schema ready', { schema_version: report.current, applied: report.applied });
@@ -24,7 +24,7 @@ runService('state', async (logger) => {
   }
   const changes = new ChangeListenerHub(database.url, logger);
   await changes.start();
-  const server = await startStateServer(config, db, changes, logger);
+  const server = await startStateServer(config, { db, pool }, changes, logger);
   return {
     server,
     graceMs: config.shutdownGraceMs,

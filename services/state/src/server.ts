@@ -1,11 +1,13 @@
 import type { Interceptor } from '@connectrpc/connect';
 import type { Kysely } from 'kysely';
+import type pg from 'pg';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { startServer, type Logger, type RunningServer } from '@docket/service-kit';
 import type { StateConfig } from './config.js';
 import type { ChangeListenerHub } from './db/change-listener.js';
 import { translateDatabaseError } from './db/database-errors.js';
 import type { Database } from './db/tables/index.js';
+import { batchedWrites } from './domain/batched-writes.js';
 import { stateServiceRoutes } from './routes/state-service.js';
 
 /** Maps database failures to typed errors before the shared error mapping. */
@@ -20,7 +22,7 @@ const databaseErrors: Interceptor = (next) => async (request) => {
 /** Starts the state service's server: StateService, health, reflection. */
 export function startStateServer(
   config: StateConfig,
-  db: Kysely<Database>,
+  database: { readonly db: Kysely<Database>; readonly pool: pg.Pool },
   changes: ChangeListenerHub,
   logger: Logger,
 ): Promise<RunningServer> {
@@ -28,7 +30,12 @@ export function startStateServer(
     name: 'state',
     listen: config.listen,
     services: [StateService],
-    routes: stateServiceRoutes({ db, changes, execution: { leaseMs: config.leaseMs } }),
+    routes: stateServiceRoutes({
+      db: database.db,
+      writes: batchedWrites(database.pool, config.batching),
+      changes,
+      execution: { leaseMs: config.leaseMs },
+    }),
     authenticate: { secret: config.authSecret, allowedRoles: ['service'] },
     logger,
     interceptors: [databaseErrors],

@@ -7,6 +7,7 @@ export interface JobChangeAnnouncement {
   readonly jobId: string;
   readonly latestSequence: bigint;
   readonly status: string;
+  readonly queue: string;
   /** Set when the announcement is a progress report (see `announceProgress`). */
   readonly progress?: StoredProgress;
 }
@@ -87,21 +88,18 @@ export class ChangeListenerHub {
   }
 
   #dispatch(payload: string | undefined): void {
-    let announcement: JobChangeAnnouncement;
+    let announcements: JobChangeAnnouncement[] | undefined;
     try {
-      const parsed = JSON.parse(payload ?? '') as { job_id: string; latest_sequence: string; status: string; progress?: StoredProgress };
-      announcement = {
-        jobId: parsed.job_id,
-        latestSequence: BigInt(parsed.latest_sequence),
-        status: parsed.status,
-        ...(parsed.progress ? { progress: parsed.progress } : {}),
-      };
+      announcements = parseAnnouncement(payload ?? '');
     } catch {
       this.logger.warn('ignored an unreadable change announcement');
       return;
     }
-    for (const listener of this.#byJob.get(announcement.jobId) ?? []) listener(announcement);
-    for (const listener of this.#all) listener(announcement);
+    if (announcements === undefined) return this.#resyncEveryone();
+    for (const announcement of announcements) {
+      for (const listener of this.#byJob.get(announcement.jobId) ?? []) listener(announcement);
+      for (const listener of this.#all) listener(announcement);
+    }
   }
 
   #reconnectSoon(failed: pg.Client, delayMs = 200): void {
@@ -125,4 +123,26 @@ export class ChangeListenerHub {
     for (const listeners of this.#byJob.values()) for (const listener of listeners) listener(undefined);
     for (const listener of this.#all) listener(undefined);
   }
+}
+
+/**
+ * The changes a NOTIFY payload announces (see `announcementOf`), or
+ * undefined for a resync announcement. Throws on a payload of another shape.
+ */
+export function parseAnnouncement(payload: string): JobChangeAnnouncement[] | undefined {
+  const parsed = JSON.parse(payload) as { resync?: boolean; jobs?: unknown[][] };
+  if (parsed.resync === true) return undefined;
+  if (!Array.isArray(parsed.jobs)) throw new Error('an announcement lists jobs');
+  return parsed.jobs.map(([jobId, latestSequence, status, queue, progress]) => {
+    if (typeof jobId !== 'string' || typeof latestSequence !== 'string' || typeof status !== 'string' || typeof queue !== 'string') {
+      throw new Error('an announced change is [job_id, latest_sequence, status, queue, progress?]');
+    }
+    return {
+      jobId,
+      latestSequence: BigInt(latestSequence),
+      status,
+      queue,
+      ...(progress && typeof progress === 'object' ? { progress: progress as StoredProgress } : {}),
+    };
+  });
 }

@@ -22,7 +22,7 @@ import {
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { durationMs, validateJobSpecMessage } from '@docket/service-kit';
 import type { Viewer } from '../db/queries/jobs.js';
-import type { AdmitJobCommand } from './admit-job.js';
+import type { AdmitJobCommand } from './admit-jobs.js';
 import type { ChangeJobCommand } from './change-job.js';
 import type { IdempotentRequest } from './idempotent-mutation.js';
 import type { ListJobsQuery } from './read-jobs.js';

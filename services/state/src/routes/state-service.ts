@@ -19,7 +19,7 @@ import {
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { ChangeListenerHub } from '../db/change-listener.js';
 import type { Database } from '../db/tables/index.js';
-import { admitJob } from '../domain/admit-job.js';
+import type { BatchedWrites } from '../domain/batched-writes.js';
 import { changeJob } from '../domain/change-job.js';
 import { handleWorkerCall } from '../domain/handle-worker-call.js';
 import { runMaintenance } from '../domain/maintenance.js';
@@ -44,6 +44,7 @@ import { watchChangeTicks, watchJobSignals } from '../domain/watch-job.js';
 /** What the StateService handlers need. */
 export interface StateRoutesDependencies {
   readonly db: Kysely<Database>;
+  readonly writes: BatchedWrites;
   readonly changes: ChangeListenerHub;
   readonly execution: ExecutionSettings;
 }
@@ -53,7 +54,7 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
   return (router) => {
     router.service(StateService, {
       async admitJob(request) {
-        const outcome = await admitJob(deps.db, parseAdmitJobRequest(request));
+        const outcome = await deps.writes.admissions.submit(parseAdmitJobRequest(request));
         return create(AdmitJobResponseSchema, {
           job: outcome.job,
           replayed: outcome.replayed,

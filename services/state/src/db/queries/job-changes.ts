@@ -16,13 +16,48 @@ export interface FeedPosition {
 }
 
 /**
+ * The largest NOTIFY payload Docket sends (Postgres refuses 8000 bytes and
+ * more); a batch whose announcement would be larger announces
+ * {@link RESYNC_ANNOUNCEMENT} instead.
+ */
+export const MAX_ANNOUNCEMENT_BYTES = 7900;
+
+/** "Changes may have been missed: re-read everything you watch." */
+export const RESYNC_ANNOUNCEMENT = '{"resync":true}';
+
+/** One job's entry in an announcement. */
+export interface AnnouncedChange {
+  readonly jobId: string;
+  readonly latestSequence: bigint;
+  readonly status: string;
+  readonly queue: string;
+  readonly progress?: { [key: string]: unknown };
+}
+
+/**
+ * The payload announcing the changes of one transaction, after it
+ * commits: `{"jobs": [[job_id, latest_sequence, status, queue, progress?], ...]}`,
+ * or {@link RESYNC_ANNOUNCEMENT} when that would not fit in a NOTIFY.
+ */
+export function announcementOf(changes: readonly AnnouncedChange[]): string {
+  const payload = JSON.stringify({
+    jobs: changes.map((change) => {
+      const entry: unknown[] = [change.jobId, change.latestSequence.toString(), change.status, change.queue];
+      if (change.progress) entry.push(change.progress);
+      return entry;
+    }),
+  });
+  return Buffer.byteLength(payload) <= MAX_ANNOUNCEMENT_BYTES ? payload : RESYNC_ANNOUNCEMENT;
+}
+
+/**
  * Records a job's change in the feed and announces it, in the caller's
  * transaction: the entry becomes visible, and the notification is
  * delivered, only when that transaction commits.
  *
  * ```sql
  * insert into job_changes (job_id, owner, queue, revision, status, lifecycle, changed_at) values (...);
- * select pg_notify('docket_job_changes', '{"job_id":...,"latest_sequence":...,"status":...}');
+ * select pg_notify('docket_job_changes', '{"jobs":[[job_id, latest_sequence, status, queue]]}');
  * ```
  */
 export async function recordJobChange(db: Queryable, job: NewJobRow): Promise<void> {
@@ -38,7 +73,7 @@ export async function recordJobChange(db: Queryable, job: NewJobRow): Promise<vo
       changed_at: job.updated_at,
     })
     .execute();
-  const announcement = JSON.stringify({ job_id: job.id, latest_sequence: job.event_count, status: job.status });
+  const announcement = announcementOf([{ jobId: job.id, latestSequence: BigInt(job.event_count), status: job.status, queue: job.queue }]);
   await sql`select pg_notify(${JOB_CHANGES_CHANNEL}, ${announcement})`.execute(db);
 }
 
@@ -103,10 +138,10 @@ export async function changesHeldBack(db: Queryable, after: FeedPosition, horizo
  * streams forward it as a progress frame after the transaction commits.
  *
  * ```sql
- * select pg_notify('docket_job_changes', '{"job_id":...,"latest_sequence":...,"status":...,"progress":{...}}')
+ * select pg_notify('docket_job_changes', '{"jobs":[[job_id, latest_sequence, status, queue, {progress}]]}')
  * ```
  */
 export async function announceProgress(db: Queryable, job: NewJobRow, progress: { [key: string]: unknown }): Promise<void> {
-  const announcement = JSON.stringify({ job_id: job.id, latest_sequence: job.event_count, status: job.status, progress });
+  const announcement = announcementOf([{ jobId: job.id, latestSequence: BigInt(job.event_count), status: job.status, queue: job.queue, progress }]);
   await sql`select pg_notify(${JOB_CHANGES_CHANNEL}, ${announcement})`.execute(db);
 }

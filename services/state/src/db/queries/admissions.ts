@@ -1,0 +1,129 @@
+import type pg from 'pg';
+import { PreparedStatement } from '../prepared-statement.js';
+import { JOB_CHANGES_CHANNEL, MAX_ANNOUNCEMENT_BYTES, RESYNC_ANNOUNCEMENT } from './job-changes.js';
+
+/** One admission of a batch, as the batch statement binds it. */
+export interface AdmissionRow {
+  readonly subject: string;
+  readonly operation: string;
+  /** SHA-256 of the idempotency key, hex. */
+  readonly key_hash: string;
+  readonly request_digest: string;
+  readonly job_id: string;
+  /** The complete response (docket.common.v1.Job, binary), base64. */
+  readonly response: string;
+  readonly expires_at: string;
+  readonly queue: string;
+  readonly label: string;
+  readonly input: unknown;
+  readonly priority: number;
+  readonly run_after: string | null;
+  readonly max_attempts: number;
+  readonly initial_backoff_ms: number;
+  readonly max_backoff_ms: number;
+  readonly lost_attempt_policy: string;
+  /** The `job.admitted` event (sequence 1): payload and hash. */
+  readonly event_payload: unknown;
+  readonly event_hash: string;
+}
+
+const ITEM_COLUMNS = `
+  subject text, operation text, key_hash text, request_digest text, job_id text, response text,
+  expires_at timestamptz, queue text, label text, input jsonb, priority integer, run_after timestamptz,
+  max_attempts integer, initial_backoff_ms bigint, max_backoff_ms bigint, lost_attempt_policy text,
+  event_payload jsonb, event_hash text`;
+
+/**
+ * The whole batch in one statement: binds every (subject, operation,
+ * key_hash) that has no live binding (taking over expired ones), and only
+ * for the keys it bound inserts the job row, its `job.admitted` event, its
+ * feed entry and the stored response, then announces the admitted jobs
+ * with one NOTIFY. A key whose live binding this statement's snapshot
+ * already sees is left alone (no row lock, no write): the caller replays it. Items are bound in key order, so two batches that share
+ * keys wait for each other instead of deadlocking. A key another
+ * transaction holds makes this statement wait for that transaction; it is
+ * then not bound here and the caller reads the winner's record.
+ *
+ * $1 the items (json), $2 the transaction's clock, $3 the genesis hash.
+ */
+const ADMIT_BATCH = new PreparedStatement<{ admitted: string[] }>(
+  'docket_admit_batch',
+  `with item as (
+     select * from json_to_recordset($1::json) as i(${ITEM_COLUMNS})
+   ),
+   bound as (
+     insert into idempotency_records as r (subject, operation, key_hash, request_digest, job_id, response, created_at, expires_at)
+     select subject, operation, decode(key_hash, 'hex'), request_digest, job_id, decode(response, 'base64'), $2, expires_at
+     from item
+     where not exists (select 1 from idempotency_records live
+                       where live.subject = item.subject and live.operation = item.operation
+                         and live.key_hash = decode(item.key_hash, 'hex') and live.expires_at > now())
+     order by subject, operation, key_hash
+     on conflict (subject, operation, key_hash) do update set
+       request_digest = excluded.request_digest, job_id = excluded.job_id, response = excluded.response,
+       created_at = excluded.created_at, expires_at = excluded.expires_at
+     where r.expires_at <= now()
+     returning job_id
+   ),
+   admitted as (select item.* from item join bound using (job_id)),
+   new_jobs as (
+     insert into jobs (id, owner, queue, label, input, priority, revision, status, lifecycle, request_digest, run_after,
+                       max_attempts, initial_backoff_ms, max_backoff_ms, lost_attempt_policy, event_count, head_hash,
+                       created_at, updated_at)
+     select job_id, subject, queue, label, input, priority, 1, 'QUEUED', 'ACTIVE', request_digest, run_after,
+            max_attempts, initial_backoff_ms, max_backoff_ms, lost_attempt_policy, 1, event_hash, $2, $2
+     from admitted
+   ),
+   new_events as (
+     insert into job_events (job_id, sequence, type, payload, occurred_at, previous_hash, hash)
+     select job_id, 1, 'job.admitted', event_payload, $2, $3, event_hash from admitted
+   ),
+   new_changes as (
+     insert into job_changes (job_id, owner, queue, revision, status, lifecycle, changed_at)
+     select job_id, subject, queue, 1, 'QUEUED', 'ACTIVE', $2 from admitted
+   ),
+   announcement as (
+     select json_build_object('jobs', json_agg(json_build_array(job_id, '1', 'QUEUED', queue)))::text as payload
+     from admitted
+   )
+   select coalesce((select json_agg(job_id) from admitted), '[]'::json) as admitted,
+          (select pg_notify('${JOB_CHANGES_CHANNEL}',
+                            case when octet_length(payload) <= ${MAX_ANNOUNCEMENT_BYTES} then payload else '${RESYNC_ANNOUNCEMENT}' end)
+           from announcement where payload is not null) as notified`,
+);
+
+/** Runs {@link ADMIT_BATCH}; returns the job ids that were admitted (their keys were bound here). */
+export async function admitBatch(client: pg.ClientBase, rows: readonly AdmissionRow[], now: Date, genesisHash: string): Promise<Set<string>> {
+  const [result] = await ADMIT_BATCH.run(client, [JSON.stringify(rows), now, genesisHash]);
+  return new Set(result?.admitted ?? []);
+}
+
+/** A live binding read back for a key this batch did not bind. */
+export interface BoundRecord {
+  readonly subject: string;
+  readonly operation: string;
+  readonly key_hash: string;
+  readonly request_digest: string;
+  readonly response: Buffer;
+  readonly expires_at: Date;
+}
+
+const READ_BINDINGS = new PreparedStatement<BoundRecord>(
+  'docket_read_bindings',
+  `select r.subject, r.operation, encode(r.key_hash, 'hex') as key_hash, r.request_digest, r.response, r.expires_at
+   from json_to_recordset($1::json) as k(subject text, operation text, key_hash text)
+   join idempotency_records r on r.subject = k.subject and r.operation = k.operation and r.key_hash = decode(k.key_hash, 'hex')
+   where r.expires_at > now()`,
+);
+
+/**
+ * The live bindings of `scopes`, read in a statement of its own so that it
+ * sees what concurrent transactions committed while the batch waited.
+ */
+export async function readBindings(
+  client: pg.ClientBase,
+  scopes: readonly { readonly subject: string; readonly operation: string; readonly key_hash: string }[],
+): Promise<BoundRecord[]> {
+  if (scopes.length === 0) return [];
+  return READ_BINDINGS.run(client, [JSON.stringify(scopes)]);
+}

@@ -1,0 +1,205 @@
+import { createHash } from 'node:crypto';
+import { fromBinary, toBinary } from '@bufbuild/protobuf';
+import type pg from 'pg';
+import { DocketError, GENESIS_HASH, canonicalJson, newId, type IdempotencyKey, type RequestDigest, type ValidJobSpec } from '@docket/contracts';
+import { JobSchema } from '@docket/proto/docket/common/v1/job_pb.js';
+import { admitBatch, readBindings, type AdmissionRow, type BoundRecord } from '../db/queries/admissions.js';
+import type { NewJobRow } from '../db/queries/jobs.js';
+import type { JsonObject } from '../db/tables/index.js';
+import { inWriteTransaction } from '../db/write-transaction.js';
+import { chainEvents } from './chain-events.js';
+import type { ItemOutcome } from './group-commit.js';
+import type { MutationOutcome } from './idempotent-mutation.js';
+import { projectJob } from './job-projection.js';
+
+/** One admission to decide. */
+export interface AdmitJobCommand {
+  readonly subject: string;
+  /** The public RPC path without its leading slash. */
+  readonly operation: string;
+  readonly key: IdempotencyKey;
+  readonly digest: RequestDigest;
+  readonly ttlMs: number;
+  readonly spec: ValidJobSpec;
+}
+
+/** The decided admission: the original response, and whether it is a replay. */
+export type AdmissionOutcome = MutationOutcome;
+
+/**
+ * Decides a batch of admissions (SPEC section 3) in one transaction with a
+ * fixed number of round trips, whatever the batch size: for every key that
+ * had no live binding, the binding, the job row, its `job.admitted` event
+ * (sequence 1), its feed entry and the complete response commit together
+ * (see `admitBatch`); every other item replays the stored response or is
+ * IDEMPOTENCY_CONFLICT. Concurrent duplicates from any number of processes
+ * create exactly one job. Items of one batch that share a key are decided
+ * once: the first decides, the others follow it as replays. If the
+ * transaction fails, no item of the batch was acknowledged.
+ */
+export async function admitJobs(pool: pg.Pool, commands: readonly AdmitJobCommand[]): Promise<ItemOutcome<AdmissionOutcome>[]> {
+  const plan = planAdmissions(commands);
+  const decided = await inWriteTransaction(pool, async (client, now) => {
+    const candidates = plan.leaders.map((command) => admissionCandidate(command, now));
+    const admitted = await admitBatch(client, candidates.map((candidate) => candidate.row), now, GENESIS_HASH);
+    const pending = candidates.filter((candidate) => !admitted.has(candidate.row.job_id));
+    const bindings = new Map((await readBindings(client, pending.map((candidate) => candidate.row))).map((record) => [scopeOf(record), record]));
+    return candidates.map((candidate): ItemOutcome<AdmissionOutcome> => {
+      if (admitted.has(candidate.row.job_id)) {
+        return { ok: true, value: { job: candidate.job, replayed: false, idempotencyExpiresAt: candidate.expiresAt } };
+      }
+      const record = bindings.get(scopeOf(candidate.row));
+      return record ? replay(record, candidate.command.digest) : { ok: false, error: vanished() };
+    });
+  });
+  return plan.leaderOf.map((leader, index) => follow(decided[leader] as ItemOutcome<AdmissionOutcome>, commands[index] as AdmitJobCommand, plan.leaders[leader] as AdmitJobCommand));
+}
+
+/** Which items decide (the first of each key) and which item each follows. */
+export interface AdmissionPlan {
+  readonly leaders: readonly AdmitJobCommand[];
+  /** For every item, the index in `leaders` of the item that decides its key. */
+  readonly leaderOf: readonly number[];
+}
+
+/** Groups a batch by (subject, operation, key): one statement row per key. Pure. */
+export function planAdmissions(commands: readonly AdmitJobCommand[]): AdmissionPlan {
+  const byScope = new Map<string, number>();
+  const leaders: AdmitJobCommand[] = [];
+  const leaderOf = commands.map((command) => {
+    const scope = `${command.subject}\u0000${command.operation}\u0000${command.key.reveal()}`;
+    let leader = byScope.get(scope);
+    if (leader === undefined) {
+      leader = leaders.push(command) - 1;
+      byScope.set(scope, leader);
+    }
+    return leader;
+  });
+  return { leaders, leaderOf };
+}
+
+/**
+ * The answer of an item that shares its key with the batch's leader: the
+ * leader's own answer when it is the leader, else a replay of the leader's
+ * response (IDEMPOTENCY_CONFLICT when the digests differ).
+ */
+function follow(decided: ItemOutcome<AdmissionOutcome>, command: AdmitJobCommand, leader: AdmitJobCommand): ItemOutcome<AdmissionOutcome> {
+  if (command === leader || !decided.ok) return decided;
+  if (command.digest !== leader.digest) return { ok: false, error: idempotencyConflict() };
+  return { ok: true, value: { ...decided.value, replayed: true } };
+}
+
+interface AdmissionCandidate {
+  readonly command: AdmitJobCommand;
+  readonly row: AdmissionRow;
+  readonly job: ReturnType<typeof projectJob>;
+  readonly expiresAt: Date;
+}
+
+function admissionCandidate(command: AdmitJobCommand, now: Date): AdmissionCandidate {
+  const { spec } = command;
+  const jobId = newId('job');
+  const payload = admittedPayload(spec);
+  const [event] = chainEvents({ jobId, requestDigest: command.digest, sequence: 0n, hash: GENESIS_HASH }, [{ type: 'job.admitted', payload }], now).rows;
+  const eventHash = event?.hash as string;
+  const job = projectJob(newJobRow(jobId, command, eventHash, now));
+  const expiresAt = new Date(now.getTime() + command.ttlMs);
+  return {
+    command,
+    job,
+    expiresAt,
+    row: {
+      subject: command.subject,
+      operation: command.operation,
+      key_hash: createHash('sha256').update(command.key.reveal()).digest('hex'),
+      request_digest: command.digest,
+      job_id: jobId,
+      response: Buffer.from(toBinary(JobSchema, job)).toString('base64'),
+      expires_at: expiresAt.toISOString(),
+      queue: spec.queue,
+      label: spec.label,
+      input: spec.input,
+      priority: spec.priority,
+      run_after: spec.runAfter ? spec.runAfter.toISOString() : null,
+      max_attempts: spec.maxAttempts,
+      initial_backoff_ms: spec.initialBackoffMs,
+      max_backoff_ms: spec.maxBackoffMs,
+      lost_attempt_policy: spec.lostAttemptPolicy,
+      event_payload: payload,
+      event_hash: eventHash,
+    },
+  };
+}
+
+function newJobRow(id: string, command: AdmitJobCommand, headHash: string, now: Date): NewJobRow {
+  const { spec } = command;
+  return {
+    id,
+    owner: command.subject,
+    queue: spec.queue,
+    label: spec.label,
+    input: spec.input,
+    priority: spec.priority,
+    revision: '1',
+    status: 'QUEUED',
+    lifecycle: 'ACTIVE',
+    request_digest: command.digest,
+    run_after: spec.runAfter ?? null,
+    max_attempts: spec.maxAttempts,
+    initial_backoff_ms: String(spec.initialBackoffMs),
+    max_backoff_ms: String(spec.maxBackoffMs),
+    lost_attempt_policy: spec.lostAttemptPolicy,
+    attempt_count: 0,
+    fence: '0',
+    progress: null,
+    checkpoint: null,
+    result: null,
+    failure: null,
+    event_count: '1',
+    head_hash: headHash,
+    created_at: now,
+    updated_at: now,
+    current_attempt_id: null,
+    current_worker_incarnation: null,
+    lease_expires_at: null,
+    cancel_requested: false,
+    pause_requested: false,
+    not_before: null,
+  };
+}
+
+/**
+ * The `job.admitted` payload: what was admitted, with the input represented
+ * by its SHA-256 so that the chain commits to it without repeating it.
+ */
+function admittedPayload(spec: ValidJobSpec): JsonObject {
+  return {
+    queue: spec.queue,
+    priority: spec.priority,
+    label: spec.label,
+    input_sha256: createHash('sha256').update(canonicalJson(spec.input)).digest('hex'),
+    max_attempts: spec.maxAttempts,
+    initial_backoff_ms: spec.initialBackoffMs,
+    max_backoff_ms: spec.maxBackoffMs,
+    lost_attempt_policy: spec.lostAttemptPolicy,
+    run_after: spec.runAfter ? spec.runAfter.toISOString() : null,
+  };
+}
+
+function scopeOf(scope: { readonly subject: string; readonly operation: string; readonly key_hash: string }): string {
+  return `${scope.subject}\u0000${scope.operation}\u0000${scope.key_hash}`;
+}
+
+function replay(record: BoundRecord, digest: RequestDigest): ItemOutcome<AdmissionOutcome> {
+  if (record.request_digest !== digest) return { ok: false, error: idempotencyConflict() };
+  return { ok: true, value: { job: fromBinary(JobSchema, record.response), replayed: true, idempotencyExpiresAt: record.expires_at } };
+}
+
+function idempotencyConflict(): DocketError {
+  return new DocketError('IDEMPOTENCY_CONFLICT', 'the idempotency key is already bound to a different request');
+}
+
+/** A key that was bound when the batch began but is gone (it expired and was swept): retry with the same key. */
+function vanished(): DocketError {
+  return new DocketError('UNAVAILABLE', 'the request could not be decided, retry with the same idempotency key');
+}

@@ -1,0 +1,64 @@
+/** Each item's own answer from a decided batch: a value or the error for that item alone. */
+export type ItemOutcome<Result> = { readonly ok: true; readonly value: Result } | { readonly ok: false; readonly error: unknown };
+
+/** How {@link GroupCommit} forms batches. */
+export interface GroupCommitOptions {
+  /** The most items one batch carries. */
+  readonly maxBatch: number;
+  /** How many batches may be in flight at once (each holds one connection). */
+  readonly maxInFlight: number;
+}
+
+/**
+ * Group commit for concurrent requests: items that arrive while batches are
+ * in flight are decided together in the next batch (one transaction, a
+ * fixed number of round trips), so the commit's WAL flush and the round
+ * trips are shared. Nothing waits for a batch to fill: while fewer than
+ * `maxInFlight` batches are running, an arriving item is sent at once, so an
+ * idle system answers a single caller as fast as before.
+ *
+ * `decide` answers every item of its batch in order; if it throws, every
+ * item of that batch gets the error (none of them was acknowledged).
+ */
+export class GroupCommit<Item, Result> {
+  readonly #waiting: { item: Item; settle: (outcome: ItemOutcome<Result>) => void }[] = [];
+  #inFlight = 0;
+
+  constructor(
+    private readonly decide: (items: readonly Item[]) => Promise<readonly ItemOutcome<Result>[]>,
+    private readonly options: GroupCommitOptions,
+  ) {}
+
+  /** Decides `item` in the next batch and resolves (or rejects) with its own answer. */
+  submit(item: Item): Promise<Result> {
+    return new Promise<Result>((resolve, reject) => {
+      this.#waiting.push({ item, settle: (outcome) => (outcome.ok ? resolve(outcome.value) : reject(outcome.error)) });
+      this.#flush();
+    });
+  }
+
+  /** Items waiting for a batch, and batches in flight (for tests and metrics). */
+  get load(): { readonly waiting: number; readonly inFlight: number } {
+    return { waiting: this.#waiting.length, inFlight: this.#inFlight };
+  }
+
+  #flush(): void {
+    while (this.#inFlight < this.options.maxInFlight && this.#waiting.length > 0) {
+      const batch = this.#waiting.splice(0, this.options.maxBatch);
+      this.#inFlight += 1;
+      void this.#run(batch);
+    }
+  }
+
+  async #run(batch: { item: Item; settle: (outcome: ItemOutcome<Result>) => void }[]): Promise<void> {
+    try {
+      const outcomes = await this.decide(batch.map((entry) => entry.item));
+      batch.forEach((entry, index) => entry.settle(outcomes[index] ?? { ok: false, error: new Error('the batch gave this item no answer') }));
+    } catch (error) {
+      for (const entry of batch) entry.settle({ ok: false, error });
+    } finally {
+      this.#inFlight -= 1;
+      this.#flush();
+    }
+  }
+}
