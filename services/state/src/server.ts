@@ -32,7 +32,7 @@ export function startStateServer(
     services: [StateService],
     routes: stateServiceRoutes({
       db: database.db,
-      writes: batchedWrites(database.pool, config.batching),
+      writes: batchedWrites(database.pool, config.batching, { leaseMs: config.leaseMs }),
       changes,
       execution: { leaseMs: config.leaseMs },
     }),

@@ -13,6 +13,11 @@ export interface TickSubscription {
    * aborts. Any number of ticks in between count as one.
    */
   wait(timeoutMs: number, signal: AbortSignal): Promise<TickWait>;
+  /**
+   * From now on, wakes only for ticks that name one of `queues` (or any
+   * queue); a tick already received still counts.
+   */
+  narrowTo(queues: readonly string[]): void;
   /** Stops receiving ticks. Idempotent. */
   close(): void;
 }
@@ -32,9 +37,10 @@ export interface ChangeTicksOptions {
  * it), so a waiting claimer tries again within milliseconds of new work
  * without any claimer holding its own stream or polling.
  *
- * Ticks only say "try again": a subscriber that is woken needlessly makes
- * one empty claim attempt, and one that misses a tick is caught by its own
- * re-check timer. When the stream breaks (state restarting, network) it is
+ * Ticks only say "try again", and name the queues they concern: a
+ * subscriber narrowed to some queues wakes only for ticks naming one of
+ * them (or any queue). One that is woken needlessly makes one empty claim
+ * attempt, and one that misses a tick is caught by its own re-check timer. When the stream breaks (state restarting, network) it is
  * reopened with exponential backoff, and every subscriber is woken both on
  * the break and on the first frame after reconnecting, since changes made
  * in between were not announced.
@@ -94,14 +100,14 @@ export class ChangeTicks {
       let framed = false;
       this.#opened += 1;
       try {
-        for await (const _frame of this.open(this.#stop.signal)) {
+        for await (const frame of this.open(this.#stop.signal)) {
           if (!framed) {
             framed = true;
             backoffMs = this.#minBackoffMs;
             if (failures > 0) this.logger.info('change stream restored', { failures });
             failures = 0;
           }
-          this.#wakeAll();
+          this.#wake(frame as TickFrame);
         }
       } catch {
         // A broken stream is expected while the state service restarts; handled below.
@@ -118,14 +124,34 @@ export class ChangeTicks {
   #wakeAll(): void {
     for (const subscriber of this.#subscribers) subscriber.ring();
   }
+
+  #wake(frame: TickFrame): void {
+    if (frame.anyQueue !== false || !frame.claimableQueues) return this.#wakeAll();
+    for (const subscriber of this.#subscribers) subscriber.ringFor(frame.claimableQueues);
+  }
+}
+
+/** A WatchChanges frame; a frame that names no queues wakes everyone. */
+interface TickFrame {
+  readonly claimableQueues?: readonly string[];
+  readonly anyQueue?: boolean;
 }
 
 /** One subscription: a coalescing bit and at most one waiter. */
 class Subscriber implements TickSubscription {
   #rung = false;
   #settle: ((outcome: TickWait) => void) | undefined;
+  #queues: ReadonlySet<string> | undefined;
 
   constructor(private readonly unsubscribe: () => void) {}
+
+  narrowTo(queues: readonly string[]): void {
+    this.#queues = new Set(queues);
+  }
+
+  ringFor(queues: readonly string[]): void {
+    if (this.#queues === undefined || queues.some((queue) => this.#queues?.has(queue))) this.ring();
+  }
 
   ring(): void {
     this.#rung = true;

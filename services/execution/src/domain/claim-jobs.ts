@@ -42,7 +42,8 @@ export interface ClaimCall {
 /**
  * ClaimJobs as a long-poll around the state service's single, non-waiting
  * claim attempt. It tries once; with no assignment and a `wait`, it sleeps
- * until the shared change stream ticks (a job change committed somewhere),
+ * until the shared change stream ticks for one of the queues the empty
+ * claim looked in (a job became claimable or a running one ended there),
  * until the time the state service named for the next job to become
  * claimable by `run_after` alone, or until the re-check interval passes (a
  * safety net), and tries again. It stops when it claims something, when the
@@ -82,9 +83,10 @@ export async function claimJobs(
     let options = forwarded;
     let lastTry = false;
     for (;;) {
-      const { response: claimed, nextClaimableAt } = await claimOnce(options);
+      const { response: claimed, nextClaimableAt, claimQueues } = await claimOnce(options);
       const remainingMs = waitEndsAt - performance.now();
       if (claimed.assignments.length > 0 || lastTry || remainingMs <= 0) return claimed;
+      if (claimQueues.length > 0) subscription.narrowTo(claimQueues);
       const pauseMs = Math.min(remainingMs, deps.recheckMs, untilClaimableMs(nextClaimableAt));
       const woke = await subscription.wait(pauseMs, stop.signal);
       if (woke === 'aborted') {

@@ -32,6 +32,8 @@ export interface WorkerCallAnswer<C extends WorkerCallName> {
    * becomes claimable by time alone (`run_after`), by the database clock.
    */
   readonly nextClaimableAt: Date | undefined;
+  /** For a claim that found nothing: the queues it looked in (empty: unknown). */
+  readonly claimQueues: readonly string[];
 }
 
 /**
@@ -61,6 +63,7 @@ export async function callWorkerRpc<C extends WorkerCallName>(
   return {
     response: answer.response.value as WorkerCallResponse<C>,
     nextClaimableAt: answer.nextClaimableAt ? timestampDate(answer.nextClaimableAt) : undefined,
+    claimQueues: answer.claimQueues,
   };
 }
 

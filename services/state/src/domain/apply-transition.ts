@@ -1,8 +1,10 @@
+import type { Insertable } from 'kysely';
 import { assertLegalTransition, validateEventBatch, type JobStatusName } from '@docket/contracts';
 import { recordJobChange } from '../db/queries/job-changes.js';
 import { insertJobEvents, readLastJobEvent } from '../db/queries/job-events.js';
 import { updateJob, type JobPatch, type JobRow } from '../db/queries/jobs.js';
 import type { Queryable } from '../db/database.js';
+import type { JobEventsTable } from '../db/tables/index.js';
 import { chainEvents, type NewEvent } from './chain-events.js';
 import { journalCorrupt } from './journal-verification.js';
 
@@ -20,6 +22,18 @@ export interface AppliedTransition {
   readonly lastSequence: bigint;
 }
 
+/** A planned transition: the changed row, the columns that changed, and the chained events to insert. */
+export interface PlannedTransition extends AppliedTransition {
+  readonly patch: JobPatch;
+  readonly eventRows: Insertable<JobEventsTable>[];
+}
+
+/** The journal's last event as stored, to check the job row's head against. */
+export interface StoredHead {
+  readonly sequence: string;
+  readonly hash: string;
+}
+
 /**
  * Transition with events (SPEC section 4), the only code path that writes a
  * job's status: checks the batch limits and the legal edge before writing,
@@ -28,6 +42,8 @@ export interface AppliedTransition {
  * revision, writes the status and `patch`, moves the head, records a feed
  * entry and announces the change. The caller holds the job row's lock
  * (`lockVisibleJob`) in `tx`, so all of it commits together or not at all.
+ * Batched writers use {@link checkStoredHead} and {@link planTransition}
+ * and write the same rows set-wise.
  */
 export async function applyTransition(
   tx: Queryable,
@@ -35,12 +51,33 @@ export async function applyTransition(
   transition: JobTransition,
   now: Date,
 ): Promise<AppliedTransition> {
-  validateEventBatch(transition.events);
-  if (transition.toStatus !== undefined) assertLegalTransition(job.status, transition.toStatus);
-  const last = await readLastJobEvent(tx, job.id);
+  checkStoredHead(job, await readLastJobEvent(tx, job.id));
+  const planned = planTransition(job, transition, now);
+  await insertJobEvents(tx, planned.eventRows);
+  await updateJob(tx, job.id, planned.patch);
+  await recordJobChange(tx, planned.job);
+  return { job: planned.job, firstSequence: planned.firstSequence, lastSequence: planned.lastSequence };
+}
+
+/**
+ * JOURNAL_CORRUPT unless the journal's last stored event (read under the
+ * job row's lock) is the head the job row records.
+ */
+export function checkStoredHead(job: JobRow, last: StoredHead | undefined): void {
   if (!last || last.sequence !== job.event_count || last.hash !== job.head_hash) {
     throw journalCorrupt(job.id, BigInt(job.event_count));
   }
+}
+
+/**
+ * The rows a transition writes, computed from the locked row alone (pure):
+ * limits and the legal edge are checked first, then the events are chained
+ * after the head, and the revision, status, head and `updated_at` join the
+ * patch.
+ */
+export function planTransition(job: JobRow, transition: JobTransition, now: Date): PlannedTransition {
+  validateEventBatch(transition.events);
+  if (transition.toStatus !== undefined) assertLegalTransition(job.status, transition.toStatus);
   const chained = chainEvents(
     { jobId: job.id, requestDigest: job.request_digest, sequence: BigInt(job.event_count), hash: job.head_hash },
     transition.events,
@@ -54,9 +91,11 @@ export async function applyTransition(
     head_hash: chained.head.hash,
     updated_at: now,
   };
-  const changed: JobRow = { ...job, ...patch } as JobRow;
-  await insertJobEvents(tx, chained.rows);
-  await updateJob(tx, job.id, patch);
-  await recordJobChange(tx, changed);
-  return { job: changed, firstSequence: BigInt(job.event_count) + 1n, lastSequence: chained.head.sequence };
+  return {
+    job: { ...job, ...patch } as JobRow,
+    patch,
+    eventRows: chained.rows,
+    firstSequence: BigInt(job.event_count) + 1n,
+    lastSequence: chained.head.sequence,
+  };
 }

@@ -1,17 +1,7 @@
 import { DocketError } from '@docket/contracts';
 import type { AttemptRef } from '@docket/proto/docket/common/v1/attempt_pb.js';
-import type { Queryable } from '../db/database.js';
-import { findAttemptJobId } from '../db/queries/attempts.js';
-import { lockVisibleJob, type JobRow } from '../db/queries/jobs.js';
+import type { JobRow } from '../db/queries/jobs.js';
 import type { IncarnationRow } from '../db/queries/workers.js';
-
-const ANY_JOB = { subject: '', admin: true } as const;
-
-/** A worker's proven authority over a job: the incarnation and the locked job row. */
-export interface Authority {
-  readonly incarnation: IncarnationRow;
-  readonly job: JobRow;
-}
 
 /** STALE_INCARNATION: a superseded (or unknown) incarnation. */
 export function staleIncarnation(): DocketError {
@@ -25,24 +15,21 @@ export function staleAuthority(): DocketError {
 
 /**
  * Checks a worker call's `{attempt_id, fence, worker_incarnation}` against
- * the database and locks the job row: the incarnation (read by the caller
- * in this transaction) must not be superseded, and the job's current
- * attempt, fence and incarnation must be exactly these, with a lease that
- * has not expired by the database clock (`now`, the transaction's
- * `now()`; leases are stored at millisecond precision, like `now`).
- * Anything else is refused before any write, so a stale call has no effect.
+ * the job row as locked (pure): the incarnation (of the caller's subject)
+ * must exist and not be superseded, and the job's current attempt, fence
+ * and incarnation must be exactly these, with a lease that has not expired
+ * by the database clock (`now`, the transaction's `now()`; leases are
+ * stored at millisecond precision, like `now`). Anything else is refused
+ * before any write, so a stale call has no effect.
  */
-export async function lockAuthority(
-  tx: Queryable,
-  incarnation: IncarnationRow,
+export function checkAuthority(
+  incarnation: IncarnationRow | undefined,
   ref: AttemptRef | undefined,
+  job: JobRow | undefined,
   now: Date,
-): Promise<Authority> {
-  if (incarnation.superseded_at !== null) throw staleIncarnation();
+): JobRow {
+  if (!incarnation || incarnation.superseded_at !== null) throw staleIncarnation();
   if (!ref || ref.workerIncarnation !== incarnation.id) throw staleAuthority();
-  const jobId = await findAttemptJobId(tx, ref.attemptId);
-  if (!jobId) throw staleAuthority();
-  const job = await lockVisibleJob(tx, ANY_JOB, jobId);
   if (
     !job ||
     job.current_attempt_id !== ref.attemptId ||
@@ -54,5 +41,5 @@ export async function lockAuthority(
   ) {
     throw staleAuthority();
   }
-  return { incarnation, job };
+  return job;
 }

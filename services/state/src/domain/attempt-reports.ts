@@ -1,6 +1,5 @@
-import { create, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { create, toBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import type { Kysely } from 'kysely';
 import {
   LIMITS,
   canonicalJsonByteLength,
@@ -12,6 +11,7 @@ import {
   type FailureClassName,
 } from '@docket/contracts';
 import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
+import type { AttemptRef } from '@docket/proto/docket/common/v1/attempt_pb.js';
 import {
   AppendEventsRequestSchema,
   AppendEventsResponseSchema,
@@ -23,134 +23,162 @@ import {
   ReportProgressResponseSchema,
   SaveCheckpointRequestSchema,
   SaveCheckpointResponseSchema,
-  type AppendEventsRequest,
-  type RenewAttemptRequest,
   type ReportOutcomeRequest,
-  type ReportProgressRequest,
-  type SaveCheckpointRequest,
 } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import type { AttemptRef } from '@docket/proto/docket/common/v1/attempt_pb.js';
-import { endAttempt } from '../db/queries/attempts.js';
-import { transactionNow } from '../db/queries/clock.js';
-import { announceProgress } from '../db/queries/job-changes.js';
-import { updateJob } from '../db/queries/jobs.js';
-import { readIncarnation } from '../db/queries/workers.js';
-import type { Database, JsonObject } from '../db/tables/index.js';
-import { applyTransition } from './apply-transition.js';
-import { lockAuthority, staleIncarnation, type Authority } from './attempt-authority.js';
+import type { HandleWorkerCallRequest } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import type { JobRow } from '../db/queries/jobs.js';
+import type { WorkerOperationRow } from '../db/queries/worker-operations.js';
+import type { JsonObject } from '../db/tables/index.js';
+import { planTransition } from './apply-transition.js';
 import { planAttemptEnding, type AttemptEnding } from './attempt-ending.js';
 import { projectJob } from './job-projection.js';
+import type { JobWriteSet } from './job-write-set.js';
 import type { ExecutionSettings } from './register-worker.js';
-import { runWorkerOperation } from './worker-operation.js';
+import { WORKER_OPERATION_TTL_MS, operationDigest } from './worker-operation.js';
 
 const MESSAGE_MAX = { progress: 1024, failure: 4096 } as const;
 
+/** The attempt-scoped worker RPCs, by their HandleWorkerCall case. */
+export type AttemptReportCase = 'renewAttempt' | 'reportProgress' | 'saveCheckpoint' | 'appendEvents' | 'reportOutcome';
+
 /**
- * Runs one attempt-scoped worker call in one transaction: a replayed
- * operation id answers first (see `runWorkerOperation`); otherwise the
- * call's authority is checked and the job row locked (`lockAuthority`:
- * STALE_INCARNATION, then STALE_AUTHORITY, leases by the database clock),
- * then `perform` runs and its response is recorded with its effect.
+ * One attempt-scoped worker call, checked and ready to decide: who calls,
+ * the authority it claims, its operation id and digest, and `perform`, which
+ * applies the call to the job (as this batch has left it, under the row
+ * lock) by adding rows to the batch's write set, and returns the response.
+ * `perform` is pure until it adds rows: a call it refuses writes nothing.
  */
-async function underAuthority<Req extends DescMessage, Res extends DescMessage>(
-  db: Kysely<Database>,
+export interface AttemptReport<Res extends DescMessage = DescMessage> {
+  readonly case: AttemptReportCase;
+  readonly subject: string;
+  readonly rpc: string;
+  readonly attempt: AttemptRef | undefined;
+  readonly incarnation: string;
+  readonly operationId: string;
+  readonly digest: string;
+  readonly responseSchema: Res;
+  /** Whether deciding it appends journal events (and so needs the journal's stored head). */
+  readonly journals: boolean;
+  perform(job: JobRow, writes: JobWriteSet, now: Date, settings: ExecutionSettings): MessageShape<Res>;
+}
+
+type ReportCall = Extract<HandleWorkerCallRequest['request'], { case: AttemptReportCase }>;
+
+/**
+ * Checks an attempt-scoped call (field errors and limits, before anything
+ * is read) and turns it into an {@link AttemptReport}.
+ */
+export function parseAttemptReport(subject: string, call: ReportCall): AttemptReport {
+  switch (call.case) {
+    case 'renewAttempt':
+      return report(subject, call.case, 'RenewAttempt', RenewAttemptRequestSchema, call.value, RenewAttemptResponseSchema, false, (job, writes, now, settings) => {
+        const leaseExpiresAt = new Date(now.getTime() + settings.leaseMs);
+        writes.update({ ...job, lease_expires_at: leaseExpiresAt });
+        return create(RenewAttemptResponseSchema, {
+          leaseExpiresAt: timestampFromDate(leaseExpiresAt),
+          cancelRequested: job.status === 'CANCELLING',
+          pauseRequested: job.pause_requested,
+        });
+      });
+    case 'reportProgress': {
+      const progress = call.value.progress;
+      if (!progress || progress.completedUnits < 0n || progress.totalUnits < 0n) {
+        throw invalidField('progress', 'must have non-negative completed_units and total_units');
+      }
+      if (progress.message.length > MESSAGE_MAX.progress) throw invalidField('progress.message', 'must be at most 1024 characters');
+      // Progress: the latest on the job (current authority only; not a journal event, no revision change), announced live.
+      return report(subject, call.case, 'ReportProgress', ReportProgressRequestSchema, call.value, ReportProgressResponseSchema, false, (job, writes, now) => {
+        const stored = {
+          completed_units: progress.completedUnits.toString(),
+          total_units: progress.totalUnits.toString(),
+          message: progress.message,
+          updated_at: now.toISOString(),
+        };
+        const updated = { ...job, progress: stored };
+        writes.update(updated);
+        writes.announceProgress(updated, stored);
+        return create(ReportProgressResponseSchema, { cancelRequested: job.status === 'CANCELLING', pauseRequested: job.pause_requested });
+      });
+    }
+    case 'saveCheckpoint': {
+      const checkpoint = call.value.checkpoint ?? {};
+      const bytes = checkedJsonBytes(checkpoint, 'checkpoint', 'checkpointBytes');
+      // The checkpoint is kept for the next attempt and journaled as `checkpoint.saved`.
+      return report(subject, call.case, 'SaveCheckpoint', SaveCheckpointRequestSchema, call.value, SaveCheckpointResponseSchema, true, (job, writes, now) => {
+        writes.transition(planTransition(job, { events: [attemptEvent(job, 'checkpoint.saved', { bytes })], patch: { checkpoint } }, now));
+        return create(SaveCheckpointResponseSchema, {});
+      });
+    }
+    case 'appendEvents': {
+      const events = call.value.events.map((event) => ({ type: event.type, payload: event.payload ?? {} }));
+      validateEventBatch(events);
+      events.forEach((event, index) => {
+        if (!event.type.startsWith('worker.')) throw invalidField(`events[${index}].type`, 'must start with worker.');
+      });
+      // Worker events (types under `worker.`) journaled as the current attempt.
+      return report(subject, call.case, 'AppendEvents', AppendEventsRequestSchema, call.value, AppendEventsResponseSchema, true, (job, writes, now) => {
+        const planned = planTransition(job, { events: events.map((event) => attemptEvent(job, event.type, event.payload)) }, now);
+        writes.transition(planned);
+        return create(AppendEventsResponseSchema, { firstSequence: planned.firstSequence, lastSequence: planned.lastSequence });
+      });
+    }
+    case 'reportOutcome': {
+      const ending = endingOf(call.value);
+      // The attempt ends (see `planAttemptEnding`) and the answer is the job.
+      return report(subject, call.case, 'ReportOutcome', ReportOutcomeRequestSchema, call.value, ReportOutcomeResponseSchema, true, (job, writes, now) => {
+        const ended = planAttemptEnding(job, ending, now);
+        const planned = planTransition(job, ended.transition, now);
+        if (job.current_attempt_id) writes.endedAttempts.push({ id: job.current_attempt_id, status: ended.attemptStatus });
+        writes.transition(planned);
+        return create(ReportOutcomeResponseSchema, { job: projectJob(planned.job) });
+      });
+    }
+  }
+}
+
+function report<Req extends DescMessage, Res extends DescMessage>(
   subject: string,
+  reportCase: AttemptReportCase,
   rpc: string,
   requestSchema: Req,
   request: MessageShape<Req> & { operationId: string; attempt?: AttemptRef | undefined },
   responseSchema: Res,
-  perform: (authority: Authority, tx: Kysely<Database>, now: Date) => Promise<MessageShape<Res>>,
-): Promise<MessageShape<Res>> {
-  return db.transaction().execute(async (tx) => {
-    const now = await transactionNow(tx);
-    const incarnationId = request.attempt?.workerIncarnation ?? '';
-    const incarnation = await readIncarnation(tx, subject, incarnationId);
-    if (!incarnation) throw staleIncarnation();
-    return runWorkerOperation(tx, { incarnation: incarnationId, operationId: request.operationId, rpc, requestSchema, request, responseSchema }, now, async () =>
-      perform(await lockAuthority(tx, incarnation, request.attempt, now), tx, now),
-    );
-  });
+  journals: boolean,
+  perform: AttemptReport<Res>['perform'],
+): AttemptReport<Res> {
+  const incarnation = request.attempt?.workerIncarnation ?? '';
+  return {
+    case: reportCase,
+    subject,
+    rpc,
+    attempt: request.attempt,
+    incarnation,
+    operationId: request.operationId,
+    digest: operationDigest(rpc, incarnation, requestSchema, request),
+    responseSchema,
+    journals,
+    perform,
+  };
 }
 
-/** RenewAttempt: extends a live lease (never revives one) and says what the owner asked for. */
-export function renewAttempt(db: Kysely<Database>, settings: ExecutionSettings, subject: string, request: RenewAttemptRequest) {
-  return underAuthority(db, subject, 'RenewAttempt', RenewAttemptRequestSchema, request, RenewAttemptResponseSchema, async ({ job }, tx, now) => {
-    const leaseExpiresAt = new Date(now.getTime() + settings.leaseMs);
-    await updateJob(tx, job.id, { lease_expires_at: leaseExpiresAt });
-    return create(RenewAttemptResponseSchema, {
-      leaseExpiresAt: timestampFromDate(leaseExpiresAt),
-      cancelRequested: job.status === 'CANCELLING',
-      pauseRequested: job.pause_requested,
-    });
-  });
-}
-
-/**
- * ReportProgress: stores the latest progress on the job (for the current
- * authority only; not a journal event, no revision change) and announces it
- * to live streams.
- */
-export function reportProgress(db: Kysely<Database>, subject: string, request: ReportProgressRequest) {
-  return underAuthority(db, subject, 'ReportProgress', ReportProgressRequestSchema, request, ReportProgressResponseSchema, async ({ job }, tx, now) => {
-    const progress = request.progress;
-    if (!progress || progress.completedUnits < 0n || progress.totalUnits < 0n) {
-      throw invalidField('progress', 'must have non-negative completed_units and total_units');
-    }
-    if (progress.message.length > MESSAGE_MAX.progress) throw invalidField('progress.message', 'must be at most 1024 characters');
-    const stored = {
-      completed_units: progress.completedUnits.toString(),
-      total_units: progress.totalUnits.toString(),
-      message: progress.message,
-      updated_at: now.toISOString(),
-    };
-    await updateJob(tx, job.id, { progress: stored });
-    await announceProgress(tx, job, stored);
-    return create(ReportProgressResponseSchema, { cancelRequested: job.status === 'CANCELLING', pauseRequested: job.pause_requested });
-  });
-}
-
-/** SaveCheckpoint: stores the checkpoint for the next attempt and journals `checkpoint.saved`. */
-export function saveCheckpoint(db: Kysely<Database>, subject: string, request: SaveCheckpointRequest) {
-  return underAuthority(db, subject, 'SaveCheckpoint', SaveCheckpointRequestSchema, request, SaveCheckpointResponseSchema, async ({ job }, tx, now) => {
-    const checkpoint = request.checkpoint ?? {};
-    const bytes = checkedJsonBytes(checkpoint, 'checkpoint', 'checkpointBytes');
-    await applyTransition(
-      tx,
-      job,
-      { events: [attemptEvent(job, 'checkpoint.saved', { bytes })], patch: { checkpoint } },
-      now,
-    );
-    return create(SaveCheckpointResponseSchema, {});
-  });
-}
-
-/** AppendEvents: journals worker events (types under `worker.`) as the current attempt. */
-export function appendEvents(db: Kysely<Database>, subject: string, request: AppendEventsRequest) {
-  const events = request.events.map((event) => ({ type: event.type, payload: event.payload ?? {} }));
-  validateEventBatch(events);
-  events.forEach((event, index) => {
-    if (!event.type.startsWith('worker.')) throw invalidField(`events[${index}].type`, 'must start with worker.');
-  });
-  return underAuthority(db, subject, 'AppendEvents', AppendEventsRequestSchema, request, AppendEventsResponseSchema, async ({ job }, tx, now) => {
-    const applied = await applyTransition(
-      tx,
-      job,
-      { events: events.map((event) => attemptEvent(job, event.type, event.payload)) },
-      now,
-    );
-    return create(AppendEventsResponseSchema, { firstSequence: applied.firstSequence, lastSequence: applied.lastSequence });
-  });
-}
-
-/** ReportOutcome: ends the attempt (see `planAttemptEnding`) and answers the job. */
-export function reportOutcome(db: Kysely<Database>, subject: string, request: ReportOutcomeRequest) {
-  const ending = endingOf(request);
-  return underAuthority(db, subject, 'ReportOutcome', ReportOutcomeRequestSchema, request, ReportOutcomeResponseSchema, async ({ job }, tx, now) => {
-    const planned = planAttemptEnding(job, ending, now);
-    if (job.current_attempt_id) await endAttempt(tx, job.current_attempt_id, planned.attemptStatus, now);
-    const applied = await applyTransition(tx, job, planned.transition, now);
-    return create(ReportOutcomeResponseSchema, { job: projectJob(applied.job) });
-  });
+/** Records a decided call's response with its effect, for replay by operation id. */
+export function recordOperation<Res extends DescMessage>(
+  writes: JobWriteSet,
+  call: { readonly incarnation: string; readonly operationId: string; readonly rpc: string; readonly digest: string; readonly responseSchema: Res },
+  response: MessageShape<Res>,
+  now: Date,
+): WorkerOperationRow {
+  const row: WorkerOperationRow = {
+    worker_incarnation: call.incarnation,
+    operation_id: call.operationId,
+    rpc: call.rpc,
+    request_digest: call.digest,
+    response: Buffer.from(toBinary(call.responseSchema, response)),
+    created_at: now,
+    expires_at: new Date(now.getTime() + WORKER_OPERATION_TTL_MS),
+  };
+  writes.operations.push(row);
+  return row;
 }
 
 function endingOf(request: ReportOutcomeRequest): AttemptEnding {
@@ -180,7 +208,7 @@ function endingOf(request: ReportOutcomeRequest): AttemptEnding {
   }
 }
 
-function attemptEvent(job: Authority['job'], type: string, payload: JsonObject) {
+function attemptEvent(job: JobRow, type: string, payload: JsonObject) {
   return { type, payload, ...(job.current_attempt_id ? { attemptId: job.current_attempt_id } : {}), fence: BigInt(job.fence) };
 }
 

@@ -1,6 +1,10 @@
 import type pg from 'pg';
 import { isRetryableTransactionFailure } from '../db/sqlstate.js';
 import { admitJobs, type AdmissionOutcome, type AdmitJobCommand } from './admit-jobs.js';
+import type { AttemptReport } from './attempt-reports.js';
+import { claimJobs, type ClaimCommand, type ClaimOutcome } from './claim-jobs.js';
+import { decideAttemptReports, type ReportResponse } from './decide-attempt-reports.js';
+import type { ExecutionSettings } from './register-worker.js';
 import { GroupCommit, type GroupCommitOptions, type ItemOutcome } from './group-commit.js';
 
 /** How the state process groups concurrent writes into transactions. */
@@ -9,20 +13,41 @@ export interface BatchedWriteSettings {
   readonly admitBatchMax: number;
   /** Admission transactions in flight per process (DOCKET_ADMIT_BATCHES_IN_FLIGHT, default 2). */
   readonly admitBatchesInFlight: number;
+  /** Claims per transaction (DOCKET_CLAIM_BATCH_MAX, default 32). */
+  readonly claimBatchMax: number;
+  /** Attempt reports (renewals, progress, checkpoints, events, outcomes) per transaction (DOCKET_REPORT_BATCH_MAX, default 128). */
+  readonly reportBatchMax: number;
+  /** Claim and report transactions in flight per process, each (DOCKET_WORKER_BATCHES_IN_FLIGHT, default 2). */
+  readonly workerBatchesInFlight: number;
 }
 
 /** The state process's group-committed write paths. */
 export interface BatchedWrites {
   readonly admissions: GroupCommit<AdmitJobCommand, AdmissionOutcome>;
+  readonly claims: GroupCommit<ClaimCommand, ClaimOutcome>;
+  readonly reports: GroupCommit<AttemptReport, ReportResponse>;
 }
 
 /** How often a batch that hit a deadlock or serialization failure is decided afresh. */
 const TRANSACTION_ATTEMPTS = 3;
 
 /** Builds the group commits of one state process over its pool. */
-export function batchedWrites(pool: pg.Pool, settings: BatchedWriteSettings): BatchedWrites {
-  const admitting: GroupCommitOptions = { maxBatch: settings.admitBatchMax, maxInFlight: settings.admitBatchesInFlight };
-  return { admissions: new GroupCommit((items) => retryingTransactionFailures(() => admitJobs(pool, items)), admitting) };
+export function batchedWrites(pool: pg.Pool, settings: BatchedWriteSettings, execution: ExecutionSettings): BatchedWrites {
+  const batches = (maxBatch: number, maxInFlight: number): GroupCommitOptions => ({ maxBatch, maxInFlight });
+  return {
+    admissions: new GroupCommit(
+      (items) => retryingTransactionFailures(() => admitJobs(pool, items)),
+      batches(settings.admitBatchMax, settings.admitBatchesInFlight),
+    ),
+    claims: new GroupCommit(
+      (items) => retryingTransactionFailures(() => claimJobs(pool, execution, items)),
+      batches(settings.claimBatchMax, settings.workerBatchesInFlight),
+    ),
+    reports: new GroupCommit(
+      (items) => retryingTransactionFailures(() => decideAttemptReports(pool, execution, items)),
+      batches(settings.reportBatchMax, settings.workerBatchesInFlight),
+    ),
+  };
 }
 
 /**

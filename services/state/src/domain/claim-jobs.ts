@@ -1,6 +1,6 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import type { Kysely } from 'kysely';
+import type pg from 'pg';
 import { invalidField, newId } from '@docket/contracts';
 import {
   AssignmentSchema,
@@ -10,86 +10,174 @@ import {
   type ClaimJobsRequest,
   type ClaimJobsResponse,
 } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { insertAttempt } from '../db/queries/attempts.js';
-import { countHeldJobs, lockClaimableJobs, lockQueueCapacity, nextRunAfter } from '../db/queries/claims.js';
-import { transactionNow } from '../db/queries/clock.js';
+import { lockClaimableJobs, lockLimitedQueues, nextRunAfter, readClaimCapacity } from '../db/queries/claims.js';
 import type { JobRow } from '../db/queries/jobs.js';
-import { lockIncarnation, type IncarnationRow } from '../db/queries/workers.js';
-import type { Database } from '../db/tables/index.js';
-import { applyTransition } from './apply-transition.js';
+import { writeJobSet } from '../db/queries/job-write-sets.js';
+import { operationKeyOf, readIncarnations, readJournalHeads, readOperations } from '../db/queries/worker-call-reads.js';
+import type { IncarnationRow } from '../db/queries/workers.js';
+import { inWriteTransaction } from '../db/write-transaction.js';
+import { checkStoredHead, planTransition } from './apply-transition.js';
 import { staleIncarnation } from './attempt-authority.js';
+import { recordOperation } from './attempt-reports.js';
+import type { ItemOutcome } from './group-commit.js';
+import { JobWriteSet } from './job-write-set.js';
 import type { ExecutionSettings } from './register-worker.js';
-import { runWorkerOperation } from './worker-operation.js';
+import { concurrentOperation, operationDigest, replayOperation } from './worker-operation.js';
 
 /** The most jobs one claim hands out. */
 export const MAX_JOBS_PER_CLAIM = 100;
 
-/**
- * One claim attempt (no waiting; the execution service long-polls around
- * it). Under the incarnation's row lock (its claims serialise; a
- * registration superseding it waits) it takes up to max_jobs claimable
- * jobs, highest priority then oldest, honouring `run_after`, the
- * incarnation's own limit and each queue's deployment-wide
- * `max_concurrency` (counted under a per-queue advisory lock), with
- * `FOR UPDATE SKIP LOCKED` so that no job goes to two claimers. Each claim
- * increments the job's fence, creates an attempt, journals
- * `attempt.started` and starts a lease by the database clock. A claim that
- * got jobs is recorded under its operation id, so replaying it returns the
- * same assignments; an empty one is not, so retrying it claims afresh.
- */
-export async function claimJobs(
-  db: Kysely<Database>,
-  settings: ExecutionSettings,
-  subject: string,
-  request: ClaimJobsRequest,
-): Promise<ClaimOutcome> {
-  if (request.maxJobs < 0) throw invalidField('max_jobs', 'must not be negative');
-  return db.transaction().execute(async (tx) => {
-    const now = await transactionNow(tx);
-    const incarnation = await lockIncarnation(tx, subject, request.workerIncarnation);
-    if (!incarnation || incarnation.superseded_at !== null) throw staleIncarnation();
-    const response = await runWorkerOperation(
-      tx,
-      {
-        incarnation: incarnation.id,
-        operationId: request.operationId,
-        rpc: 'ClaimJobs',
-        requestSchema: ClaimJobsRequestSchema,
-        request,
-        responseSchema: ClaimJobsResponseSchema,
-      },
-      now,
-      async () => {
-        const queues = claimQueues(incarnation, request.queues);
-        const free = incarnation.max_concurrency - (await countHeldJobs(tx, incarnation.id));
-        const wanted = Math.min(Math.max(request.maxJobs, 1), MAX_JOBS_PER_CLAIM, free);
-        if (wanted <= 0) return create(ClaimJobsResponseSchema, {});
-        const capacity = await lockQueueCapacity(tx, queues);
-        const open = queues.filter((queue) => (capacity.get(queue) ?? Number.POSITIVE_INFINITY) > 0);
-        const candidates = await lockClaimableJobs(tx, open, wanted);
-        const assignments: Assignment[] = [];
-        for (const job of candidates) {
-          const remaining = capacity.get(job.queue);
-          if (remaining !== undefined) {
-            if (remaining <= 0) continue;
-            capacity.set(job.queue, remaining - 1);
-          }
-          assignments.push(await startAttempt(tx, settings, incarnation, job, now));
-        }
-        return create(ClaimJobsResponseSchema, { assignments });
-      },
-      (claimed) => claimed.assignments.length > 0,
-    );
-    const nextClaimableAt =
-      response.assignments.length === 0 ? await nextRunAfter(tx, claimQueues(incarnation, request.queues)) : undefined;
-    return { response, nextClaimableAt };
-  });
+/** One claim attempt, checked (no waiting; the execution service long-polls around it). */
+export interface ClaimCommand {
+  readonly subject: string;
+  readonly request: ClaimJobsRequest;
+  readonly digest: string;
 }
 
-/** A claim's answer, and for an empty one when a job becomes claimable by time alone. */
+/** A claim's answer, and for an empty one when a job becomes claimable by time alone and where it looked. */
 export interface ClaimOutcome {
   readonly response: ClaimJobsResponse;
   readonly nextClaimableAt: Date | undefined;
+  readonly claimQueues: readonly string[];
+}
+
+/** Checks a ClaimJobs call's fields before anything is read. */
+export function parseClaim(subject: string, request: ClaimJobsRequest): ClaimCommand {
+  if (request.maxJobs < 0) throw invalidField('max_jobs', 'must not be negative');
+  return { subject, request, digest: operationDigest('ClaimJobs', request.workerIncarnation, ClaimJobsRequestSchema, request) };
+}
+
+/**
+ * Decides a batch of claims in one transaction with a fixed number of
+ * statements, whatever the number of claims or jobs. The incarnations'
+ * rows are locked (a registration superseding one waits for the claim, or
+ * the claim finds it superseded: STALE_INCARNATION); a recorded operation
+ * id replays its assignments. Then the limited queues' advisory locks are
+ * taken (in name order) and the incarnations' running jobs and the queues'
+ * free slots counted, so neither an incarnation's own limit nor a queue's
+ * deployment-wide `max_concurrency` is ever exceeded; claimable jobs are
+ * taken highest priority then oldest, honouring `run_after`, with
+ * `FOR UPDATE SKIP LOCKED`, so no job goes to two claimers. Each claimed
+ * job's fence grows by one, it gets an attempt, `attempt.started` and a
+ * lease by the database clock. A claim that got jobs is recorded under its
+ * operation id; an empty one is not, so retrying it claims afresh.
+ */
+export async function claimJobs(pool: pg.Pool, settings: ExecutionSettings, claims: readonly ClaimCommand[]): Promise<ItemOutcome<ClaimOutcome>[]> {
+  return inWriteTransaction(pool, async (client, now) => {
+    const incarnations = await readIncarnations(client, claims.map((claim) => claim.request.workerIncarnation), true);
+    const recorded = await readOperations(client, claims.map(operationKey));
+    const writes = new JobWriteSet();
+    const decidedHere = new Map<string, { rpc: string; request_digest: string; response: Buffer }>();
+
+    // 1. Who may claim where: the incarnation, replays, the queues named.
+    const open = claims.map((claim): ItemOutcome<OpenClaim> => {
+      try {
+        const incarnation = incarnations.get(claim.request.workerIncarnation);
+        if (!incarnation || incarnation.subject !== claim.subject || incarnation.superseded_at !== null) throw staleIncarnation();
+        const queues = claimQueues(incarnation, claim.request.queues);
+        return { ok: true, value: { claim, incarnation, queues } };
+      } catch (error) {
+        return { ok: false, error };
+      }
+    });
+    const fresh = open.flatMap((item) => (item.ok && !recorded.has(operationKeyOf(operationKey(item.value.claim))) ? [item.value] : []));
+
+    // 2. How much each may take, counted under the locks.
+    const limited = await lockLimitedQueues(client, fresh.flatMap((item) => item.queues));
+    const capacity = await readClaimCapacity(client, fresh.map((item) => item.incarnation.id), limited);
+    const remaining = new Map(capacity.remaining);
+    const free = new Map(fresh.map((item) => [item.incarnation.id, item.incarnation.max_concurrency - (capacity.held.get(item.incarnation.id) ?? 0)]));
+
+    // 3. The candidates, one locking read per distinct set of queues.
+    const taken: string[] = [];
+    const picked = new Map<OpenClaim, JobRow[]>();
+    for (const group of groupByQueues(fresh)) {
+      const wanted = group.reduce((sum, item) => sum + wantedBy(item, free), 0);
+      const openQueues = group[0]?.queues.filter((queue) => (remaining.get(queue) ?? Number.POSITIVE_INFINITY) > 0) ?? [];
+      const candidates = await lockClaimableJobs(client, openQueues, wanted, taken);
+      for (const item of group) {
+        const jobs: JobRow[] = [];
+        let budget = wantedBy(item, free);
+        while (budget > 0 && candidates.length > 0) {
+          const index = candidates.findIndex((job) => (remaining.get(job.queue) ?? Number.POSITIVE_INFINITY) > 0);
+          if (index < 0) break;
+          const [job] = candidates.splice(index, 1) as [JobRow];
+          const left = remaining.get(job.queue);
+          if (left !== undefined) remaining.set(job.queue, left - 1);
+          jobs.push(job);
+          taken.push(job.id);
+          budget -= 1;
+        }
+        free.set(item.incarnation.id, (free.get(item.incarnation.id) ?? 0) - jobs.length);
+        picked.set(item, jobs);
+      }
+    }
+    const heads = await readJournalHeads(client, taken);
+
+    // 4. Every claim's answer, in batch order.
+    const emptyQueues = new Map<string, readonly string[]>();
+    const decided = open.map((item): ItemOutcome<ClaimJobsResponse> => {
+      if (!item.ok) return item;
+      const { claim, incarnation } = item.value;
+      try {
+        const key = operationKeyOf(operationKey(claim));
+        const earlier = recorded.get(key) ?? decidedHere.get(key);
+        if (earlier) return { ok: true, value: replayOperation(earlier, 'ClaimJobs', claim.digest, ClaimJobsResponseSchema) };
+        const jobs = picked.get(item.value) ?? [];
+        jobs.forEach((job) => checkStoredHead(job, heads.get(job.id)));
+        const response = create(ClaimJobsResponseSchema, { assignments: jobs.map((job) => startAttempt(writes, settings, incarnation, job, now)) });
+        if (response.assignments.length > 0) {
+          const call = { incarnation: incarnation.id, operationId: claim.request.operationId, rpc: 'ClaimJobs', digest: claim.digest, responseSchema: ClaimJobsResponseSchema };
+          decidedHere.set(key, recordOperation(writes, call, response, now));
+        } else {
+          emptyQueues.set(queueSetKey(item.value.queues), item.value.queues);
+        }
+        return { ok: true, value: response };
+      } catch (error) {
+        return { ok: false, error };
+      }
+    });
+
+    // 5. For empty claims, when their queues next have a job by time alone.
+    const nextDue = new Map<string, Date | undefined>();
+    for (const [setKey, queues] of emptyQueues) nextDue.set(setKey, await nextRunAfter(client, queues));
+    if (!(await writeJobSet(client, writes, now))) throw concurrentOperation();
+    return decided.map((outcome, index): ItemOutcome<ClaimOutcome> => {
+      if (!outcome.ok) return outcome;
+      const item = open[index];
+      const queues = item?.ok && outcome.value.assignments.length === 0 ? item.value.queues : [];
+      return { ok: true, value: { response: outcome.value, nextClaimableAt: nextDue.get(queueSetKey(queues)), claimQueues: queues } };
+    });
+  });
+}
+
+/** A claim that may proceed: its incarnation (locked) and the queues it looks in. */
+interface OpenClaim {
+  readonly claim: ClaimCommand;
+  readonly incarnation: IncarnationRow;
+  readonly queues: readonly string[];
+}
+
+function operationKey(claim: ClaimCommand): { worker_incarnation: string; operation_id: string } {
+  return { worker_incarnation: claim.request.workerIncarnation, operation_id: claim.request.operationId };
+}
+
+/** How many jobs a claim asks for now: its max_jobs (at least 1, at most 100), within its incarnation's free slots. */
+function wantedBy(item: OpenClaim, free: ReadonlyMap<string, number>): number {
+  return Math.max(0, Math.min(Math.max(item.claim.request.maxJobs, 1), MAX_JOBS_PER_CLAIM, free.get(item.incarnation.id) ?? 0));
+}
+
+function queueSetKey(queues: readonly string[]): string {
+  return [...queues].sort().join('\u0000');
+}
+
+function groupByQueues(items: readonly OpenClaim[]): OpenClaim[][] {
+  const groups = new Map<string, OpenClaim[]>();
+  for (const item of items) {
+    const key = queueSetKey(item.queues);
+    groups.set(key, [...(groups.get(key) ?? []), item]);
+  }
+  return [...groups.values()];
 }
 
 function claimQueues(incarnation: IncarnationRow, requested: readonly string[]): string[] {
@@ -100,18 +188,12 @@ function claimQueues(incarnation: IncarnationRow, requested: readonly string[]):
   return [...new Set(requested)];
 }
 
-async function startAttempt(
-  tx: Kysely<Database>,
-  settings: ExecutionSettings,
-  incarnation: IncarnationRow,
-  job: JobRow,
-  now: Date,
-): Promise<Assignment> {
+function startAttempt(writes: JobWriteSet, settings: ExecutionSettings, incarnation: IncarnationRow, job: JobRow, now: Date): Assignment {
   const attemptId = newId('att');
   const fence = BigInt(job.fence) + 1n;
   const attemptNumber = job.attempt_count + 1;
   const leaseExpiresAt = new Date(now.getTime() + settings.leaseMs);
-  await insertAttempt(tx, {
+  writes.startedAttempts.push({
     id: attemptId,
     job_id: job.id,
     attempt_number: attemptNumber,
@@ -121,30 +203,31 @@ async function startAttempt(
     status: 'ACTIVE',
     started_at: now,
   });
-  await applyTransition(
-    tx,
-    job,
-    {
-      toStatus: 'RUNNING',
-      events: [
-        {
-          type: 'attempt.started',
-          payload: { attempt_id: attemptId, attempt_number: attemptNumber, worker_incarnation: incarnation.id, worker_name: incarnation.name },
-          attemptId,
-          fence,
+  writes.transition(
+    planTransition(
+      job,
+      {
+        toStatus: 'RUNNING',
+        events: [
+          {
+            type: 'attempt.started',
+            payload: { attempt_id: attemptId, attempt_number: attemptNumber, worker_incarnation: incarnation.id, worker_name: incarnation.name },
+            attemptId,
+            fence,
+          },
+        ],
+        patch: {
+          fence: fence.toString(),
+          attempt_count: attemptNumber,
+          current_attempt_id: attemptId,
+          current_worker_incarnation: incarnation.id,
+          lease_expires_at: leaseExpiresAt,
+          not_before: null,
+          progress: null,
         },
-      ],
-      patch: {
-        fence: fence.toString(),
-        attempt_count: attemptNumber,
-        current_attempt_id: attemptId,
-        current_worker_incarnation: incarnation.id,
-        lease_expires_at: leaseExpiresAt,
-        not_before: null,
-        progress: null,
       },
-    },
-    now,
+      now,
+    ),
   );
   return create(AssignmentSchema, {
     authority: { attemptId, fence, workerIncarnation: incarnation.id, leaseExpiresAt: timestampFromDate(leaseExpiresAt) },

@@ -8,17 +8,20 @@ import {
   type HandleWorkerCallResponse,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { Database } from '../db/tables/index.js';
-import { appendEvents, renewAttempt, reportOutcome, reportProgress, saveCheckpoint } from './attempt-reports.js';
-import { claimJobs } from './claim-jobs.js';
+import { parseAttemptReport } from './attempt-reports.js';
+import type { BatchedWrites } from './batched-writes.js';
+import { parseClaim } from './claim-jobs.js';
 import { registerWorker, type ExecutionSettings } from './register-worker.js';
 
 /**
  * Dispatches one worker RPC, forwarded by the execution service with the
- * authenticated worker subject, to its domain function, and wraps the
- * public response.
+ * authenticated worker subject: registrations run alone; claims and
+ * attempt-scoped reports are checked here and then decided in the state
+ * process's next claim or report batch (see `BatchedWrites`).
  */
 export async function handleWorkerCall(
   db: Kysely<Database>,
+  writes: BatchedWrites,
   settings: ExecutionSettings,
   call: HandleWorkerCallRequest,
 ): Promise<HandleWorkerCallResponse> {
@@ -28,22 +31,22 @@ export async function handleWorkerCall(
     case 'registerWorker':
       return create(HandleWorkerCallResponseSchema, { response: { case: 'registerWorker', value: await registerWorker(db, settings, subject, request.value) } });
     case 'claimJobs': {
-      const claimed = await claimJobs(db, settings, subject, request.value);
+      const claimed = await writes.claims.submit(parseClaim(subject, request.value));
       return create(HandleWorkerCallResponseSchema, {
         response: { case: 'claimJobs', value: claimed.response },
         nextClaimableAt: claimed.nextClaimableAt ? timestampFromDate(claimed.nextClaimableAt) : undefined,
+        claimQueues: [...claimed.claimQueues],
       });
     }
     case 'renewAttempt':
-      return create(HandleWorkerCallResponseSchema, { response: { case: 'renewAttempt', value: await renewAttempt(db, settings, subject, request.value) } });
     case 'reportProgress':
-      return create(HandleWorkerCallResponseSchema, { response: { case: 'reportProgress', value: await reportProgress(db, subject, request.value) } });
     case 'saveCheckpoint':
-      return create(HandleWorkerCallResponseSchema, { response: { case: 'saveCheckpoint', value: await saveCheckpoint(db, subject, request.value) } });
     case 'appendEvents':
-      return create(HandleWorkerCallResponseSchema, { response: { case: 'appendEvents', value: await appendEvents(db, subject, request.value) } });
-    case 'reportOutcome':
-      return create(HandleWorkerCallResponseSchema, { response: { case: 'reportOutcome', value: await reportOutcome(db, subject, request.value) } });
+    case 'reportOutcome': {
+      const report = parseAttemptReport(subject, request);
+      const response = await writes.reports.submit(report);
+      return create(HandleWorkerCallResponseSchema, { response: { case: report.case, value: response } as HandleWorkerCallResponse['response'] });
+    }
     default:
       throw invalidField('request', 'must be set');
   }

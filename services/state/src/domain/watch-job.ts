@@ -71,17 +71,44 @@ async function readHead(db: Kysely<Database>, viewer: Viewer, jobId: string): Pr
   return { latestSequence: BigInt(job.event_count), status: job.status };
 }
 
+/** A "read again" tick, with the queues whose claimable jobs may have changed. */
+export interface ChangeTick {
+  readonly claimableQueues: ReadonlySet<string>;
+  /** Not known which queues: every claimer should look again. */
+  readonly anyQueue: boolean;
+}
+
 /**
- * Yields once now and then whenever any job change commits, coalesced,
- * until `signal` aborts: the feed's "read again" ticks.
+ * Yields once now (for any queue) and then whenever any job change commits,
+ * coalesced, until `signal` aborts: the feed's "read again" ticks, naming
+ * the queues in which a job became claimable or a running job ended.
  */
-export async function* watchChangeTicks(hub: ChangeListenerHub, signal: AbortSignal): AsyncGenerator<void> {
-  const mailbox = new CoalescingMailbox<true>();
-  const unsubscribe = hub.watchAll(() => mailbox.put(true));
+export async function* watchChangeTicks(hub: ChangeListenerHub, signal: AbortSignal): AsyncGenerator<ChangeTick> {
+  const mailbox = new CoalescingMailbox<ChangeTick>((held, next) => ({
+    claimableQueues: new Set([...held.claimableQueues, ...next.claimableQueues]),
+    anyQueue: held.anyQueue || next.anyQueue,
+  }));
+  const unsubscribe = hub.watchAll((announcement) => {
+    if (!announcement) return mailbox.put({ claimableQueues: new Set(), anyQueue: true });
+    mailbox.put({ claimableQueues: mayFreeClaims(announcement.status) ? new Set([announcement.queue]) : new Set(), anyQueue: false });
+  });
   try {
-    mailbox.put(true);
-    while ((await mailbox.take(signal)) !== undefined) yield;
+    mailbox.put({ claimableQueues: new Set(), anyQueue: true });
+    for (;;) {
+      const tick = await mailbox.take(signal);
+      if (tick === undefined) return;
+      yield tick;
+    }
   } finally {
     unsubscribe();
   }
+}
+
+/**
+ * Whether a job arriving in `status` may let a claimer of its queue take
+ * something: it became QUEUED, or it left RUNNING (freeing capacity under a
+ * queue's max_concurrency). RUNNING and CANCELLING hold capacity.
+ */
+function mayFreeClaims(status: string): boolean {
+  return status !== 'RUNNING' && status !== 'CANCELLING';
 }

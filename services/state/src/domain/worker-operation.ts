@@ -1,74 +1,47 @@
-import { fromBinary, toBinary, toJson, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { fromBinary, toJson, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import { DocketError, computeRequestDigest, invalidField, isValidId, type JsonValue } from '@docket/contracts';
-import type { Queryable } from '../db/database.js';
-import { findWorkerOperation, recordWorkerOperation } from '../db/queries/worker-operations.js';
+import type { WorkerOperationRow } from '../db/queries/worker-operations.js';
 
 /** How long worker operation records are kept for replay. */
 export const WORKER_OPERATION_TTL_MS = 24 * 3_600_000;
 
-/** One worker call made idempotent by its operation id. */
-export interface WorkerOperation<Req extends DescMessage, Res extends DescMessage> {
-  readonly incarnation: string;
-  readonly operationId: string;
-  /** The RPC's name; an operation id used for another RPC is a mismatch. */
-  readonly rpc: string;
-  readonly requestSchema: Req;
-  readonly request: MessageShape<Req> & { operationId: string };
-  readonly responseSchema: Res;
+/**
+ * The digest an operation id is bound to: the request with its operation
+ * id cleared, under the RPC's name and the incarnation. Also checks the
+ * operation id's shape (INVALID_FIELD), before anything is read.
+ */
+export function operationDigest<Req extends DescMessage>(
+  rpc: string,
+  incarnation: string,
+  requestSchema: Req,
+  request: MessageShape<Req> & { operationId: string },
+): string {
+  if (!isValidId(request.operationId)) {
+    throw invalidField('operation_id', 'must be 8 to 128 characters of [A-Za-z0-9_-], starting with a letter or digit');
+  }
+  const withoutId = { ...request, operationId: '' } as MessageShape<Req>;
+  return computeRequestDigest({ operation: rpc, subject: incarnation, request: toJson(requestSchema, withoutId) as JsonValue });
 }
 
 /**
- * Answers a replayed operation id with its first response, before any
+ * The first response recorded for an operation id, answered before any
  * authority check (the first call may have committed and lost its reply):
  * the same payload replays, another payload (or another RPC) is
- * OPERATION_MISMATCH. Otherwise runs `perform` and records its response in
- * the caller's transaction, so the effect and the record commit together.
- * `recordEmpty` false leaves responses that did nothing (an empty claim)
- * unrecorded, so a retry of them tries again.
+ * OPERATION_MISMATCH.
  */
-export async function runWorkerOperation<Req extends DescMessage, Res extends DescMessage>(
-  tx: Queryable,
-  operation: WorkerOperation<Req, Res>,
-  now: Date,
-  perform: () => Promise<MessageShape<Res>>,
-  shouldRecord: (response: MessageShape<Res>) => boolean = () => true,
-): Promise<MessageShape<Res>> {
-  if (!isValidId(operation.operationId)) {
-    throw invalidField('operation_id', 'must be 8 to 128 characters of [A-Za-z0-9_-], starting with a letter or digit');
+export function replayOperation<Res extends DescMessage>(
+  recorded: Pick<WorkerOperationRow, 'rpc' | 'request_digest' | 'response'>,
+  rpc: string,
+  digest: string,
+  responseSchema: Res,
+): MessageShape<Res> {
+  if (recorded.rpc !== rpc || recorded.request_digest !== digest) {
+    throw new DocketError('OPERATION_MISMATCH', 'the operation id was already used with a different request');
   }
-  const digest = operationDigest(operation);
-  const recorded = await findWorkerOperation(tx, operation.incarnation, operation.operationId);
-  if (recorded) {
-    if (recorded.rpc !== operation.rpc || recorded.request_digest !== digest) throw mismatch();
-    return fromBinary(operation.responseSchema, recorded.response);
-  }
-  const response = await perform();
-  if (shouldRecord(response)) {
-    const inserted = await recordWorkerOperation(tx, {
-      worker_incarnation: operation.incarnation,
-      operation_id: operation.operationId,
-      rpc: operation.rpc,
-      request_digest: digest,
-      response: Buffer.from(toBinary(operation.responseSchema, response)),
-      created_at: now,
-      expires_at: new Date(now.getTime() + WORKER_OPERATION_TTL_MS),
-    });
-    if (!inserted) {
-      throw new DocketError('UNAVAILABLE', 'the same operation id is being processed concurrently, retry it');
-    }
-  }
-  return response;
+  return fromBinary(responseSchema, recorded.response);
 }
 
-function operationDigest<Req extends DescMessage, Res extends DescMessage>(operation: WorkerOperation<Req, Res>): string {
-  const request = { ...operation.request, operationId: '' } as MessageShape<Req>;
-  return computeRequestDigest({
-    operation: operation.rpc,
-    subject: operation.incarnation,
-    request: toJson(operation.requestSchema, request) as JsonValue,
-  });
-}
-
-function mismatch(): DocketError {
-  return new DocketError('OPERATION_MISMATCH', 'the operation id was already used with a different request');
+/** UNAVAILABLE: the same operation id committed concurrently; retrying it replays that answer. */
+export function concurrentOperation(): DocketError {
+  return new DocketError('UNAVAILABLE', 'the same operation id is being processed concurrently, retry it');
 }

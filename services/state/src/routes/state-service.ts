@@ -108,7 +108,9 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
         });
       },
       async *watchChanges(_request, ctx) {
-        for await (const _tick of watchChangeTicks(deps.changes, untilDrainOrCancel(ctx))) yield create(WatchChangesResponseSchema, {});
+        for await (const tick of watchChangeTicks(deps.changes, untilDrainOrCancel(ctx))) {
+          yield create(WatchChangesResponseSchema, { claimableQueues: [...tick.claimableQueues], anyQueue: tick.anyQueue });
+        }
       },
       async changeJob(request) {
         const outcome = await changeJob(deps.db, parseChangeJobRequest(request));
@@ -119,7 +121,7 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
         });
       },
       async handleWorkerCall(request) {
-        return handleWorkerCall(deps.db, deps.execution, request);
+        return handleWorkerCall(deps.db, deps.writes, deps.execution, request);
       },
       async runMaintenance(request) {
         const step = await runMaintenance(deps.db, request);

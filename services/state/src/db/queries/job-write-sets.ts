@@ -1,0 +1,113 @@
+import type pg from 'pg';
+import type { JobWriteSet } from '../../domain/job-write-set.js';
+import type { JobRow } from './jobs.js';
+import { PreparedStatement } from '../prepared-statement.js';
+import { JOB_CHANGES_CHANNEL, announcementOf } from './job-changes.js';
+
+/**
+ * Writes a whole {@link JobWriteSet} in one statement: every changed job
+ * row (all mutable columns, from the row the batch computed under the row
+ * lock), the journal rows, attempts begun and ended, feed entries and
+ * recorded worker operations, then one NOTIFY for the batch. Returns how
+ * many operations were recorded: fewer than given means a concurrent call
+ * with the same operation id committed first.
+ *
+ * $1 jobs, $2 events, $3 started attempts, $4 ended attempts, $5 feed
+ * entries, $6 operations (all json), $7 the transaction's clock, $8 the
+ * announcement ('' for none).
+ */
+const WRITE_JOB_SET = new PreparedStatement<{ recorded: string }>(
+  'docket_write_job_set',
+  `with
+   changed_jobs as (
+     update jobs j set
+       status = u.status, revision = u.revision, event_count = u.event_count, head_hash = u.head_hash,
+       updated_at = u.updated_at, fence = u.fence, attempt_count = u.attempt_count,
+       current_attempt_id = u.current_attempt_id, current_worker_incarnation = u.current_worker_incarnation,
+       lease_expires_at = u.lease_expires_at, cancel_requested = u.cancel_requested,
+       pause_requested = u.pause_requested, not_before = u.not_before, progress = u.progress,
+       checkpoint = u.checkpoint, result = u.result, failure = u.failure
+     from json_to_recordset($1::json) as u(
+       id text, status text, revision bigint, event_count bigint, head_hash text, updated_at timestamptz,
+       fence bigint, attempt_count integer, current_attempt_id text, current_worker_incarnation text,
+       lease_expires_at timestamptz, cancel_requested boolean, pause_requested boolean, not_before timestamptz,
+       progress jsonb, checkpoint jsonb, result jsonb, failure jsonb)
+     where j.id = u.id
+   ),
+   new_events as (
+     insert into job_events (job_id, sequence, type, payload, occurred_at, attempt_id, fence, previous_hash, hash)
+     select job_id, sequence, type, payload::jsonb, occurred_at, attempt_id, fence, previous_hash, hash
+     from json_to_recordset($2::json) as e(
+       job_id text, sequence bigint, type text, payload text, occurred_at timestamptz, attempt_id text,
+       fence bigint, previous_hash text, hash text)
+   ),
+   started_attempts as (
+     insert into attempts (id, job_id, attempt_number, fence, worker_incarnation, queue, status, started_at)
+     select id, job_id, attempt_number, fence, worker_incarnation, queue, status, started_at
+     from json_to_recordset($3::json) as a(
+       id text, job_id text, attempt_number integer, fence bigint, worker_incarnation text, queue text,
+       status text, started_at timestamptz)
+   ),
+   ended_attempts as (
+     update attempts a set status = x.status, ended_at = $7
+     from json_to_recordset($4::json) as x(id text, status text)
+     where a.id = x.id and a.status = 'ACTIVE'
+   ),
+   feed_entries as (
+     insert into job_changes (job_id, owner, queue, revision, status, lifecycle, changed_at)
+     select id, owner, queue, revision, status, lifecycle, updated_at
+     from json_to_recordset($5::json) as c(
+       id text, owner text, queue text, revision bigint, status text, lifecycle text, updated_at timestamptz)
+   ),
+   recorded as (
+     insert into worker_operations (worker_incarnation, operation_id, rpc, request_digest, response, created_at, expires_at)
+     select worker_incarnation, operation_id, rpc, request_digest, decode(response, 'base64'), created_at, expires_at
+     from json_to_recordset($6::json) as o(
+       worker_incarnation text, operation_id text, rpc text, request_digest text, response text,
+       created_at timestamptz, expires_at timestamptz)
+     on conflict (worker_incarnation, operation_id) do nothing
+     returning 1
+   )
+   select (select count(*) from recorded) as recorded,
+          (select pg_notify('${JOB_CHANGES_CHANNEL}', $8) where $8 <> '') as notified`,
+);
+
+/** The columns a batch may change (the input and the identity never travel back). */
+function mutableColumns(job: JobRow) {
+  return {
+    id: job.id,
+    status: job.status,
+    revision: job.revision,
+    event_count: job.event_count,
+    head_hash: job.head_hash,
+    updated_at: job.updated_at,
+    fence: job.fence,
+    attempt_count: job.attempt_count,
+    current_attempt_id: job.current_attempt_id,
+    current_worker_incarnation: job.current_worker_incarnation,
+    lease_expires_at: job.lease_expires_at,
+    cancel_requested: job.cancel_requested,
+    pause_requested: job.pause_requested,
+    not_before: job.not_before,
+    progress: job.progress,
+    checkpoint: job.checkpoint,
+    result: job.result,
+    failure: job.failure,
+  };
+}
+
+/** Runs {@link WRITE_JOB_SET}; returns whether every operation was recorded. */
+export async function writeJobSet(client: pg.ClientBase, set: JobWriteSet, now: Date): Promise<boolean> {
+  if (set.isEmpty && set.announcements.length === 0) return true;
+  const [result] = await WRITE_JOB_SET.run(client, [
+    JSON.stringify([...set.jobs.values()].map(mutableColumns)),
+    JSON.stringify(set.events),
+    JSON.stringify(set.startedAttempts),
+    JSON.stringify(set.endedAttempts),
+    JSON.stringify(set.changes.map(({ id, owner, queue, revision, status, lifecycle, updated_at }) => ({ id, owner, queue, revision, status, lifecycle, updated_at }))),
+    JSON.stringify(set.operations.map((operation) => ({ ...operation, response: operation.response.toString('base64') }))),
+    now,
+    set.announcements.length === 0 ? '' : announcementOf(set.announcements),
+  ]);
+  return Number(result?.recorded ?? 0) === set.operations.length;
+}
