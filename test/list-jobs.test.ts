@@ -40,14 +40,20 @@ describe('ListJobs', () => {
     const admission = clientFor(AdmissionService, cluster.admission.url, alice);
     let stop = false;
     const arrivals: string[] = [];
-    const submitter = (async () => {
-      while (!stop) arrivals.push(...(await submitMany(alice, 5, 'bulk', 5)));
-    })();
+    let submitter: Promise<void> | undefined;
 
     const listed: string[] = [];
     let pageToken = '';
     let previousCreatedAt = Number.POSITIVE_INFINITY;
     do {
+      // New jobs arrive from the moment the first page (and with it the
+      // listing's snapshot) exists: a job committed before that moment
+      // belongs to the listing, one committed after must never enter it.
+      if (pageToken !== '' && !submitter) {
+        submitter = (async () => {
+          while (!stop) arrivals.push(...(await submitMany(alice, 5, 'bulk', 5)));
+        })();
+      }
       const page = await admission.listJobs({ pageSize: 37, pageToken, filter: { queue: 'bulk' } });
       for (const job of page.jobs) {
         const createdAt = Number(job.createdAt!.seconds) * 1000 + job.createdAt!.nanos / 1e6;

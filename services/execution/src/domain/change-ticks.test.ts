@@ -4,16 +4,16 @@ import { ChangeTicks } from './change-ticks.js';
 
 /** A hand-driven WatchChanges: each `open` makes a stream the test pushes frames into or breaks. */
 class FakeChangeStreams {
-  readonly streams: { push(): void; fail(): void }[] = [];
+  readonly streams: { push(frame?: object): void; fail(): void }[] = [];
 
   readonly open = (signal: AbortSignal): AsyncIterable<unknown> => {
-    const queue: ('frame' | 'fail')[] = [];
+    const queue: (object | 'fail')[] = [];
     let wake: (() => void) | undefined;
-    const put = (item: 'frame' | 'fail'): void => {
+    const put = (item: object | 'fail'): void => {
       queue.push(item);
       wake?.();
     };
-    this.streams.push({ push: () => put('frame'), fail: () => put('fail') });
+    this.streams.push({ push: (frame = {}) => put(frame), fail: () => put('fail') });
     return (async function* () {
       for (;;) {
         while (queue.length === 0) {
@@ -23,13 +23,14 @@ class FakeChangeStreams {
             signal.addEventListener('abort', () => resolve(), { once: true });
           });
         }
-        if (queue.shift() === 'fail') throw new Error('stream broke');
-        yield {};
+        const item = queue.shift();
+        if (item === 'fail') throw new Error('stream broke');
+        yield item;
       }
     })();
   };
 
-  get latest(): { push(): void; fail(): void } {
+  get latest(): { push(frame?: object): void; fail(): void } {
     const stream = this.streams.at(-1);
     if (!stream) throw new Error('no stream opened yet');
     return stream;
@@ -57,6 +58,27 @@ describe('ChangeTicks', () => {
     expect(ticks.streamsOpened).toBe(1);
     for (const subscription of subscriptions) subscription.close();
     expect(ticks.subscriberCount).toBe(0);
+    await ticks.close();
+  });
+
+  it.each([
+    { frame: { claimableQueues: ['email'], anyQueue: false }, wakes: true },
+    { frame: { claimableQueues: ['sms', 'email'], anyQueue: false }, wakes: true },
+    { frame: { claimableQueues: ['sms'], anyQueue: false }, wakes: false },
+    { frame: { claimableQueues: [], anyQueue: false }, wakes: false },
+    { frame: { claimableQueues: [], anyQueue: true }, wakes: true },
+    { frame: {}, wakes: true },
+  ])('wakes a waiter narrowed to its queues for $frame: $wakes', async ({ frame, wakes }) => {
+    const streams = new FakeChangeStreams();
+    const ticks = new ChangeTicks(streams.open, quiet);
+    ticks.start();
+    await until(() => streams.streams.length === 1);
+    const narrowed = ticks.subscribe();
+    narrowed.narrowTo(['email']);
+    const everyQueue = ticks.subscribe();
+    streams.latest.push(frame);
+    expect(await everyQueue.wait(1_000, never)).toBe('tick');
+    expect(await narrowed.wait(50, never)).toBe(wakes ? 'tick' : 'timeout');
     await ticks.close();
   });
 

@@ -55,6 +55,7 @@ class ManualTicks {
     };
     this.#subscriptions.add(entry);
     return {
+      narrowTo: () => {},
       wait: (timeoutMs, signal) =>
         new Promise((resolve) => {
           if (rung) {

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { isRetryableTransactionFailure } from '../db/sqlstate.js';
+import { isDatabaseUnavailable, isRetryableTransactionFailure } from '../db/sqlstate.js';
 import { admitJobs, type AdmissionOutcome, type AdmitJobCommand } from './admit-jobs.js';
 import type { AttemptReport } from './attempt-reports.js';
 import { claimJobs, type ClaimCommand, type ClaimOutcome } from './claim-jobs.js';
@@ -36,31 +36,46 @@ export function batchedWrites(pool: pg.Pool, settings: BatchedWriteSettings, exe
   const batches = (maxBatch: number, maxInFlight: number): GroupCommitOptions => ({ maxBatch, maxInFlight });
   return {
     admissions: new GroupCommit(
-      (items) => retryingTransactionFailures(() => admitJobs(pool, items)),
+      isolatingFailures((items) => admitJobs(pool, items)),
       batches(settings.admitBatchMax, settings.admitBatchesInFlight),
     ),
     claims: new GroupCommit(
-      (items) => retryingTransactionFailures(() => claimJobs(pool, execution, items)),
+      isolatingFailures((items) => claimJobs(pool, execution, items)),
       batches(settings.claimBatchMax, settings.workerBatchesInFlight),
     ),
     reports: new GroupCommit(
-      (items) => retryingTransactionFailures(() => decideAttemptReports(pool, execution, items)),
+      isolatingFailures((items) => decideAttemptReports(pool, execution, items)),
       batches(settings.reportBatchMax, settings.workerBatchesInFlight),
     ),
   };
 }
 
 /**
- * Runs a batch's transaction again (from scratch) when it failed with a
- * deadlock or serialization failure; nothing of a failed attempt was
- * committed, so a fresh attempt decides every item anew.
+ * Wraps a batch's transaction so that one item cannot fail its neighbours.
+ * A deadlock or serialization failure decides the batch again from scratch
+ * (nothing of the failed attempt was committed). Any other failure of a
+ * batch of several items (an item the database refuses for a reason the
+ * checks before it did not foresee) splits the batch in halves, each
+ * decided in its own transaction, down to the item that fails alone. When
+ * the database is unavailable, splitting cannot help: every item of the
+ * batch gets the error, and none of them was acknowledged. Every write
+ * path is idempotent (keys, operation ids), so deciding an item again is
+ * safe even when a lost connection left it unknown whether a COMMIT landed.
  */
-async function retryingTransactionFailures<Result>(decide: () => Promise<ItemOutcome<Result>[]>): Promise<ItemOutcome<Result>[]> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await decide();
-    } catch (error) {
-      if (attempt >= TRANSACTION_ATTEMPTS || !isRetryableTransactionFailure(error)) throw error;
+export function isolatingFailures<Item, Result>(
+  decide: (items: readonly Item[]) => Promise<ItemOutcome<Result>[]>,
+): (items: readonly Item[]) => Promise<ItemOutcome<Result>[]> {
+  const isolated = async (items: readonly Item[]): Promise<ItemOutcome<Result>[]> => {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await decide(items);
+      } catch (error) {
+        if (isRetryableTransactionFailure(error) && attempt < TRANSACTION_ATTEMPTS) continue;
+        if (items.length <= 1 || isDatabaseUnavailable(error) || isRetryableTransactionFailure(error)) throw error;
+        const half = Math.ceil(items.length / 2);
+        return [...(await isolated(items.slice(0, half))), ...(await isolated(items.slice(half)))];
+      }
     }
-  }
+  };
+  return isolated;
 }

@@ -1,17 +1,5 @@
-import type { Insertable } from 'kysely';
 import type { Queryable } from '../database.js';
-import type { AttemptStatusName, AttemptsTable } from '../tables/index.js';
-
-/**
- * Records a new attempt.
- *
- * ```sql
- * insert into attempts (...) values (...)
- * ```
- */
-export async function insertAttempt(db: Queryable, row: Insertable<AttemptsTable>): Promise<void> {
-  await db.insertInto('attempts').values(row).execute();
-}
+import type { AttemptStatusName } from '../tables/index.js';
 
 /**
  * Ends an attempt with its final status.
@@ -27,16 +15,4 @@ export async function endAttempt(db: Queryable, attemptId: string, status: Attem
     .where('id', '=', attemptId)
     .where('status', '=', 'ACTIVE')
     .execute();
-}
-
-/**
- * The job an attempt belongs to.
- *
- * ```sql
- * select job_id from attempts where id = $1
- * ```
- */
-export async function findAttemptJobId(db: Queryable, attemptId: string): Promise<string | undefined> {
-  const row = await db.selectFrom('attempts').select('job_id').where('id', '=', attemptId).executeTakeFirst();
-  return row?.job_id;
 }

@@ -57,29 +57,3 @@ export async function supersedeIncarnations(db: Queryable, subject: string, name
 export async function insertIncarnation(db: Queryable, row: IncarnationRow): Promise<void> {
   await db.insertInto('worker_incarnations').values(row).execute();
 }
-
-/**
- * An incarnation of `subject`, locked (FOR UPDATE) so that its claims
- * serialise and a registration superseding it waits for them.
- *
- * ```sql
- * select * from worker_incarnations where id = $1 and subject = $2 for update
- * ```
- */
-export async function lockIncarnation(db: Queryable, subject: string, id: string): Promise<IncarnationRow | undefined> {
-  return db.selectFrom('worker_incarnations').selectAll().where('id', '=', id).where('subject', '=', subject).forUpdate().executeTakeFirst();
-}
-
-/**
- * An incarnation of `subject`, read without a lock: attempt-scoped calls
- * are ordered against a superseding registration by the job row's lock
- * (the registration settles the attempt under it), so they need not wait
- * for claims, which lock the incarnation row.
- *
- * ```sql
- * select * from worker_incarnations where id = $1 and subject = $2
- * ```
- */
-export async function readIncarnation(db: Queryable, subject: string, id: string): Promise<IncarnationRow | undefined> {
-  return db.selectFrom('worker_incarnations').selectAll().where('id', '=', id).where('subject', '=', subject).executeTakeFirst();
-}

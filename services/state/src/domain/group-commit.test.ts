@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { GroupCommit, type ItemOutcome } from './group-commit.js';
+
+/** A decide function whose batches the test releases by hand. */
+function heldBatches() {
+  const batches: { items: readonly number[]; release: (outcomes?: ItemOutcome<string>[]) => void; fail: (error: Error) => void }[] = [];
+  const decide = (items: readonly number[]) =>
+    new Promise<ItemOutcome<string>[]>((resolve, reject) => {
+      batches.push({
+        items,
+        release: (outcomes) => resolve(outcomes ?? items.map((item) => ({ ok: true, value: `decided ${item}` }))),
+        fail: reject,
+      });
+    });
+  return { batches, decide };
+}
+
+describe('GroupCommit', () => {
+  it('sends an item at once when nothing is in flight, and groups what arrives meanwhile into the next batch', async () => {
+    const { batches, decide } = heldBatches();
+    const commit = new GroupCommit(decide, { maxBatch: 10, maxInFlight: 1 });
+    const first = commit.submit(1);
+    expect(batches.map((batch) => batch.items)).toEqual([[1]]);
+    const later = [2, 3, 4].map((item) => commit.submit(item));
+    expect(commit.load).toEqual({ waiting: 3, inFlight: 1 });
+    batches[0]?.release();
+    expect(await first).toBe('decided 1');
+    await Promise.resolve();
+    expect(batches.map((batch) => batch.items)).toEqual([[1], [2, 3, 4]]);
+    batches[1]?.release();
+    expect(await Promise.all(later)).toEqual(['decided 2', 'decided 3', 'decided 4']);
+    expect(commit.load).toEqual({ waiting: 0, inFlight: 0 });
+  });
+
+  it.each([
+    { maxBatch: 2, maxInFlight: 1, items: 5, firstBatches: [[0]], secondBatches: [[0], [1, 2]] },
+    { maxBatch: 3, maxInFlight: 2, items: 6, firstBatches: [[0], [1]], secondBatches: [[0], [1], [2, 3, 4]] },
+  ])('never exceeds maxBatch $maxBatch items or maxInFlight $maxInFlight batches', async ({ maxBatch, maxInFlight, items, firstBatches, secondBatches }) => {
+    const { batches, decide } = heldBatches();
+    const commit = new GroupCommit(decide, { maxBatch, maxInFlight });
+    const answers = Array.from({ length: items }, (_, item) => commit.submit(item));
+    expect(batches.map((batch) => batch.items)).toEqual(firstBatches);
+    batches[0]?.release();
+    await answers[0];
+    await Promise.resolve();
+    expect(batches.map((batch) => batch.items)).toEqual(secondBatches);
+    while (batches.some((batch) => batch.items.length > 0)) {
+      const open = batches.splice(0);
+      open.forEach((batch) => batch.release());
+      await Promise.resolve();
+      await Promise.resolve();
+    }
+    expect(await Promise.all(answers)).toEqual(Array.from({ length: items }, (_, item) => `decided ${item}`));
+  });
+
+  it('gives each item its own answer, and a failed batch fails only its own items', async () => {
+    const { batches, decide } = heldBatches();
+    const commit = new GroupCommit(decide, { maxBatch: 10, maxInFlight: 1 });
+    const lone = commit.submit(0);
+    const [good, bad] = [commit.submit(1), commit.submit(2)];
+    batches[0]?.fail(new Error('commit failed'));
+    await expect(lone).rejects.toThrow('commit failed');
+    await Promise.resolve();
+    batches[1]?.release([{ ok: true, value: 'one' }, { ok: false, error: new Error('two refused') }]);
+    expect(await good).toBe('one');
+    await expect(bad).rejects.toThrow('two refused');
+  });
+});
