@@ -1,6 +1,7 @@
 // Journal append throughput through the state service: TransitionJob
 // (events only) with one event and with 64-event batches, many jobs in
-// parallel, all in one run so the rows compare.
+// parallel, all in one run so the rows compare. In-process, not in the
+// default set: `npm run bench -- --only journal`.
 import { randomBytes } from 'node:crypto';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
@@ -10,9 +11,8 @@ const CALLS = Number(process.env.BENCH_APPENDS ?? 2000);
 const CONCURRENCY = 32;
 const JOBS = 64;
 
-
-export async function benchJournal() {
-  const system = await startSystem(['state', 'admission']);
+export async function benchJournal(options) {
+  const system = await startSystem(['state', 'admission'], options);
   try {
     const admission = clientWith(AdmissionService, system.urls.admission[0], await system.token('bench'));
     const state = clientWith(StateService, system.urls.state[0], await system.token('docket-internal', 'service'));
@@ -45,3 +45,5 @@ export async function benchJournal() {
     await system.stop();
   }
 }
+
+if (import.meta.url === `file://${process.argv[1]}`) console.table(await benchJournal());

@@ -1,10 +1,150 @@
-// `npm run bench`: every benchmark, one after another, on this machine.
-// Figures are medians and ratios from one run; these machines are shared
-// and noisy, so compare rows of the same run, not runs.
-import { benchAdmission } from './admission.mjs';
-import { benchJournal } from './journal.mjs';
+// `npm run bench`: Docket side by side with hand-written node-postgres,
+// pg-boss 10.4 and graphile-worker 0.17, in one run on one durable
+// PostgreSQL. This process only orchestrates: it starts the server and the
+// Docket service processes (and reads their logs); every measurement's load
+// runs in forked generator processes (bench/generators/). Systems are
+// interleaved within each repetition and the report gives medians and
+// ratios between rows of this run. See docs/benchmarks.md.
+import { randomBytes } from 'node:crypto';
+import { runGenerators } from './generator-host.mjs';
+import { loadAverage, machineInfo } from './machine.mjs';
+import { parseOptions, USAGE } from './options.mjs';
+import { buildScenarios, DEFAULT_SCENARIOS, EXTRA_SCENARIOS, LARGE_BACKLOG_QUEUE, sizesFor, SYSTEM_NAMES } from './plan.mjs';
+import { startDurablePostgres } from './postgres.mjs';
+import { goalRows, ratioRows } from './report/comparisons.mjs';
+import { writeResults } from './report/files.mjs';
+import { measurementFigures, summarize } from './report/summary.mjs';
+import { goalsTable, ratiosTable, renderText, resultsTable } from './report/tables.mjs';
+import { resetStatements, statementsTable, topStatements } from './statements.mjs';
+import { startSystems } from './systems.mjs';
 
-const rows = [...(await benchAdmission()), ...(await benchJournal())];
-rows.push(...(await (await import('./claims.mjs')).benchClaims()));
-rows.push(...(await (await import('./streams.mjs')).benchStreams()));
-console.table(rows);
+const EXTRAS = {
+  journal: async (options) => (await import('./journal.mjs')).benchJournal(options),
+  streams: async (options) => (await import('./streams.mjs')).benchStreams(options),
+  reaper: async (options) => (await import('./reaper.mjs')).benchReaper(options),
+};
+
+const options = parseOptions(process.argv.slice(2));
+if (options.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+
+const began = performance.now();
+const runId = randomBytes(3).toString('hex');
+const loadAtStart = loadAverage();
+const sizes = sizesFor(options);
+const roots = { docket: options.docketRoot, ...(options.baselineRoot ? { 'docket-baseline': options.baselineRoot } : {}) };
+const docketSystems = Object.keys(roots);
+const scenarios = buildScenarios(sizes, docketSystems);
+const measured = DEFAULT_SCENARIOS.filter((name) => options.scenarios.includes(name));
+const extras = EXTRA_SCENARIOS.filter((name) => options.scenarios.includes(name));
+const groups = measured.flatMap((scenario) => scenarios[scenario].map((group) => ({ ...group, scenario })));
+const instances = [...new Set(groups.flatMap((group) => group.cases.map((testCase) => testCase.instance ?? testCase.system)))];
+const elapsed = () => `${((performance.now() - began) / 1000).toFixed(0).padStart(4)} s`;
+
+console.log(`bench ${runId}: ${options.quick ? 'quick, ' : ''}${options.reps} rep(s), ${sizes.jobs} jobs per measurement; scenarios ${options.scenarios.join(', ')}`);
+if (options.quick && measured.includes('backlog')) {
+  console.log(`quick mode: the "large" backlog is ${sizes.backlogLarge.toLocaleString('en-US')} queued jobs (200,000 in a full run)`);
+}
+
+const server = await startDurablePostgres();
+console.log(`PostgreSQL ${Object.entries(server.settings).map(([name, value]) => `${name}=${value}`).join(' ')}`);
+let systems;
+const measurements = [];
+const extraRows = {};
+const statements = {};
+try {
+  systems = await startSystems(server, instances, roots);
+  console.log(`${elapsed()}  systems up: ${instances.join(', ')}`);
+
+  for (const instance of instances.filter((name) => name.endsWith('@backlog'))) {
+    const count = sizes.backlogLarge - sizes.backlogSmall;
+    const [seeded] = await runGenerators([
+      { script: 'seed.mjs', config: { system: systems.connect(instance), queue: LARGE_BACKLOG_QUEUE, count, keyPrefix: `${runId}-backlog-seed` } },
+    ]);
+    const seconds = (seeded.endedAt - seeded.startedAt) / 1000;
+    console.log(`${elapsed()}  ${instance}: ${count.toLocaleString('en-US')} jobs queued beforehand in ${seconds.toFixed(1)} s (${Math.round(count / seconds)}/s)`);
+  }
+  const docketDatabases = systems.docketDeployments().filter((deployment) => !deployment.instance.includes('@'));
+  if (options.statements && server.pgStatStatements && docketDatabases.length > 0) await resetStatements(docketDatabases[0].databaseUrl);
+
+  let sequence = 0;
+  for (let rep = 1; rep <= options.reps; rep += 1) {
+    for (const group of groups) {
+      for (const testCase of group.cases) {
+        sequence += 1;
+        const context = {
+          connect: systems.connect,
+          queue: () => `${group.key}-r${rep}-${sequence}-${runId}`,
+          keyPrefix: `${runId}-${group.key}-r${rep}-${sequence}`,
+        };
+        const identity = { scenario: group.scenario, group: group.name, groupKey: group.key, system: testCase.system, label: testCase.label, callers: testCase.callers, jobs: testCase.jobs, rep };
+        const name = `rep ${rep}  ${group.name}  ${SYSTEM_NAMES[testCase.system]}: ${testCase.label}`;
+        try {
+          const results = await runGenerators(testCase.generators(context));
+          const figures = measurementFigures(results);
+          measurements.push({ ...identity, ...figures, spec: testCase.spec, generators: results });
+          const latency = figures.p50Ms === null || figures.p50Ms === undefined ? '' : `  p50 ${figures.p50Ms.toFixed(2)} ms  p99 ${figures.p99Ms.toFixed(2)} ms`;
+          console.log(`${elapsed()}  ${name}: ${Math.round(figures.jobsPerSecond)} jobs/s${latency}`);
+        } catch (error) {
+          measurements.push({ ...identity, error: error.message });
+          console.log(`${elapsed()}  ${name}: FAILED ${error.message.split('\n').slice(0, 6).join(' | ')}`);
+        }
+      }
+    }
+  }
+
+  if (options.statements) {
+    if (!server.pgStatStatements) console.log('--statements: the embedded PostgreSQL does not ship pg_stat_statements');
+    for (const deployment of docketDatabases) {
+      statements[deployment.instance] = await topStatements(deployment.databaseUrl);
+      console.log(`\n${renderText(statementsTable(`Top statements by total time, database of ${SYSTEM_NAMES[deployment.instance]} (${deployment.root})`, statements[deployment.instance]))}`);
+    }
+  }
+
+  for (const extra of extras) {
+    console.log(`${elapsed()}  ${extra} (in-process)`);
+    extraRows[extra] = await EXTRAS[extra]({ server, root: options.docketRoot });
+    console.table(extraRows[extra]);
+  }
+} finally {
+  await systems?.stop();
+  await server.stop();
+}
+
+const rows = summarize(measurements.filter((measurement) => !measurement.error));
+const ratios = ratioRows(rows);
+const goals = goalRows(rows);
+const tables = [resultsTable(rows), ratiosTable(ratios), goalsTable(goals, docketSystems)];
+const complaints = Object.fromEntries((systems?.docketDeployments() ?? []).map((deployment) => [deployment.instance, deployment.complaints]));
+const run = {
+  date: new Date().toISOString().slice(0, 10),
+  runId,
+  command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
+  quick: options.quick,
+  reps: options.reps,
+  scenarios: options.scenarios,
+  sizes,
+  roots,
+  machine: machineInfo(),
+  loadAverage: { start: loadAtStart, end: loadAverage() },
+  wallMs: performance.now() - began,
+  postgres: { settings: server.settings, pgStatStatements: server.pgStatStatements },
+  failures: measurements.filter((measurement) => measurement.error),
+  serviceComplaints: complaints,
+  measurements: measurements.filter((measurement) => !measurement.error),
+  rows,
+  ratios,
+  goals,
+  extras: extraRows,
+  statements,
+};
+if (rows.length > 0) {
+  for (const table of tables) console.log(`\n${renderText(table)}`);
+  const paths = writeResults(options.outDir, run, tables);
+  console.log(`\nwrote ${paths.json}\n      ${paths.markdown}\n      ${paths.chart}`);
+}
+const complaintCount = Object.values(complaints).reduce((sum, list) => sum + list.length, 0);
+console.log(`wall time ${(run.wallMs / 1000).toFixed(1)} s; load average ${run.loadAverage.start.join('/')} -> ${run.loadAverage.end.join('/')}; service warnings/errors logged: ${complaintCount}; failed measurements: ${run.failures.length}`);
+if (run.failures.length > 0) process.exitCode = 1;

@@ -8,6 +8,7 @@
 // - backlog replay: a 5,000-event journal streamed from sequence 0;
 // - commit-to-subscriber latency: TransitionJob through state until the
 //   page frame carrying that event arrives at a live subscriber.
+// In-process, not in the default set: `npm run bench -- --only streams`.
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -31,19 +32,18 @@ const HEAP_PROBE = `data:text/javascript,${encodeURIComponent(
     "process.stdout.write(JSON.stringify({ msg: 'bench heap', heap_used: process.memoryUsage().heapUsed }) + '\\n'); });",
 )}`;
 
-
 /**
  * Starts an events process against `stateUrl` with the heap probe. It
  * verifies user tokens with its own secret (returned), and reaches state
  * with a service token minted by the system under test.
  */
-async function startProbedEvents(stateUrl, serviceToken) {
+async function startProbedEvents(root, stateUrl, serviceToken) {
   const authSecret = randomBytes(32).toString('base64url');
   const settings = { authSecret, cursorSecret: randomBytes(32).toString('base64url'), serviceToken, databaseUrl: '' };
   let reportHeap;
   const events = launchService({
     name: 'events',
-    entry: serviceEntryPath(REPO_ROOT, 'events'),
+    entry: serviceEntryPath(root, 'events'),
     env: {
       PATH: process.env.PATH ?? '',
       NODE_OPTIONS: `--expose-gc --import=${HEAP_PROBE}`,
@@ -81,9 +81,9 @@ async function readUntil(stream, stop) {
 
 const lastSequenceOf = (frame) => (frame.frame.case === 'page' ? frame.frame.value.events.at(-1)?.sequence : undefined);
 
-export async function benchStreams() {
-  const system = await startSystem(['state', 'admission']);
-  const probed = await startProbedEvents(system.urls.state[0], await system.token('docket-internal', 'service'));
+export async function benchStreams(options = {}) {
+  const system = await startSystem(['state', 'admission'], options);
+  const probed = await startProbedEvents(options.root ?? REPO_ROOT, system.urls.state[0], await system.token('docket-internal', 'service'));
   try {
     const admission = clientWith(AdmissionService, system.urls.admission[0], await system.token('bench'));
     const state = clientWith(StateService, system.urls.state[0], await system.token('docket-internal', 'service'));

@@ -114,3 +114,15 @@ export async function failureOf(call: Promise<unknown>): Promise<SeenFailure> {
   }
   throw new Error('expected the call to fail, but it succeeded');
 }
+
+/** A Connect call's outcome as a value: its response, or its failure as any client sees it. */
+export type Settled<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly failure: SeenFailure };
+
+/** Awaits a Connect call and returns its outcome instead of throwing, so a burst of calls can be judged one by one. */
+export async function settle<T>(call: Promise<T>): Promise<Settled<T>> {
+  try {
+    return { ok: true, value: await call };
+  } catch (error) {
+    return { ok: false, failure: seenByConnect(error) };
+  }
+}

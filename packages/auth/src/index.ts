@@ -6,3 +6,10 @@ export {
   type MintTokenOptions,
   type TokenRefusal,
 } from './tokens.js';
+export {
+  DEFAULT_VERIFIED_TOKEN_CAPACITY,
+  DEFAULT_VERIFIED_TOKEN_MAX_AGE_MS,
+  createBearerVerifier,
+  type BearerVerifier,
+  type BearerVerifierOptions,
+} from './bearer-verifier.js';

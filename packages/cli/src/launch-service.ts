@@ -24,6 +24,8 @@ export interface LaunchServiceOptions {
    * then stops the services in order. Default false.
    */
   readonly detached?: boolean;
+  /** Options for Node itself, before the entry (e.g. `--cpu-prof` for a profile); default none. */
+  readonly nodeOptions?: readonly string[];
 }
 
 /** A service process started by {@link launchService}. */
@@ -73,7 +75,7 @@ const DRAIN_GRACE_MS = 2_000;
  * SIGKILLed if this process exits without stopping it.
  */
 export function launchService(options: LaunchServiceOptions): LaunchedService {
-  const child = spawn(process.execPath, [options.entry], {
+  const child = spawn(process.execPath, [...(options.nodeOptions ?? []), options.entry], {
     env: options.env,
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: options.detached ?? false,

@@ -157,6 +157,15 @@ describe('canonicalJson (RFC 8785)', () => {
     expect(canonicalJsonByteLength({ a: 1 })).toBe(7);
   });
 
+  it('writes known text for the very object it was computed for, and only for it', () => {
+    const input = { b: 1, a: [2] };
+    const known = new Map([[input, '{"a":[2],"b":1}']]);
+    expect(canonicalJson({ request: { input } }, known)).toBe('{"request":{"input":{"a":[2],"b":1}}}');
+    // The text is trusted, not recomputed: proof that it is the one written.
+    expect(canonicalJson({ input }, new Map([[input, '"known"']]))).toBe('{"input":"known"}');
+    expect(canonicalJson({ input: { b: 1, a: [2] } }, new Map([[input, '"known"']]))).toBe('{"input":{"a":[2],"b":1}}');
+  });
+
   describe('properties', () => {
     it('round-trips through JSON.parse (with -0 read back as 0)', () => {
       fc.assert(
@@ -188,6 +197,21 @@ describe('canonicalJson (RFC 8785)', () => {
       fc.assert(
         fc.property(scalar, (value) => {
           expect(canonicalJson(value)).toBe(JSON.stringify(value));
+        }),
+      );
+    });
+
+    it('writes the same with the canonical text of any inner object known', () => {
+      fc.assert(
+        fc.property(jsonValue, (value) => {
+          const known = new Map<object, string>();
+          const collect = (inner: JsonValue): void => {
+            if (inner === null || typeof inner !== 'object') return;
+            if (known.size % 2 === 0) known.set(inner, canonicalJson(inner));
+            for (const item of Object.values(inner)) collect(item);
+          };
+          collect(value);
+          expect(canonicalJson(value, known)).toBe(canonicalJson(value));
         }),
       );
     });

@@ -30,7 +30,7 @@ export {
   type RequestDigest,
   type RequestDigestInput,
 } from './request-digest.js';
-export { canonicalJson, canonicalJsonByteLength, type JsonValue } from './canonical-json.js';
+export { canonicalJson, canonicalJsonByteLength, type JsonValue, type KnownCanonicalJson } from './canonical-json.js';
 export {
   JOB_STATUSES,
   LEGAL_EDGES,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isDocketError } from './errors.js';
+import { canonicalJson } from './canonical-json.js';
 import { RETRY_DEFAULTS, validateJobSpec, type JobSpecInput } from './job-spec.js';
 import { LIMITS } from './limits.js';
 
@@ -29,6 +30,7 @@ describe('validateJobSpec', () => {
   it('applies the service defaults', () => {
     expect(validateJobSpec(valid)).toEqual({
       ...valid,
+      canonicalInput: canonicalJson(valid.input ?? {}),
       maxAttempts: RETRY_DEFAULTS.maxAttempts,
       initialBackoffMs: RETRY_DEFAULTS.initialBackoffMs,
       maxBackoffMs: RETRY_DEFAULTS.maxBackoffMs,

@@ -1,4 +1,4 @@
-import { canonicalJsonByteLength, type JsonValue } from './canonical-json.js';
+import { canonicalJson, type JsonValue } from './canonical-json.js';
 import { DocketError, limitExceeded, type FieldViolation } from './errors.js';
 import { containsNul } from './json-nul.js';
 import { LIMITS, isValidQueueName } from './limits.js';
@@ -36,6 +36,13 @@ export interface JobSpecInput {
 export interface ValidJobSpec {
   readonly queue: string;
   readonly input: { [key: string]: JsonValue };
+  /**
+   * `canonicalJson(input)`, as measured against the input limit. Whoever
+   * needs the input's canonical form again (the request digest, the
+   * journal's `input_sha256`) takes it from here instead of serialising
+   * the input once more.
+   */
+  readonly canonicalInput: string;
   readonly label: string;
   readonly priority: number;
   readonly runAfter: Date | undefined;
@@ -92,10 +99,12 @@ export function validateJobSpec(spec: JobSpecInput): ValidJobSpec {
   if (violations.length > 0) {
     throw new DocketError('INVALID_FIELD', 'the job description is invalid', { fieldViolations: violations });
   }
-  if (canonicalJsonByteLength(input) > LIMITS.jobInputBytes) throw limitExceeded('jobInputBytes', 'input');
+  const canonicalInput = canonicalJson(input);
+  if (Buffer.byteLength(canonicalInput, 'utf8') > LIMITS.jobInputBytes) throw limitExceeded('jobInputBytes', 'input');
   return {
     queue: spec.queue,
     input,
+    canonicalInput,
     label: spec.label,
     priority: spec.priority,
     runAfter: spec.runAfter,

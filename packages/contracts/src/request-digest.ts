@@ -1,4 +1,4 @@
-import { canonicalJson, type JsonValue } from './canonical-json.js';
+import { canonicalJson, type JsonValue, type KnownCanonicalJson } from './canonical-json.js';
 import { invalidField } from './errors.js';
 import { isSha256Hex, sha256Hex } from './sha256.js';
 
@@ -38,8 +38,11 @@ export interface RequestDigestInput {
  * `sha256(JCS({"operation", "subject", "request"}))` as lowercase hex: the
  * digest admission binds an idempotency key to (SPEC §2, §3). Any client
  * can recompute it with an RFC 8785 library and SHA-256.
+ *
+ * @param known canonical JSON already computed for objects inside `request`
+ *   (a validated job input), written as is instead of serialised again
  */
-export function computeRequestDigest(input: RequestDigestInput): RequestDigest {
+export function computeRequestDigest(input: RequestDigestInput, known?: KnownCanonicalJson): RequestDigest {
   const { operation, subject, request } = input;
-  return sha256Hex(canonicalJson({ operation, subject, request })) as RequestDigest;
+  return sha256Hex(canonicalJson({ operation, subject, request }, known)) as RequestDigest;
 }

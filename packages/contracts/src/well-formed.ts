@@ -1,4 +1,5 @@
-const LONE_SURROGATE = /\p{Cs}/u;
+/** `String.prototype.isWellFormed` (ES2024; Node 20 has it, the ES2023 typings do not). */
+type MaybeWellFormed = string & { isWellFormed(): boolean };
 
 /**
  * Throws a TypeError when `text` holds a lone UTF-16 surrogate, which has no
@@ -6,5 +7,5 @@ const LONE_SURROGATE = /\p{Cs}/u;
  * different strings would hash alike. Internal.
  */
 export function assertWellFormed(text: string, what: string): void {
-  if (LONE_SURROGATE.test(text)) throw new TypeError(`${what} contains a lone surrogate`);
+  if (!(text as MaybeWellFormed).isWellFormed()) throw new TypeError(`${what} contains a lone surrogate`);
 }

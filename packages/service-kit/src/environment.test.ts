@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readListenAddress, requireEnv } from './environment.js';
+import { readListenAddress, readLogLevel, requireEnv } from './environment.js';
 
 describe('readListenAddress', () => {
   it('defaults to 127.0.0.1 and the default port', () => {
@@ -28,5 +28,26 @@ describe('requireEnv', () => {
     expect(requireEnv({ DOCKET_AUTH_SECRET: 's' }, 'DOCKET_AUTH_SECRET')).toBe('s');
     expect(() => requireEnv({}, 'DOCKET_AUTH_SECRET')).toThrow('DOCKET_AUTH_SECRET');
     expect(() => requireEnv({ DOCKET_AUTH_SECRET: '' }, 'DOCKET_AUTH_SECRET')).toThrow('DOCKET_AUTH_SECRET');
+  });
+});
+
+describe('readLogLevel', () => {
+  it.each([
+    [undefined, 'info'],
+    ['', 'info'],
+    ['debug', 'debug'],
+    ['info', 'info'],
+    ['warn', 'warn'],
+    ['error', 'error'],
+  ])('reads DOCKET_LOG_LEVEL=%s as %s', (value, level) => {
+    expect(readLogLevel({ DOCKET_LOG_LEVEL: value })).toBe(level);
+  });
+
+  it('names the variable and the levels for anything else', () => {
+    for (const garbage of ['INFO', 'trace', 'verbose', ' info']) {
+      expect(() => readLogLevel({ DOCKET_LOG_LEVEL: garbage }), garbage).toThrow(
+        'DOCKET_LOG_LEVEL must be one of debug, info, warn, error',
+      );
+    }
   });
 });

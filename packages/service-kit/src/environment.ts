@@ -1,3 +1,5 @@
+import { DEFAULT_LOG_LEVEL, LOG_LEVELS, isLogLevel, type LogLevel } from './logger.js';
+
 /** The environment a service reads its configuration from. */
 export type Environment = Readonly<Record<string, string | undefined>>;
 
@@ -49,4 +51,18 @@ export function readPositiveInteger(env: Environment, name: string, fallback: nu
 /** How long a draining service waits for in-flight calls: DOCKET_SHUTDOWN_GRACE_MS (default 10 s). */
 export function readShutdownGraceMs(env: Environment): number {
   return readPositiveInteger(env, 'DOCKET_SHUTDOWN_GRACE_MS', 10_000);
+}
+
+/**
+ * The least severe log level a service writes: `DOCKET_LOG_LEVEL`, one of
+ * `debug`, `info`, `warn`, `error` (default `info`, at which successful
+ * RPCs are not logged one by one; see docs/configuration.md).
+ */
+export function readLogLevel(env: Environment): LogLevel {
+  const value = env['DOCKET_LOG_LEVEL'];
+  if (value === undefined || value === '') return DEFAULT_LOG_LEVEL;
+  if (!isLogLevel(value)) {
+    throw new Error(`DOCKET_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(value)}`);
+  }
+  return value;
 }

@@ -32,8 +32,8 @@ export {
   type DocketErrorParts,
 } from './error-mapping.js';
 export { errorMappingInterceptor } from './error-interceptor.js';
-export { createLogger, type LogFields, type LogLevel, type Logger } from './logger.js';
-export { codeName, rpcLoggingInterceptor, rpcPath } from './rpc-logging-interceptor.js';
+export { DEFAULT_LOG_LEVEL, LOG_LEVELS, createLogger, isLogLevel, type LogFields, type LogLevel, type Logger } from './logger.js';
+export { SLOW_CALL_MS, codeName, rpcLogLevel, rpcLoggingInterceptor, rpcPath } from './rpc-logging-interceptor.js';
 export {
   REQUEST_ID_HEADER,
   currentRequestId,
@@ -52,6 +52,7 @@ export { runService, runUntilSignalled, type ProcessHooks, type StartedService }
 export {
   DEFAULT_LISTEN_HOST,
   readListenAddress,
+  readLogLevel,
   readPositiveInteger,
   readShutdownGraceMs,
   requireEnv,

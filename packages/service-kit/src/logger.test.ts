@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger } from './logger.js';
+import { LOG_LEVELS, createLogger } from './logger.js';
 
 describe('createLogger', () => {
   it('writes one JSON object per line with time, level, service, msg and fields', () => {
@@ -22,5 +22,28 @@ describe('createLogger', () => {
     const lines: string[] = [];
     createLogger('events', (line) => lines.push(line)).info('rpc', { level: 'error', service: 'x', msg: 'y', ok: true });
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'info', service: 'events', msg: 'rpc', ok: true });
+  });
+
+  it('writes debug lines only at level debug, and says which levels it writes', () => {
+    const lines: string[] = [];
+    const info = createLogger('state', (line) => lines.push(line));
+    info.debug('quiet');
+    expect(lines).toEqual([]);
+    expect(LOG_LEVELS.map((level) => info.enabled(level))).toEqual([false, true, true, true]);
+    const debug = createLogger('state', (line) => lines.push(line), 'debug');
+    debug.debug('loud', { n: 1 });
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 'debug', msg: 'loud', n: 1 });
+  });
+
+  it.each([
+    ['debug', ['debug', 'info', 'warn', 'error']],
+    ['info', ['info', 'warn', 'error']],
+    ['warn', ['warn', 'error']],
+    ['error', ['error']],
+  ] as const)('at level %s writes %j', (level, written) => {
+    const lines: string[] = [];
+    const logger = createLogger('state', (line) => lines.push(line), level);
+    for (const each of LOG_LEVELS) logger[each](each);
+    expect(lines.map((line) => (JSON.parse(line) as { level: string }).level)).toEqual(written);
   });
 });

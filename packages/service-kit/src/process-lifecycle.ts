@@ -1,4 +1,5 @@
-import { createLogger, type Logger } from './logger.js';
+import { readLogLevel } from './environment.js';
+import { createLogger, type LogLevel, type Logger } from './logger.js';
 import type { RunningServer } from './server.js';
 
 /** What {@link runUntilSignalled} listens to and exits through; tests substitute both. */
@@ -60,20 +61,30 @@ export interface StartedService {
 }
 
 /**
- * The whole of a service's `main.ts`: create its logger, start it, then
- * drain on SIGTERM/SIGINT ({@link runUntilSignalled}). A start that fails
- * logs the error's name and its message (start-up errors are written by
- * Docket code: configuration problems and refusals, never SQL or secrets)
- * and exits 1.
+ * The whole of a service's `main.ts`: create its logger (at
+ * `DOCKET_LOG_LEVEL`), start it, then drain on SIGTERM/SIGINT
+ * ({@link runUntilSignalled}). A start that fails, a bad log level
+ * included, logs the error's name and its message (start-up errors are
+ * written by Docket code: configuration problems and refusals, never SQL or
+ * secrets) and exits 1.
  */
 export function runService(name: string, start: (logger: Logger) => Promise<StartedService>): void {
-  const logger = createLogger(name);
+  let level: LogLevel;
+  try {
+    level = readLogLevel(process.env);
+  } catch (error) {
+    failedToStart(createLogger(name), error);
+    return;
+  }
+  const logger = createLogger(name, undefined, level);
   start(logger).then(
     ({ server, graceMs, onStopped }) => runUntilSignalled(server, logger, graceMs, onStopped),
-    (error: unknown) => {
-      const failure = error instanceof Error ? { error: error.name, reason: error.message } : { error: typeof error };
-      logger.error('failed to start', failure);
-      process.exit(1);
-    },
+    (error: unknown) => failedToStart(logger, error),
   );
+}
+
+function failedToStart(logger: Logger, error: unknown): void {
+  const failure = error instanceof Error ? { error: error.name, reason: error.message } : { error: typeof error };
+  logger.error('failed to start', failure);
+  process.exit(1);
 }

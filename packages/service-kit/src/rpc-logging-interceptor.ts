@@ -1,11 +1,14 @@
 import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import { errorInfoOf, reasonForCode } from './error-mapping.js';
-import type { Logger } from './logger.js';
+import type { LogLevel, Logger } from './logger.js';
 import { currentRequestId, requestIdFrom, requestIdKey } from './request-id.js';
 import { hookStream, type StreamOutcome } from './stream-hooks.js';
 
 /** Codes that mean the server, not the caller, is at fault: logged at level `error`. */
 const SERVER_FAULTS: ReadonlySet<number> = new Set([Code.Internal, Code.Unknown, Code.DataLoss]);
+
+/** A successful unary call slower than this is logged as a warning. */
+export const SLOW_CALL_MS = 1_000;
 
 /** The path of an RPC as it appears on the wire and in logs: `/pkg.Service/Method`. */
 export function rpcPath(req: { readonly service: { readonly typeName: string }; readonly method: { readonly name: string } }): string {
@@ -22,6 +25,12 @@ export function rpcPath(req: { readonly service: { readonly typeName: string }; 
  * {@link currentRequestId} while the handler runs, so internal calls forward
  * it. Header values, tokens, bodies and error messages are never logged.
  *
+ * The line's level ({@link rpcLogLevel}) keeps the default `info` stream to
+ * what needs a look: a server fault is `error`, any other failure `info`, a
+ * unary success slower than {@link SLOW_CALL_MS} `warn`, and every other
+ * success `debug`, which a service writes only at `DOCKET_LOG_LEVEL=debug`.
+ * A line the logger would drop is never built.
+ *
  * It must run outside the error-mapping interceptor so that it logs the code
  * and reason the client actually receives.
  */
@@ -29,10 +38,9 @@ export function rpcLoggingInterceptor(logger: Logger): Interceptor {
   return (next) => async (req) => {
     const requestId = requestIdFrom(req.header);
     req.contextValues.set(requestIdKey, requestId);
-    const rpc = rpcPath(req);
     const started = performance.now();
     const finish = (outcome: StreamOutcome): void => {
-      const latency_ms = Math.round((performance.now() - started) * 1000) / 1000;
+      const latencyMs = performance.now() - started;
       // A handler that returns normally after its call was cancelled or timed
       // out (a Watch whose client left) did not answer anybody.
       const effective: StreamOutcome =
@@ -40,9 +48,15 @@ export function rpcLoggingInterceptor(logger: Logger): Interceptor {
           ? { kind: 'failed', error: ConnectError.from(req.signal.reason, Code.Canceled) }
           : outcome;
       const { code, reason } = describeOutcome(effective);
-      const fields = { rpc, code: codeName(code), reason, latency_ms, request_id: requestId };
-      if (SERVER_FAULTS.has(code)) logger.error('rpc', fields);
-      else logger.info('rpc', fields);
+      const level = rpcLogLevel(code, req.method.methodKind === 'unary' ? latencyMs : undefined);
+      if (!logger.enabled(level)) return;
+      logger[level]('rpc', {
+        rpc: rpcPath(req),
+        code: codeName(code),
+        reason,
+        latency_ms: Math.round(latencyMs * 1000) / 1000,
+        request_id: requestId,
+      });
     };
     let response;
     try {
@@ -63,6 +77,20 @@ export function rpcLoggingInterceptor(logger: Logger): Interceptor {
       }),
     };
   };
+}
+
+/**
+ * The level of an RPC's log line: `error` for a server fault (INTERNAL,
+ * UNKNOWN, DATA_LOSS), `info` for any other failure, `warn` for a success
+ * that took longer than {@link SLOW_CALL_MS}, `debug` for the rest.
+ *
+ * @param unaryLatencyMs how long a unary call took; undefined for a stream,
+ *   whose duration is the subscription's, not slowness
+ */
+export function rpcLogLevel(code: number, unaryLatencyMs: number | undefined): LogLevel {
+  if (SERVER_FAULTS.has(code)) return 'error';
+  if (code !== 0) return 'info';
+  return unaryLatencyMs !== undefined && unaryLatencyMs > SLOW_CALL_MS ? 'warn' : 'debug';
 }
 
 function describeOutcome(outcome: StreamOutcome): { code: number; reason?: string } {

@@ -84,13 +84,34 @@ describe('startServer', () => {
       ['/docket.testing.v1.ProbeService/Count', 'ok', undefined],
       ['/grpc.health.v1.Health/Check', 'ok', undefined],
     ]);
-    expect(rpcs[0]).toMatchObject({ level: 'info', service: 'probe', request_id: 'req-1' });
+    expect(rpcs[0]).toMatchObject({ level: 'debug', service: 'probe', request_id: 'req-1' });
+    expect(rpcs[1]).toMatchObject({ level: 'info' });
     expect(rpcs[1]!['request_id']).toMatch(/^[0-9a-f-]{36}$/);
     for (const line of rpcs) expect(typeof line['latency_ms']).toBe('number');
     const log = harness.lines.join('\n');
     expect(log).not.toContain(token);
     expect(log).not.toContain('invalid request');
     expect(log).not.toContain('hello');
+  });
+
+  it('at the default level, logs failures and slow calls but not each successful one', async () => {
+    const harness = await probeServer({}, 'info');
+    const token = await harness.token();
+    const probe = createClient(ProbeService, createGrpcTransport({ baseUrl: harness.url }));
+    const headers = { authorization: `Bearer ${token}` };
+    await probe.echo({ text: 'hello' }, { headers });
+    for await (const _ of probe.count({ text: 'n', count: 2 }, { headers })) {
+      // drain
+    }
+    await probe.echo({ text: 'docket-error' }, { headers }).catch(() => {});
+    await probe.echo({ text: 'bug' }, { headers }).catch(() => {});
+    await probe.echo({ text: 'sleep:1100' }, { headers });
+    expect(harness.rpcLines().map((l) => [l['rpc'], l['code'], l['level']])).toEqual([
+      ['/docket.testing.v1.ProbeService/Echo', 'invalid_argument', 'info'],
+      ['/docket.testing.v1.ProbeService/Echo', 'internal', 'error'],
+      ['/docket.testing.v1.ProbeService/Echo', 'ok', 'warn'],
+    ]);
+    expect(Number(harness.rpcLines()[2]!['latency_ms'])).toBeGreaterThan(1_000);
   });
 
   it('logs a stream its client cancelled as canceled, not ok', async () => {

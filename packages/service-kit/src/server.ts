@@ -83,7 +83,8 @@ export interface RunningServer {
  * Starts a Docket service: gRPC, gRPC-Web and Connect over cleartext HTTP/2
  * and Connect unary over HTTP/1.1, all on one port, with health, reflection,
  * bearer authentication, error mapping, deadline refusal and one log line
- * per RPC. Logs `{msg: "listening", url}` once the port is bound.
+ * per RPC (successes at `debug`, see `rpcLoggingInterceptor`). Logs
+ * `{msg: "listening", url}` once the port is bound.
  *
  * Interceptor order, outermost first: RPC logging, error mapping,
  * authentication, deadline check, then `options.interceptors`.

@@ -1,4 +1,4 @@
-import type { Interceptor, Transport } from '@connectrpc/connect';
+import { Code, ConnectError, type Interceptor, type Transport } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { currentRequestId, REQUEST_ID_HEADER } from './request-id.js';
 
@@ -20,8 +20,9 @@ export interface ServiceTransportOptions {
  * `forwardDeadline(ctx)` to pass on the caller's deadline and cancellation.
  */
 export function createServiceTransport(options: ServiceTransportOptions): Transport {
+  const authorization = `Bearer ${options.token}`;
   const addHeaders: Interceptor = (next) => (req) => {
-    req.header.set('authorization', `Bearer ${options.token}`);
+    req.header.set('authorization', authorization);
     const requestId = currentRequestId.getStore();
     if (requestId !== undefined && !req.header.has(REQUEST_ID_HEADER)) {
       req.header.set(REQUEST_ID_HEADER, requestId);
@@ -30,6 +31,30 @@ export function createServiceTransport(options: ServiceTransportOptions): Transp
   };
   return createGrpcTransport({
     baseUrl: options.baseUrl,
-    interceptors: [addHeaders, ...(options.interceptors ?? [])],
+    interceptors: [addHeaders, peerLossAsUnavailable, ...(options.interceptors ?? [])],
   });
 }
+
+/**
+ * When the other service dies mid-call, the HTTP/2 stream is reset and the
+ * transport reports CANCELLED or ABORTED although nobody cancelled: that is
+ * an unavailable peer, and callers should see UNAVAILABLE (which clients
+ * retry with the same idempotency key or operation id). A cancellation the
+ * caller asked for, and a Docket error (it carries ErrorInfo, e.g.
+ * REVISION_MISMATCH is ABORTED), pass through unchanged.
+ */
+const peerLossAsUnavailable: Interceptor = (next) => async (req) => {
+  try {
+    return await next(req);
+  } catch (error) {
+    if (
+      error instanceof ConnectError &&
+      (error.code === Code.Canceled || error.code === Code.Aborted) &&
+      !req.signal.aborted &&
+      error.details.length === 0
+    ) {
+      throw new ConnectError('the peer service is unavailable', Code.Unavailable);
+    }
+    throw error;
+  }
+};

@@ -52,10 +52,13 @@ const STRENGTH: Readonly<Record<AbortKind, number>> = { shutdown: 1, pause: 2, c
 
 
 /**
- * One claimed attempt from its assignment to its outcome: runs the handler
- * with a {@link JobContext}, renews the lease on a timer (one per attempt,
- * cleared when the handler settles), turns cancel/pause/lost into an abort of
- * the job's signal, then reports the outcome chosen by `planOutcome`.
+ * One claimed attempt from its assignment to its outcome. From the claim on
+ * it renews the lease on a timer (one per attempt), also while it waits in
+ * the prefetch buffer and while its outcome waits for a report slot, until
+ * the report is sent; it turns cancel/pause/lost into an abort of the job's
+ * signal. `runHandler` runs the handler with a {@link JobContext} and plans
+ * the outcome (`planOutcome`); `conclude` reports it. Its worker's
+ * {@link AttemptPipeline} decides when each step runs.
  */
 export class AttemptRun {
   readonly jobId: string;
@@ -64,8 +67,10 @@ export class AttemptRun {
   private readonly env: AttemptEnvironment;
   private readonly assignment: Assignment;
   private readonly controller = new AbortController();
-  /** Aborts when the handler has settled: stops the renewal loop. */
-  private readonly ended = new AbortController();
+  /** Aborts when the lease no longer needs renewing (the report is being sent, or the attempt is lost). */
+  private readonly renewalStop = new AbortController();
+  /** Whether the handler has started, and whether it has settled (the job helpers refuse from then on). */
+  private handlerState: 'waiting' | 'running' | 'settled' = 'waiting';
   private strongest: AbortKind | undefined;
   /** `Date.now()` by which the lease has surely expired unless renewed (the send time of the last successful claim/renewal plus the lease). */
   private leaseDeadline: number;
@@ -90,6 +95,11 @@ export class AttemptRun {
     return this.strongest;
   }
 
+  /** The job's signal: aborts on the first stop request (see {@link AbortKind}). */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
   /**
    * Asks the handler to stop: aborts the job's signal (with the first
    * kind; later, stronger kinds only change the reported outcome).
@@ -101,14 +111,19 @@ export class AttemptRun {
     if (kind === 'lost') this.stopRenewing();
   }
 
-  /** Runs the handler and reports its outcome; never rejects. */
-  async run(): Promise<void> {
+  /** Logs the claim and starts renewing the lease, which runs from the claim whether or not the handler has started. */
+  keepLeaseAlive(): void {
     const envelope = this.assignment.envelope!;
     this.env.logger.info(
       `claimed ${this.jobId} (attempt ${envelope.attemptNumber}, fence ${this.fence}${envelope.checkpoint ? ', from its checkpoint' : ''})`,
       { event: 'attempt.claimed', jobId: this.jobId, attemptId: this.attemptId, fence: this.fence, attemptNumber: envelope.attemptNumber, queue: envelope.queue },
     );
     this.scheduleRenewal(true);
+  }
+
+  /** Runs the handler and plans what to report; the lease stays renewed until `conclude`. Never rejects. */
+  async runHandler(): Promise<OutcomePlan> {
+    this.handlerState = 'running';
     let settlement: HandlerSettlement;
     try {
       const value: unknown = await Promise.resolve().then(() => this.env.handler(this.context()));
@@ -116,27 +131,39 @@ export class AttemptRun {
     } catch (error) {
       settlement = { status: 'threw', error };
     }
-    this.stopRenewing();
+    this.handlerState = 'settled';
     const plan = planOutcome(settlement, this.strongest, this.env.describeError);
     if (plan.kind === 'failure' && plan.unexpected && settlement.status === 'threw') {
       this.env.logger.warn(`${this.jobId}: the handler threw; reporting INTERNAL without its text`, {
         event: 'attempt.handler_error', jobId: this.jobId, attemptId: this.attemptId, error: settlement.error,
       });
     }
-    if (plan.kind === 'none') {
+    return plan;
+  }
+
+  /**
+   * Stops renewing and reports `plan`, unless the attempt was lost
+   * meanwhile or the worker has stopped (then it only logs why nothing is
+   * reported). Never rejects.
+   */
+  async conclude(plan: OutcomePlan): Promise<void> {
+    this.stopRenewing();
+    const outcome = this.strongest === 'lost' ? ({ kind: 'none', why: 'lost' } as const) : plan;
+    if (outcome.kind === 'none') {
+      const abandoned = `${this.jobId} abandoned at shutdown${this.handlerState === 'waiting' ? ' before it started' : ''} (settled when its lease expires)`;
       this.env.logger.info(
-        plan.why === 'lost' ? `${this.jobId} lost (attempt ${this.attemptId} no longer holds the job)` : `${this.jobId} abandoned at shutdown (settled when its lease expires)`,
-        { event: plan.why === 'lost' ? 'attempt.lost' : 'attempt.abandoned', jobId: this.jobId, attemptId: this.attemptId, fence: this.fence },
+        outcome.why === 'lost' ? `${this.jobId} lost (attempt ${this.attemptId} no longer holds the job)` : abandoned,
+        { event: outcome.why === 'lost' ? 'attempt.lost' : 'attempt.abandoned', jobId: this.jobId, attemptId: this.attemptId, fence: this.fence },
       );
       return;
     }
     if (this.env.closed.aborted) {
-      this.env.logger.warn(`${this.jobId}: the handler ended after the worker stopped; its ${plan.kind} outcome is not reported`, {
-        event: 'attempt.abandoned', jobId: this.jobId, attemptId: this.attemptId, outcome: plan.kind,
+      this.env.logger.warn(`${this.jobId}: the attempt ended after the worker stopped; its ${outcome.kind} outcome is not reported`, {
+        event: 'attempt.abandoned', jobId: this.jobId, attemptId: this.attemptId, outcome: outcome.kind,
       });
       return;
     }
-    await this.report(plan, false);
+    await this.report(outcome, false);
   }
 
   private context(): JobContext {
@@ -200,7 +227,7 @@ export class AttemptRun {
 
   /** One helper call under the attempt's authority, with a fresh operation id kept across retries. */
   private async attemptCall<T>(rpc: string, send: (operationId: string) => Promise<T>): Promise<T> {
-    if (this.ended.signal.aborted) throw DocketWorkerError.local('ATTEMPT_ENDED', `${rpc} after the handler settled`);
+    if (this.handlerState === 'settled') throw DocketWorkerError.local('ATTEMPT_ENDED', `${rpc} after the handler settled`);
     if (this.strongest === 'lost') throw DocketWorkerError.local('ATTEMPT_ENDED', `${rpc} after the attempt lost its authority`);
     if (this.env.closed.aborted) throw DocketWorkerError.local('ATTEMPT_ENDED', `${rpc} after the worker stopped`);
     const operationId = newId('op');
@@ -238,7 +265,7 @@ export class AttemptRun {
    * ones follow each completed renewal, which keeps them spread.
    */
   private scheduleRenewal(first = false): void {
-    if (this.ended.signal.aborted) return;
+    if (this.renewalStop.signal.aborted) return;
     const interval = first ? this.env.renewIntervalMs * (1 - Math.random() / 4) : this.env.renewIntervalMs;
     this.renewTimer = setTimeout(() => void this.renew(), interval);
   }
@@ -246,7 +273,7 @@ export class AttemptRun {
   private stopRenewing(): void {
     if (this.renewTimer) clearTimeout(this.renewTimer);
     this.renewTimer = undefined;
-    if (!this.ended.signal.aborted) this.ended.abort();
+    if (!this.renewalStop.signal.aborted) this.renewalStop.abort();
   }
 
   /**
@@ -256,7 +283,7 @@ export class AttemptRun {
    * refusal, or no answer before the deadline, means the lease is lost.
    */
   private async renew(): Promise<void> {
-    if (this.ended.signal.aborted) return;
+    if (this.renewalStop.signal.aborted) return;
     const operationId = newId('op');
     const started = performance.now();
     let sentAt = Date.now();
@@ -265,14 +292,14 @@ export class AttemptRun {
         () => {
           sentAt = Date.now();
           const remaining = Math.max(1, this.leaseDeadline - sentAt);
-          const linked = linkedSignal(this.ended.signal);
+          const linked = linkedSignal(this.renewalStop.signal);
           return this.env.client
             .renewAttempt({ attempt: this.ref, operationId }, { timeoutMs: Math.min(this.env.callTimeoutMs, remaining), signal: linked.signal })
             .finally(linked.dispose);
         },
         {
           schedule: RENEW_RETRIES,
-          signal: this.ended.signal,
+          signal: this.renewalStop.signal,
           deadline: this.leaseDeadline,
           onRetry: (error, tryNumber, backoffMs) => {
             this.env.stats.renewalRetries++;
@@ -286,7 +313,7 @@ export class AttemptRun {
       this.noteRequests(response.cancelRequested, response.pauseRequested);
       this.scheduleRenewal();
     } catch (error) {
-      if (this.ended.signal.aborted) return;
+      if (this.renewalStop.signal.aborted) return;
       const failure = DocketWorkerError.fromCall('RenewAttempt', error);
       this.env.logger.warn(`${this.jobId}: renewal failed (${failure.reason ?? failure.code}); the lease is lost`, {
         event: 'attempt.renewal_failed', jobId: this.jobId, attemptId: this.attemptId, code: failure.code, reason: failure.reason,

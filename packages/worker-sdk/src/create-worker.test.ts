@@ -38,6 +38,12 @@ class FakeExecution {
   readonly calls: { rpc: string; operationId: string; jobId?: string; at: number }[] = [];
   readonly outcomes: { jobId: string; outcome: ReportOutcomeRequest['outcome'] }[] = [];
   readonly claimMaxJobs: number[] = [];
+  readonly registeredConcurrency: number[] = [];
+  /** How long each ReportOutcome answer is held after the outcome is recorded. */
+  reportAnswerDelayMs = 0;
+  /** Most ReportOutcome calls pending at once. */
+  mostReportsPending = 0;
+  private reportsPending = 0;
   readonly faults = new Map<string, Fault[]>();
   private readonly replies = new Map<string, unknown>();
   private incarnations: string[] = [];
@@ -70,7 +76,8 @@ class FakeExecution {
   transport() {
     return createRouterTransport(({ service }) => {
       service(ExecutionService, {
-        registerWorker: () => {
+        registerWorker: (request) => {
+          this.registeredConcurrency.push(request.maxConcurrency);
           const incarnation = `wkr_${String(++this.nextId).padStart(8, '0')}`;
           this.incarnations.push(incarnation);
           return { workerIncarnation: incarnation, generation: BigInt(this.incarnations.length), leaseDuration: durationFromMs(this.leaseMs) };
@@ -114,7 +121,7 @@ class FakeExecution {
           }),
         appendEvents: (request, context) => this.attemptCall('AppendEvents', request, context, () => ({ firstSequence: 7n, lastSequence: 7n })),
         reportOutcome: (request, context) =>
-          this.attemptCall('ReportOutcome', request, context, (job) => {
+          this.answerLate(() => this.attemptCall('ReportOutcome', request, context, (job) => {
             this.outcomes.push({ jobId: job.id, outcome: request.outcome });
             job.attempt = undefined;
             if (request.outcome.case === 'paused') {
@@ -124,9 +131,21 @@ class FakeExecution {
               job.status = 'DONE';
             }
             return { job: create(JobSchema, { id: job.id, status: request.outcome.case === 'success' ? JobStatus.SUCCEEDED : JobStatus.FAILED }) };
-          }),
+          })),
       });
     });
+  }
+
+  /** Runs one ReportOutcome, counting it as pending until its answer, which comes `reportAnswerDelayMs` late. */
+  private async answerLate<T>(report: () => Promise<T>): Promise<T> {
+    this.mostReportsPending = Math.max(this.mostReportsPending, ++this.reportsPending);
+    try {
+      const answer = await report();
+      await delay(this.reportAnswerDelayMs);
+      return answer;
+    } finally {
+      this.reportsPending--;
+    }
   }
 
   private checkIncarnation(incarnation: string): void {
@@ -189,6 +208,22 @@ function startWorker(fake: FakeExecution, handler: JobHandler, options: Partial<
   return worker;
 }
 
+/** A handler that takes `ms()` per job and counts how many jobs run at once. */
+function concurrencyProbe(ms: () => number): { handler: JobHandler; readonly most: number } {
+  let inFlight = 0;
+  let most = 0;
+  return {
+    handler: async () => {
+      most = Math.max(most, ++inFlight);
+      await delay(ms());
+      inFlight--;
+    },
+    get most() {
+      return most;
+    },
+  };
+}
+
 async function until(condition: () => boolean, ms = 5_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!condition()) {
@@ -219,20 +254,11 @@ describe('createWorker against an in-memory execution service', () => {
   it('never has more attempts in flight than its concurrency, and asks only for free slots', async () => {
     const fake = new FakeExecution();
     for (let i = 0; i < 9; i++) fake.submit();
-    let inFlight = 0;
-    let maxInFlight = 0;
-    const worker = startWorker(
-      fake,
-      async () => {
-        maxInFlight = Math.max(maxInFlight, ++inFlight);
-        await delay(30 + Math.random() * 40);
-        inFlight--;
-      },
-      { concurrency: 3 },
-    );
+    const probe = concurrencyProbe(() => 30 + Math.random() * 40);
+    const worker = startWorker(fake, probe.handler, { concurrency: 3 });
     await worker.start();
     await until(() => fake.outcomes.length === 9);
-    expect(maxInFlight).toBe(3);
+    expect(probe.most).toBe(3);
     expect(worker.stats.maxRunning).toBe(3);
     expect(Math.max(...fake.claimMaxJobs)).toBe(3);
     expect(fake.claimMaxJobs.every((n) => n >= 1 && n <= 3)).toBe(true);
@@ -411,12 +437,66 @@ describe('createWorker against an in-memory execution service', () => {
     expect(fake.countOf('ReportOutcome')).toBe(0);
   });
 
+  it('with prefetch, claims for the free slots plus the buffer, registers room for reports in flight, and runs one job at a time', async () => {
+    const fake = new FakeExecution();
+    for (let i = 0; i < 4; i++) fake.submit();
+    const probe = concurrencyProbe(() => 40);
+    const worker = startWorker(fake, probe.handler, { concurrency: 1, prefetch: 2 });
+    await worker.start();
+    await until(() => fake.outcomes.length === 4);
+    expect(fake.registeredConcurrency).toEqual([4]); // 1 handler + 1 report in flight + 2 prefetched
+    expect(fake.claimMaxJobs[0]).toBe(3);
+    expect(probe.most).toBe(1);
+    expect(worker.stats).toMatchObject({ maxRunning: 1, maxPrefetched: 2 });
+  });
+
+  it('reports a prefetched job cancelled or paused before it starts at once, without running its handler', async () => {
+    const fake = new FakeExecution();
+    const running = fake.submit({ name: 'running' });
+    const cancelled = fake.submit({ name: 'cancelled' });
+    const paused = fake.submit({ name: 'paused' });
+    const started: unknown[] = [];
+    const worker = startWorker(
+      fake,
+      async (ctx) => {
+        started.push(ctx.input['name']);
+        await delay(ctx.input['name'] === 'running' ? 1_000 : 10);
+      },
+      { concurrency: 1, prefetch: 2 },
+    );
+    await worker.start();
+    await until(() => worker.prefetched === 2);
+    fake.cancel(cancelled);
+    paused.pauseRequested = true;
+    await until(() => fake.outcomes.length === 2);
+    expect(Object.fromEntries(fake.outcomes.map((o) => [o.jobId, o.outcome.case]))).toEqual({ [cancelled.id]: 'cancelled', [paused.id]: 'paused' });
+    expect(started).toEqual(['running']);
+    await until(() => fake.outcomes.length === 4); // the paused job is claimed again once it is re-queued
+    expect(fake.outcomes.find((o) => o.jobId === running.id)?.outcome.case).toBe('success');
+    expect(started).toEqual(['running', 'paused']);
+  });
+
+  it('keeps at most concurrency reports in flight: a finished handler keeps its slot until a report slot frees', async () => {
+    const fake = new FakeExecution(2_000);
+    fake.reportAnswerDelayMs = 100;
+    for (let i = 0; i < 8; i++) fake.submit();
+    const worker = startWorker(fake, () => ({}), { concurrency: 2 });
+    await worker.start();
+    await until(() => fake.outcomes.length === 8 && worker.running === 0);
+    expect(fake.mostReportsPending).toBe(2);
+    expect(worker.stats).toMatchObject({ maxRunning: 2, maxReportsInFlight: 2 });
+  });
+
   it('checks its options before connecting', () => {
     const base = { transport: new FakeExecution().transport(), name: 'w', queues: ['default'], concurrency: 1, handler: () => undefined };
     expect(() => createWorker({ ...base, concurrency: 0 })).toThrow(/concurrency/);
     expect(() => createWorker({ ...base, queues: [] })).toThrow(/queues/);
     expect(() => createWorker({ ...base, name: 'has space' })).toThrow(/name/);
     expect(() => createWorker({ ...base, leaseRenewFraction: 1 })).toThrow(/leaseRenewFraction/);
+    expect(() => createWorker({ ...base, claimBatchSize: 0 })).toThrow(/claimBatchSize/);
+    expect(() => createWorker({ ...base, claimBatchSize: 101 })).toThrow(/claimBatchSize/);
+    expect(() => createWorker({ ...base, prefetch: -1 })).toThrow(/prefetch/);
+    expect(() => createWorker({ ...base, prefetch: 1.5 })).toThrow(/prefetch/);
     expect(() => createWorker({ name: 'w', queues: ['default'], concurrency: 1, handler: () => undefined })).toThrow(/token/);
   });
 });

@@ -3,6 +3,7 @@ import { newId } from '@docket/contracts';
 import type { Assignment, ClaimJobsRequestSchema } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { AbortKind } from './abort-reason.js';
+import { AttemptPipeline } from './attempt-pipeline.js';
 import { AttemptRun, type AttemptEnvironment } from './attempt-run.js';
 import { callWithRetry, type RetrySchedule } from './call-retry.js';
 import { delay } from './delay.js';
@@ -28,7 +29,7 @@ export interface WorkerExit {
   readonly reason: 'drained' | 'stopped' | 'superseded' | 'failed';
   /** What stopped the worker, for `superseded` and `failed`. */
   readonly error?: DocketWorkerError;
-  /** Handlers still running when the worker gave up on them (their attempts settle as lost). */
+  /** Attempts still held (a handler running, or an outcome report unanswered) when the worker gave up on them (they settle as lost). */
   readonly abandoned: number;
 }
 
@@ -43,16 +44,28 @@ export interface Worker {
   start(): Promise<void>;
   /**
    * Stops claiming (an in-flight long-poll is cut and reconciled by
-   * replaying its operation id), lets running handlers finish for up to
-   * `graceMs` (default the `drainGraceMs` option), then asks the rest to
-   * stop with a `shutdown` abort and waits a few seconds more. Resolves when
-   * the worker has stopped. Idempotent.
+   * replaying its operation id), lets running handlers finish and prefetched
+   * jobs start and finish for up to `graceMs` (default the `drainGraceMs`
+   * option), then asks the rest to stop with a `shutdown` abort (prefetched
+   * jobs that never started are left to lease expiry) and waits a few
+   * seconds more. Outcome reports in flight are answered before it
+   * resolves. Resolves when the worker has stopped. Idempotent.
    */
   drain(options?: { readonly graceMs?: number }): Promise<void>;
-  /** Like `drain` with no grace period: running handlers are asked to stop at once. */
+  /** Like `drain` with no grace period: running handlers are asked to stop at once, prefetched jobs never start, reports in flight are still answered. */
   stop(): Promise<void>;
-  /** Attempts in flight (claimed and not yet reported), never above `concurrency`. */
+  /**
+   * Attempts held: claimed and not yet concluded (prefetched, running their
+   * handler, or with their outcome report in flight); at most
+   * 2 × `concurrency` + `prefetch`.
+   */
   readonly running: number;
+  /** Handlers running now, never above `concurrency`. */
+  readonly handlersRunning: number;
+  /** ReportOutcome calls in flight now, never above `concurrency`. */
+  readonly reportsInFlight: number;
+  /** Claimed jobs waiting for a handler slot, never above `prefetch`. */
+  readonly prefetched: number;
   readonly state: WorkerState;
   /** The incarnation id once registered. */
   readonly incarnation: string | undefined;
@@ -106,12 +119,10 @@ export function createWorker(options: WorkerOptions): Worker {
 class DocketWorker implements Worker {
   private readonly options: ResolvedWorkerOptions;
   private readonly logger: WorkerLogger;
-  private readonly attempts = new Set<AttemptRun>();
-  private readonly attemptDone = new Map<AttemptRun, Promise<void>>();
+  private readonly pipeline: AttemptPipeline;
   private readonly claimStop = new AbortController();
   private readonly graceStop = new AbortController();
   private readonly closed = new AbortController();
-  private readonly slotWaiters = new Set<() => void>();
   private connection: ExecutionConnection | undefined;
   private currentState: WorkerState = 'idle';
   private starting: Promise<void> | undefined;
@@ -126,11 +137,24 @@ class DocketWorker implements Worker {
   constructor(options: ResolvedWorkerOptions) {
     this.options = options;
     this.logger = options.logger ?? silentLogger;
+    this.pipeline = new AttemptPipeline(options, this.stats, this.logger, this.closed.signal);
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
   }
 
   get running(): number {
-    return this.attempts.size;
+    return this.pipeline.size;
+  }
+
+  get handlersRunning(): number {
+    return this.pipeline.handlersRunning;
+  }
+
+  get reportsInFlight(): number {
+    return this.pipeline.reportsInFlight;
+  }
+
+  get prefetched(): number {
+    return this.pipeline.prefetched;
   }
 
   get state(): WorkerState {
@@ -174,12 +198,12 @@ class DocketWorker implements Worker {
   }
 
   private async register(): Promise<void> {
-    const { name, queues, concurrency, callTimeoutMs } = this.options;
+    const { name, queues, concurrency, prefetch, callTimeoutMs } = this.options;
     try {
       this.connection = connectExecution(this.options.url, this.options.token, this.options.transport);
       const client = this.connection.client;
       const response = await callWithRetry(
-        () => client.registerWorker({ workerName: name, queues: [...queues], maxConcurrency: concurrency }, { timeoutMs: callTimeoutMs }),
+        () => client.registerWorker({ workerName: name, queues: [...queues], maxConcurrency: this.pipeline.capacity }, { timeoutMs: callTimeoutMs }),
         {
           schedule: REGISTER_RETRIES,
           signal: this.claimStop.signal,
@@ -202,23 +226,28 @@ class DocketWorker implements Worker {
     if (this.claimStop.signal.aborted) return; // drained or stopped while registering: end() finishes
     this.currentState = 'running';
     this.logger.info(
-      `registered ${name} (incarnation ${this.registered.incarnation}, generation ${this.registered.generation}, lease ${this.registered.leaseMs} ms) on ${queues.join(', ')} with concurrency ${concurrency}`,
+      `registered ${name} (incarnation ${this.registered.incarnation}, generation ${this.registered.generation}, lease ${this.registered.leaseMs} ms) on ${queues.join(', ')} with concurrency ${concurrency}${prefetch > 0 ? `, prefetch ${prefetch}` : ''}`,
       { event: 'worker.registered', incarnation: this.registered.incarnation, generation: this.registered.generation, leaseMs: this.registered.leaseMs },
     );
     this.loop = this.claimLoop();
   }
 
-  /** Claims while running: max_jobs is the number of free slots, so attempts in flight never exceed `concurrency`. */
+  /**
+   * Claims while running, one ClaimJobs at a time: max_jobs is the room in
+   * the pipeline (free handler slots plus free prefetch places, up to
+   * `claimBatchSize`), so handlers never exceed `concurrency`. Outcome
+   * reports in flight take no room: the next claim never waits for them.
+   */
   private async claimLoop(): Promise<void> {
     const client = this.connection!.client;
-    const { claimWaitMs, callTimeoutMs, concurrency, queues } = this.options;
+    const { claimWaitMs, callTimeoutMs, claimBatchSize, queues } = this.options;
     while (this.state === 'running') {
-      await this.freeSlot();
+      await this.pipeline.whenRoom(this.claimStop.signal);
       if (this.state !== 'running') break;
       const request: MessageInitShape<typeof ClaimJobsRequestSchema> = {
         workerIncarnation: this.registered!.incarnation,
         queues: [...queues],
-        maxJobs: Math.min(100, concurrency - this.attempts.size),
+        maxJobs: Math.min(claimBatchSize, this.pipeline.room),
         wait: durationFromMs(claimWaitMs),
         operationId: newId('op'),
       };
@@ -280,21 +309,10 @@ class DocketWorker implements Worker {
   }
 
   private launch(assignments: readonly Assignment[], receivedAt: number): void {
-    for (const assignment of assignments) {
-      const run = new AttemptRun(assignment, this.attemptEnvironment(), receivedAt);
-      this.attempts.add(run);
-      this.stats.claimed++;
-      this.stats.maxRunning = Math.max(this.stats.maxRunning, this.attempts.size);
-      const finished = run
-        .run()
-        .catch((error: unknown) => this.logger.error(`${run.jobId}: the attempt ended unexpectedly`, { event: 'attempt.crashed', jobId: run.jobId, error }))
-        .finally(() => {
-          this.attempts.delete(run);
-          this.attemptDone.delete(run);
-          for (const wake of this.slotWaiters) wake();
-        });
-      this.attemptDone.set(run, finished);
-    }
+    if (assignments.length === 0) return;
+    const environment = this.attemptEnvironment();
+    this.stats.claimed += assignments.length;
+    this.pipeline.accept(assignments.map((assignment) => new AttemptRun(assignment, environment, receivedAt)));
   }
 
   private attemptEnvironment(): AttemptEnvironment {
@@ -311,22 +329,6 @@ class DocketWorker implements Worker {
       closed: this.closed.signal,
       onIncarnationStale: () => this.onIncarnationStale(),
     };
-  }
-
-  /** Resolves when fewer than `concurrency` attempts are in flight, or claiming stops. */
-  private freeSlot(): Promise<void> {
-    if (this.attempts.size < this.options.concurrency || this.claimStop.signal.aborted) return Promise.resolve();
-    return new Promise((resolve) => {
-      const wake = (): void => {
-        if (this.attempts.size < this.options.concurrency || this.claimStop.signal.aborted) {
-          this.slotWaiters.delete(wake);
-          this.claimStop.signal.removeEventListener('abort', wake);
-          resolve();
-        }
-      };
-      this.slotWaiters.add(wake);
-      this.claimStop.signal.addEventListener('abort', wake);
-    });
   }
 
   private onIncarnationStale(): void {
@@ -359,18 +361,17 @@ class DocketWorker implements Worker {
         if (this.stateNow() === 'stopped') return;
       }
       this.currentState = 'draining';
-      this.logger.info(`${reason === 'drained' ? 'draining' : 'stopping'}: no new claims; ${this.attempts.size} job(s) running`, {
-        event: 'worker.draining', running: this.attempts.size,
+      this.logger.info(`${reason === 'drained' ? 'draining' : 'stopping'}: no new claims; ${this.pipeline.size} job(s) held`, {
+        event: 'worker.draining', running: this.pipeline.size,
       });
       this.claimStop.abort();
       await this.loop;
-      this.logger.info('claiming stopped', { event: 'worker.claiming_stopped', running: this.attempts.size });
+      this.logger.info('claiming stopped', { event: 'worker.claiming_stopped', running: this.pipeline.size });
       const stopKind: AbortKind = reason === 'superseded' ? 'lost' : 'shutdown';
       if (graceMs === 0) this.graceStop.abort();
-      let finishedInGrace = await this.allFinished(graceMs, this.graceStop.signal);
-      if (!finishedInGrace) {
-        for (const run of this.attempts) run.requestStop(stopKind);
-        finishedInGrace = await this.allFinished(SHUTDOWN_WAIT_MS);
+      if (!(await this.pipeline.settled(graceMs, this.graceStop.signal))) {
+        this.pipeline.requestStop(stopKind);
+        await this.pipeline.settled(SHUTDOWN_WAIT_MS);
       }
       const exitReason = reason === 'drained' && this.graceStop.signal.aborted ? 'stopped' : reason;
       this.currentState = 'stopped';
@@ -379,24 +380,8 @@ class DocketWorker implements Worker {
     return this.ending;
   }
 
-  /** Whether every attempt in flight finished within `ms` (or before `cut` aborts). */
-  private async allFinished(ms: number, cut?: AbortSignal): Promise<boolean> {
-    const deadline = Date.now() + ms;
-    while (this.attempts.size > 0) {
-      const remaining = deadline - Date.now();
-      if (remaining <= 0 || cut?.aborted) return false;
-      const waitCut = new AbortController();
-      const onCut = (): void => waitCut.abort();
-      cut?.addEventListener('abort', onCut, { once: true });
-      await Promise.race([Promise.race(this.attemptDone.values()), delay(remaining, waitCut.signal)]);
-      waitCut.abort();
-      cut?.removeEventListener('abort', onCut);
-    }
-    return true;
-  }
-
   private finish(reason: WorkerExit['reason'], error: DocketWorkerError | undefined): void {
-    const abandoned = this.attempts.size;
+    const abandoned = this.pipeline.size;
     this.closed.abort();
     this.connection?.close();
     this.removeSignalHandlers?.();

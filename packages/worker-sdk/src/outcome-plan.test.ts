@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { JobFailure, permanentFailure, retryableFailure } from './job-failure.js';
-import { GENERIC_FAILURE_MESSAGE, planOutcome } from './outcome-plan.js';
+import { GENERIC_FAILURE_MESSAGE, planOutcome, planUnstarted } from './outcome-plan.js';
 
 const returned = (value: unknown) => ({ status: 'returned' as const, value });
 const threw = (error: unknown) => ({ status: 'threw' as const, error });
@@ -77,5 +77,14 @@ describe('JobFailure', () => {
 
   it('cuts messages to the service limit', () => {
     expect(permanentFailure('INVALID_INPUT', 'x'.repeat(5000)).message).toHaveLength(4096);
+  });
+});
+
+describe('planUnstarted', () => {
+  it('reports cancel and pause of a job that never started, and nothing for lost or shutdown', () => {
+    expect(planUnstarted('cancel')).toEqual({ kind: 'cancelled' });
+    expect(planUnstarted('pause')).toEqual({ kind: 'paused' });
+    expect(planUnstarted('lost')).toEqual({ kind: 'none', why: 'lost' });
+    expect(planUnstarted('shutdown')).toEqual({ kind: 'none', why: 'shutdown' });
   });
 });

@@ -72,6 +72,27 @@ export function planOutcome(settlement: HandlerSettlement, stop: AbortKind | und
   return { kind: 'failure', failureClass: 'INTERNAL', message: GENERIC_FAILURE_MESSAGE, safeDetails: undefined, unexpected: true };
 }
 
+/**
+ * Decides the outcome of an attempt whose handler never started: it waited
+ * in the prefetch buffer and a stop request came first. `cancel` is
+ * reported `cancelled` and `pause` `paused` (the job keeps the checkpoint
+ * it had), at once, without running the handler. `lost` reports nothing;
+ * so does `shutdown`: the execution service has no call that hands a
+ * claimed job back, so the service settles the attempt as lost when its
+ * lease expires.
+ */
+export function planUnstarted(stop: AbortKind): OutcomePlan {
+  switch (stop) {
+    case 'cancel':
+      return { kind: 'cancelled' };
+    case 'pause':
+      return { kind: 'paused' };
+    case 'lost':
+    case 'shutdown':
+      return { kind: 'none', why: stop };
+  }
+}
+
 function failurePlan(failure: JobFailure, unexpected: boolean): OutcomePlan {
   let safeDetails: JsonObject | undefined;
   try {

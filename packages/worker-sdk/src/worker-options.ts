@@ -26,8 +26,36 @@ export interface WorkerOptions {
   readonly name: string;
   /** Queues to claim from, 1 to 32 distinct names. */
   readonly queues: readonly string[];
-  /** Most jobs run at once, 1 to 1000; the SDK never has more attempts in flight. */
+  /**
+   * Most handlers running at once, 1 to 1000; also the most outcome
+   * reports in flight. A handler's slot frees as soon as its outcome report
+   * is sent, so the next claim and the next job never wait for
+   * ReportOutcome's answer.
+   */
   readonly concurrency: number;
+  /**
+   * Most jobs one ClaimJobs call asks for, 1 to 100; default `concurrency`
+   * plus `prefetch` (at most 100). Each claim asks for every free handler
+   * slot and free prefetch place, up to this; one claim can return several
+   * jobs, which start together.
+   */
+  readonly claimBatchSize?: number;
+  /**
+   * How many claimed jobs the worker may hold before a handler slot is
+   * free for them, 0 to 1000; default 0 (off). A freed slot then starts the
+   * next job at once, without a claim round trip. The trade-off: a
+   * prefetched job's lease runs from its claim, so the SDK renews it while
+   * it waits (as for a running job), the job is held away from other
+   * workers meanwhile, and it counts against its queue's concurrency limit
+   * and its attempt timeout from the claim. The execution service has no
+   * call that hands a claimed job back: on drain, prefetched jobs still
+   * start as slots free within the grace period; those that never start
+   * (after `stop()`, after the grace period, or when the worker is
+   * superseded) are settled as lost when their lease expires, which costs
+   * the job an attempt. A prefetched job that is cancelled or paused before
+   * it starts is reported cancelled or paused at once.
+   */
+  readonly prefetch?: number;
   /** Runs each claimed job. */
   readonly handler: JobHandler;
   /** Renew each lease after this fraction of its duration; default 1/3, between 0.05 and 0.9. */
@@ -58,6 +86,8 @@ export interface ResolvedWorkerOptions {
   readonly name: string;
   readonly queues: readonly string[];
   readonly concurrency: number;
+  readonly claimBatchSize: number;
+  readonly prefetch: number;
   readonly handler: JobHandler;
   readonly leaseRenewFraction: number;
   readonly claimWaitMs: number;
@@ -69,6 +99,9 @@ export interface ResolvedWorkerOptions {
 }
 
 const WORKER_NAME = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The most assignments one ClaimJobs call returns (proto contract). */
+const MAX_CLAIM_BATCH = 100;
 
 /**
  * Checks `options` and applies the defaults; throws a `DocketWorkerError`
@@ -89,6 +122,10 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
   if (new Set(queues).size !== queues.length) bad('queues must be distinct');
   for (const queue of queues) if (!isValidQueueName(queue)) bad(`queue names must be valid queue names`);
   if (!Number.isInteger(options.concurrency) || options.concurrency < 1 || options.concurrency > 1000) bad('concurrency must be an integer from 1 to 1000');
+  const prefetch = options.prefetch ?? 0;
+  if (!Number.isInteger(prefetch) || prefetch < 0 || prefetch > 1000) bad('prefetch must be an integer from 0 to 1000');
+  const claimBatchSize = options.claimBatchSize ?? Math.min(options.concurrency + prefetch, MAX_CLAIM_BATCH);
+  if (!Number.isInteger(claimBatchSize) || claimBatchSize < 1 || claimBatchSize > MAX_CLAIM_BATCH) bad(`claimBatchSize must be an integer from 1 to ${MAX_CLAIM_BATCH}`);
   if (typeof options.handler !== 'function') bad('handler must be a function');
   const fraction = options.leaseRenewFraction ?? 1 / 3;
   if (!(fraction >= 0.05 && fraction <= 0.9)) bad('leaseRenewFraction must be between 0.05 and 0.9');
@@ -105,6 +142,8 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     name: options.name,
     queues,
     concurrency: options.concurrency,
+    claimBatchSize,
+    prefetch,
     handler: options.handler,
     leaseRenewFraction: fraction,
     claimWaitMs,

@@ -8,8 +8,12 @@ export interface WorkerStats {
   claimCalls: number;
   /** Attempts claimed. */
   claimed: number;
-  /** Most attempts in flight at once (never above `concurrency`). */
+  /** Most handlers running at once (never above `concurrency`). */
   maxRunning: number;
+  /** Most ReportOutcome calls in flight at once (never above `concurrency`). */
+  maxReportsInFlight: number;
+  /** Most claimed jobs waiting in the prefetch buffer at once (never above `prefetch`). */
+  maxPrefetched: number;
   /** Successful RenewAttempt calls. */
   renewals: number;
   /** RenewAttempt tries that failed and were retried with the same operation id. */
@@ -20,5 +24,5 @@ export interface WorkerStats {
 
 /** All counters at zero. */
 export function emptyWorkerStats(): WorkerStats {
-  return { claimCalls: 0, claimed: 0, maxRunning: 0, renewals: 0, renewalRetries: 0, renewalLatencyMs: 0 };
+  return { claimCalls: 0, claimed: 0, maxRunning: 0, maxReportsInFlight: 0, maxPrefetched: 0, renewals: 0, renewalRetries: 0, renewalLatencyMs: 0 };
 }

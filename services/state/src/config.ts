@@ -24,7 +24,8 @@ export const STATE_DEFAULT_PORT = 7404;
  * DOCKET_AUTH_SECRET, DOCKET_DB_POOL_SIZE, DOCKET_SHUTDOWN_GRACE_MS,
  * DOCKET_LEASE_MS and the batching settings (DOCKET_ADMIT_BATCH_MAX,
  * DOCKET_ADMIT_BATCHES_IN_FLIGHT, DOCKET_CLAIM_BATCH_MAX,
- * DOCKET_REPORT_BATCH_MAX, DOCKET_WORKER_BATCHES_IN_FLIGHT).
+ * DOCKET_CLAIM_BATCHES_IN_FLIGHT, DOCKET_REPORT_BATCH_MAX,
+ * DOCKET_REPORT_BATCHES_IN_FLIGHT).
  */
 export function readStateConfig(env: NodeJS.ProcessEnv): StateConfig {
   return {
@@ -40,7 +41,8 @@ export function readStateConfig(env: NodeJS.ProcessEnv): StateConfig {
       admitBatchesInFlight: readPositiveInteger(env, 'DOCKET_ADMIT_BATCHES_IN_FLIGHT', 2),
       claimBatchMax: readPositiveInteger(env, 'DOCKET_CLAIM_BATCH_MAX', 32),
       reportBatchMax: readPositiveInteger(env, 'DOCKET_REPORT_BATCH_MAX', 128),
-      workerBatchesInFlight: readPositiveInteger(env, 'DOCKET_WORKER_BATCHES_IN_FLIGHT', 2),
+      claimBatchesInFlight: readPositiveInteger(env, 'DOCKET_CLAIM_BATCHES_IN_FLIGHT', 1),
+      reportBatchesInFlight: readPositiveInteger(env, 'DOCKET_REPORT_BATCHES_IN_FLIGHT', 2),
     },
   };
 }

@@ -4,7 +4,7 @@ import { mintToken, type Role } from '@docket/auth';
 import { DocketError } from '@docket/contracts';
 import { remainingTimeoutMs } from '../deadline.js';
 import { drainSignalOf } from '../drain-signal.js';
-import { createLogger } from '../logger.js';
+import { createLogger, type LogLevel } from '../logger.js';
 import { principalOf } from '../principal.js';
 import { startServer, type RunningServer, type ServerOptions } from '../server.js';
 import { ProbeService } from './probe-service.js';
@@ -81,9 +81,15 @@ export interface ProbeHarness {
   token(role?: Role, options?: { subject?: string; ttlSeconds?: number; secret?: string }): Promise<string>;
 }
 
-/** Starts the probe service with the kit, as a Docket service would. */
+/**
+ * Starts the probe service with the kit, as a Docket service would. Its
+ * logger writes every level by default, successful RPCs' `debug` lines
+ * included, so tests see one `rpc` line per call; pass `'info'` as
+ * `logLevel` to see what a service writes by default.
+ */
 export async function startProbeServer(
   overrides: Partial<Omit<ServerOptions, 'logger' | 'listen'>> = {},
+  logLevel: LogLevel = 'debug',
 ): Promise<ProbeHarness> {
   const lines: string[] = [];
   const server = await startServer({
@@ -93,7 +99,7 @@ export async function startProbeServer(
     routes: (router) => router.service(ProbeService, probeImplementation),
     authenticate: { secret: PROBE_SECRET, allowedRoles: ['user', 'admin'] },
     ...overrides,
-    logger: createLogger('probe', (line) => lines.push(line)),
+    logger: createLogger('probe', (line) => lines.push(line), logLevel),
   });
   return {
     server,

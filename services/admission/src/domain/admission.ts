@@ -54,7 +54,7 @@ export async function submitJob(
 ): Promise<SubmitJobResponse> {
   parseIdempotencyKey(request.idempotencyKey);
   const spec = validateJobSpecMessage(request);
-  const digest = fingerprintRequest(SubmitJobRequestSchema, request, SUBMIT_JOB_OPERATION, principal.subject);
+  const digest = fingerprintRequest(SubmitJobRequestSchema, request, SUBMIT_JOB_OPERATION, principal.subject, new Map([[spec.input, spec.canonicalInput]]));
   const admitted = await deps.state.admitJob(
     {
       caller: callerOf(principal),

@@ -29,5 +29,9 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   const state = sqlStateOf(error);
   if (state === SQLSTATE.adminShutdown || state === SQLSTATE.cannotConnectNow) return true;
   const code = (error as { code?: unknown } | null)?.code;
-  return code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'ETIMEDOUT' || code === 'EPIPE';
+  if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'ETIMEDOUT' || code === 'EPIPE') return true;
+  return state === undefined && error instanceof Error && CONNECTION_LOST.test(error.message);
 }
+
+/** node-postgres' own errors for a connection that died under a query (they carry no code). */
+const CONNECTION_LOST = /^(Connection terminated|Client has encountered a connection error|Client was closed)/;

@@ -7,11 +7,18 @@ import type pg from 'pg';
  * `now()` truncated to milliseconds, the one clock for every time the
  * transaction writes (exact through JavaScript `Date` and through the hash
  * chain's millisecond encoding). Any failure rolls back; a broken
- * connection is discarded rather than returned to the pool.
+ * connection (a failed rollback, or an error event while checked out) is
+ * discarded rather than returned to the pool.
  */
 export async function inWriteTransaction<T>(pool: pg.Pool, body: (client: pg.PoolClient, now: Date) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   let broken: Error | undefined;
+  // A checked-out client has no idle listener: an error between queries (the
+  // backend terminated) must not become an unhandled 'error' event.
+  const onError = (error: Error): void => {
+    broken = error;
+  };
+  client.on('error', onError);
   try {
     const opened = (await client.query(BEGIN_WITH_CLOCK)) as unknown as pg.QueryResult<{ now: Date }>[];
     const now = opened[1]?.rows[0]?.now;
@@ -25,6 +32,7 @@ export async function inWriteTransaction<T>(pool: pg.Pool, body: (client: pg.Poo
     });
     throw error;
   } finally {
+    client.off('error', onError);
     client.release(broken);
   }
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import type pg from 'pg';
-import { DocketError, GENESIS_HASH, canonicalJson, newId, type IdempotencyKey, type RequestDigest, type ValidJobSpec } from '@docket/contracts';
+import { DocketError, GENESIS_HASH, newId, type IdempotencyKey, type RequestDigest, type ValidJobSpec } from '@docket/contracts';
 import { JobSchema } from '@docket/proto/docket/common/v1/job_pb.js';
 import { admitBatch, readBindings, type AdmissionRow, type BoundRecord } from '../db/queries/admissions.js';
 import type { NewJobRow } from '../db/queries/jobs.js';
@@ -34,7 +34,7 @@ export type AdmissionOutcome = MutationOutcome;
  * (see `admitBatch`); every other item replays the stored response or is
  * IDEMPOTENCY_CONFLICT. Concurrent duplicates from any number of processes
  * create exactly one job. Items of one batch that share a key are decided
- * once: the first decides, the others follow it as replays. If the
+ * once, by the first of them (see `answer`). If the
  * transaction fails, no item of the batch was acknowledged.
  */
 export async function admitJobs(pool: pg.Pool, commands: readonly AdmitJobCommand[]): Promise<ItemOutcome<AdmissionOutcome>[]> {
@@ -44,15 +44,34 @@ export async function admitJobs(pool: pg.Pool, commands: readonly AdmitJobComman
     const admitted = await admitBatch(client, candidates.map((candidate) => candidate.row), now, GENESIS_HASH);
     const pending = candidates.filter((candidate) => !admitted.has(candidate.row.job_id));
     const bindings = new Map((await readBindings(client, pending.map((candidate) => candidate.row))).map((record) => [scopeOf(record), record]));
-    return candidates.map((candidate): ItemOutcome<AdmissionOutcome> => {
+    return candidates.map((candidate): KeyDecision => {
       if (admitted.has(candidate.row.job_id)) {
-        return { ok: true, value: { job: candidate.job, replayed: false, idempotencyExpiresAt: candidate.expiresAt } };
+        return { admitted: { job: candidate.job, replayed: false, idempotencyExpiresAt: candidate.expiresAt }, digest: candidate.command.digest };
       }
-      const record = bindings.get(scopeOf(candidate.row));
-      return record ? replay(record, candidate.command.digest) : { ok: false, error: vanished() };
+      return { bound: bindings.get(scopeOf(candidate.row)) };
     });
   });
-  return plan.leaderOf.map((leader, index) => follow(decided[leader] as ItemOutcome<AdmissionOutcome>, commands[index] as AdmitJobCommand, plan.leaders[leader] as AdmitJobCommand));
+  return commands.map((command, index) => answer(decided[plan.leaderOf[index] as number] as KeyDecision, command, plan.leaders[plan.leaderOf[index] as number] === command));
+}
+
+/** How a batch decided one key: this batch admitted it (for `digest`), or it was already bound (the record, if still there). */
+type KeyDecision =
+  | { readonly admitted: AdmissionOutcome; readonly digest: RequestDigest }
+  | { readonly bound: BoundRecord | undefined };
+
+/**
+ * One item's answer from its key's decision: the admitting item gets the
+ * new job; an item that shares the key replays it (IDEMPOTENCY_CONFLICT
+ * when its digest differs); a key that was already bound answers each
+ * item against the stored record, by that item's own digest.
+ */
+function answer(decision: KeyDecision, command: AdmitJobCommand, admitting: boolean): ItemOutcome<AdmissionOutcome> {
+  if ('admitted' in decision) {
+    if (admitting) return { ok: true, value: decision.admitted };
+    if (command.digest !== decision.digest) return { ok: false, error: idempotencyConflict() };
+    return { ok: true, value: { ...decision.admitted, replayed: true } };
+  }
+  return decision.bound ? replay(decision.bound, command.digest) : { ok: false, error: vanished() };
 }
 
 /** Which items decide (the first of each key) and which item each follows. */
@@ -76,17 +95,6 @@ export function planAdmissions(commands: readonly AdmitJobCommand[]): AdmissionP
     return leader;
   });
   return { leaders, leaderOf };
-}
-
-/**
- * The answer of an item that shares its key with the batch's leader: the
- * leader's own answer when it is the leader, else a replay of the leader's
- * response (IDEMPOTENCY_CONFLICT when the digests differ).
- */
-function follow(decided: ItemOutcome<AdmissionOutcome>, command: AdmitJobCommand, leader: AdmitJobCommand): ItemOutcome<AdmissionOutcome> {
-  if (command === leader || !decided.ok) return decided;
-  if (command.digest !== leader.digest) return { ok: false, error: idempotencyConflict() };
-  return { ok: true, value: { ...decided.value, replayed: true } };
 }
 
 interface AdmissionCandidate {
@@ -177,7 +185,7 @@ function admittedPayload(spec: ValidJobSpec): JsonObject {
     queue: spec.queue,
     priority: spec.priority,
     label: spec.label,
-    input_sha256: createHash('sha256').update(canonicalJson(spec.input)).digest('hex'),
+    input_sha256: createHash('sha256').update(spec.canonicalInput).digest('hex'),
     max_attempts: spec.maxAttempts,
     initial_backoff_ms: spec.initialBackoffMs,
     max_backoff_ms: spec.maxBackoffMs,

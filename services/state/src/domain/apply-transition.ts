@@ -26,6 +26,8 @@ export interface AppliedTransition {
 export interface PlannedTransition extends AppliedTransition {
   readonly patch: JobPatch;
   readonly eventRows: Insertable<JobEventsTable>[];
+  /** The head the events were chained after, which the journal's stored last event must still be. */
+  readonly previousHead: StoredHead;
 }
 
 /** The journal's last event as stored, to check the job row's head against. */
@@ -95,6 +97,7 @@ export function planTransition(job: JobRow, transition: JobTransition, now: Date
     job: { ...job, ...patch } as JobRow,
     patch,
     eventRows: chained.rows,
+    previousHead: { sequence: job.event_count, hash: job.head_hash },
     firstSequence: BigInt(job.event_count) + 1n,
     lastSequence: chained.head.sequence,
   };

@@ -57,8 +57,6 @@ export interface AttemptReport<Res extends DescMessage = DescMessage> {
   readonly operationId: string;
   readonly digest: string;
   readonly responseSchema: Res;
-  /** Whether deciding it appends journal events (and so needs the journal's stored head). */
-  readonly journals: boolean;
   perform(job: JobRow, writes: JobWriteSet, now: Date, settings: ExecutionSettings): MessageShape<Res>;
 }
 
@@ -71,7 +69,7 @@ type ReportCall = Extract<HandleWorkerCallRequest['request'], { case: AttemptRep
 export function parseAttemptReport(subject: string, call: ReportCall): AttemptReport {
   switch (call.case) {
     case 'renewAttempt':
-      return report(subject, call.case, 'RenewAttempt', RenewAttemptRequestSchema, call.value, RenewAttemptResponseSchema, false, (job, writes, now, settings) => {
+      return report(subject, call.case, 'RenewAttempt', RenewAttemptRequestSchema, call.value, RenewAttemptResponseSchema, (job, writes, now, settings) => {
         const leaseExpiresAt = new Date(now.getTime() + settings.leaseMs);
         writes.update({ ...job, lease_expires_at: leaseExpiresAt });
         return create(RenewAttemptResponseSchema, {
@@ -87,7 +85,7 @@ export function parseAttemptReport(subject: string, call: ReportCall): AttemptRe
       }
       if (progress.message.length > MESSAGE_MAX.progress) throw invalidField('progress.message', 'must be at most 1024 characters');
       // Progress: the latest on the job (current authority only; not a journal event, no revision change), announced live.
-      return report(subject, call.case, 'ReportProgress', ReportProgressRequestSchema, call.value, ReportProgressResponseSchema, false, (job, writes, now) => {
+      return report(subject, call.case, 'ReportProgress', ReportProgressRequestSchema, call.value, ReportProgressResponseSchema, (job, writes, now) => {
         const stored = {
           completed_units: progress.completedUnits.toString(),
           total_units: progress.totalUnits.toString(),
@@ -104,7 +102,7 @@ export function parseAttemptReport(subject: string, call: ReportCall): AttemptRe
       const checkpoint = call.value.checkpoint ?? {};
       const bytes = checkedJsonBytes(checkpoint, 'checkpoint', 'checkpointBytes');
       // The checkpoint is kept for the next attempt and journaled as `checkpoint.saved`.
-      return report(subject, call.case, 'SaveCheckpoint', SaveCheckpointRequestSchema, call.value, SaveCheckpointResponseSchema, true, (job, writes, now) => {
+      return report(subject, call.case, 'SaveCheckpoint', SaveCheckpointRequestSchema, call.value, SaveCheckpointResponseSchema, (job, writes, now) => {
         writes.transition(planTransition(job, { events: [attemptEvent(job, 'checkpoint.saved', { bytes })], patch: { checkpoint } }, now));
         return create(SaveCheckpointResponseSchema, {});
       });
@@ -116,7 +114,7 @@ export function parseAttemptReport(subject: string, call: ReportCall): AttemptRe
         if (!event.type.startsWith('worker.')) throw invalidField(`events[${index}].type`, 'must start with worker.');
       });
       // Worker events (types under `worker.`) journaled as the current attempt.
-      return report(subject, call.case, 'AppendEvents', AppendEventsRequestSchema, call.value, AppendEventsResponseSchema, true, (job, writes, now) => {
+      return report(subject, call.case, 'AppendEvents', AppendEventsRequestSchema, call.value, AppendEventsResponseSchema, (job, writes, now) => {
         const planned = planTransition(job, { events: events.map((event) => attemptEvent(job, event.type, event.payload)) }, now);
         writes.transition(planned);
         return create(AppendEventsResponseSchema, { firstSequence: planned.firstSequence, lastSequence: planned.lastSequence });
@@ -125,7 +123,7 @@ export function parseAttemptReport(subject: string, call: ReportCall): AttemptRe
     case 'reportOutcome': {
       const ending = endingOf(call.value);
       // The attempt ends (see `planAttemptEnding`) and the answer is the job.
-      return report(subject, call.case, 'ReportOutcome', ReportOutcomeRequestSchema, call.value, ReportOutcomeResponseSchema, true, (job, writes, now) => {
+      return report(subject, call.case, 'ReportOutcome', ReportOutcomeRequestSchema, call.value, ReportOutcomeResponseSchema, (job, writes, now) => {
         const ended = planAttemptEnding(job, ending, now);
         const planned = planTransition(job, ended.transition, now);
         if (job.current_attempt_id) writes.endedAttempts.push({ id: job.current_attempt_id, status: ended.attemptStatus });
@@ -143,7 +141,6 @@ function report<Req extends DescMessage, Res extends DescMessage>(
   requestSchema: Req,
   request: MessageShape<Req> & { operationId: string; attempt?: AttemptRef | undefined },
   responseSchema: Res,
-  journals: boolean,
   perform: AttemptReport<Res>['perform'],
 ): AttemptReport<Res> {
   const incarnation = request.attempt?.workerIncarnation ?? '';
@@ -156,7 +153,6 @@ function report<Req extends DescMessage, Res extends DescMessage>(
     operationId: request.operationId,
     digest: operationDigest(rpc, incarnation, requestSchema, request),
     responseSchema,
-    journals,
     perform,
   };
 }

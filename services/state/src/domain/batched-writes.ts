@@ -17,8 +17,13 @@ export interface BatchedWriteSettings {
   readonly claimBatchMax: number;
   /** Attempt reports (renewals, progress, checkpoints, events, outcomes) per transaction (DOCKET_REPORT_BATCH_MAX, default 128). */
   readonly reportBatchMax: number;
-  /** Claim and report transactions in flight per process, each (DOCKET_WORKER_BATCHES_IN_FLIGHT, default 2). */
-  readonly workerBatchesInFlight: number;
+  /**
+   * Claim transactions in flight per process (DOCKET_CLAIM_BATCHES_IN_FLIGHT, default 1): claims lock their
+   * incarnation's row, so two claim batches of one process would mostly wait for each other.
+   */
+  readonly claimBatchesInFlight: number;
+  /** Report transactions in flight per process (DOCKET_REPORT_BATCHES_IN_FLIGHT, default 2). */
+  readonly reportBatchesInFlight: number;
 }
 
 /** The state process's group-committed write paths. */
@@ -41,11 +46,11 @@ export function batchedWrites(pool: pg.Pool, settings: BatchedWriteSettings, exe
     ),
     claims: new GroupCommit(
       isolatingFailures((items) => claimJobs(pool, execution, items)),
-      batches(settings.claimBatchMax, settings.workerBatchesInFlight),
+      batches(settings.claimBatchMax, settings.claimBatchesInFlight),
     ),
     reports: new GroupCommit(
       isolatingFailures((items) => decideAttemptReports(pool, execution, items)),
-      batches(settings.reportBatchMax, settings.workerBatchesInFlight),
+      batches(settings.reportBatchMax, settings.reportBatchesInFlight),
     ),
   };
 }
@@ -57,8 +62,10 @@ export function batchedWrites(pool: pg.Pool, settings: BatchedWriteSettings, exe
  * batch of several items (an item the database refuses for a reason the
  * checks before it did not foresee) splits the batch in halves, each
  * decided in its own transaction, down to the item that fails alone. When
- * the database is unavailable, splitting cannot help: every item of the
- * batch gets the error, and none of them was acknowledged. Every write
+ * the database is unavailable, splitting cannot help: every item of that
+ * transaction gets the error, and none of them was acknowledged. It never
+ * throws: once a half has committed, its items keep their answers whatever
+ * happens to the other half. Every write
  * path is idempotent (keys, operation ids), so deciding an item again is
  * safe even when a lost connection left it unknown whether a COMMIT landed.
  */
@@ -71,7 +78,9 @@ export function isolatingFailures<Item, Result>(
         return await decide(items);
       } catch (error) {
         if (isRetryableTransactionFailure(error) && attempt < TRANSACTION_ATTEMPTS) continue;
-        if (items.length <= 1 || isDatabaseUnavailable(error) || isRetryableTransactionFailure(error)) throw error;
+        if (items.length <= 1 || isDatabaseUnavailable(error) || isRetryableTransactionFailure(error)) {
+          return items.map(() => ({ ok: false, error }));
+        }
         const half = Math.ceil(items.length / 2);
         return [...(await isolated(items.slice(0, half))), ...(await isolated(items.slice(half)))];
       }

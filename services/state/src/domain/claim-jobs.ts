@@ -10,19 +10,18 @@ import {
   type ClaimJobsRequest,
   type ClaimJobsResponse,
 } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { lockClaimableJobs, lockLimitedQueues, nextRunAfter, readClaimCapacity } from '../db/queries/claims.js';
+import { lockClaimableJobs, lockQueuesCountHeld, nextRunAfter, readQueueRoom } from '../db/queries/claims.js';
 import type { JobRow } from '../db/queries/jobs.js';
-import { writeJobSet } from '../db/queries/job-write-sets.js';
-import { operationKeyOf, readIncarnations, readJournalHeads, readOperations } from '../db/queries/worker-call-reads.js';
+import { lockClaimContext, operationKeyOf } from '../db/queries/worker-call-reads.js';
 import type { IncarnationRow } from '../db/queries/workers.js';
 import { inWriteTransaction } from '../db/write-transaction.js';
-import { checkStoredHead, planTransition } from './apply-transition.js';
+import { planTransition } from './apply-transition.js';
 import { staleIncarnation } from './attempt-authority.js';
 import { recordOperation } from './attempt-reports.js';
 import type { ItemOutcome } from './group-commit.js';
-import { JobWriteSet } from './job-write-set.js';
+import { JobWriteSet, writeDecidedBatch } from './job-write-set.js';
 import type { ExecutionSettings } from './register-worker.js';
-import { concurrentOperation, operationDigest, replayOperation } from './worker-operation.js';
+import { operationDigest, replayOperation } from './worker-operation.js';
 
 /** The most jobs one claim hands out. */
 export const MAX_JOBS_PER_CLAIM = 100;
@@ -64,8 +63,8 @@ export function parseClaim(subject: string, request: ClaimJobsRequest): ClaimCom
  */
 export async function claimJobs(pool: pg.Pool, settings: ExecutionSettings, claims: readonly ClaimCommand[]): Promise<ItemOutcome<ClaimOutcome>[]> {
   return inWriteTransaction(pool, async (client, now) => {
-    const incarnations = await readIncarnations(client, claims.map((claim) => claim.request.workerIncarnation), true);
-    const recorded = await readOperations(client, claims.map(operationKey));
+    const context = await lockClaimContext(client, claims.map(operationKey), claims.map((claim) => claim.request.workerIncarnation));
+    const { incarnations, operations: recorded } = context;
     const writes = new JobWriteSet();
     const decidedHere = new Map<string, { rpc: string; request_digest: string; response: Buffer }>();
 
@@ -83,10 +82,9 @@ export async function claimJobs(pool: pg.Pool, settings: ExecutionSettings, clai
     const fresh = open.flatMap((item) => (item.ok && !recorded.has(operationKeyOf(operationKey(item.value.claim))) ? [item.value] : []));
 
     // 2. How much each may take, counted under the locks.
-    const limited = await lockLimitedQueues(client, fresh.flatMap((item) => item.queues));
-    const capacity = await readClaimCapacity(client, fresh.map((item) => item.incarnation.id), limited);
-    const remaining = new Map(capacity.remaining);
-    const free = new Map(fresh.map((item) => [item.incarnation.id, item.incarnation.max_concurrency - (capacity.held.get(item.incarnation.id) ?? 0)]));
+    const locked = await lockQueuesCountHeld(client, fresh.flatMap((item) => item.queues), fresh.map((item) => item.incarnation.id));
+    const remaining = await readQueueRoom(client, locked.limited);
+    const free = new Map(fresh.map((item) => [item.incarnation.id, item.incarnation.max_concurrency - (locked.held.get(item.incarnation.id) ?? 0)]));
 
     // 3. The candidates, one locking read per distinct set of queues.
     const taken: string[] = [];
@@ -112,7 +110,6 @@ export async function claimJobs(pool: pg.Pool, settings: ExecutionSettings, clai
         picked.set(item, jobs);
       }
     }
-    const heads = await readJournalHeads(client, taken);
 
     // 4. Every claim's answer, in batch order.
     const emptyQueues = new Map<string, readonly string[]>();
@@ -124,7 +121,6 @@ export async function claimJobs(pool: pg.Pool, settings: ExecutionSettings, clai
         const earlier = recorded.get(key) ?? decidedHere.get(key);
         if (earlier) return { ok: true, value: replayOperation(earlier, 'ClaimJobs', claim.digest, ClaimJobsResponseSchema) };
         const jobs = picked.get(item.value) ?? [];
-        jobs.forEach((job) => checkStoredHead(job, heads.get(job.id)));
         const response = create(ClaimJobsResponseSchema, { assignments: jobs.map((job) => startAttempt(writes, settings, incarnation, job, now)) });
         if (response.assignments.length > 0) {
           const call = { incarnation: incarnation.id, operationId: claim.request.operationId, rpc: 'ClaimJobs', digest: claim.digest, responseSchema: ClaimJobsResponseSchema };
@@ -141,7 +137,7 @@ export async function claimJobs(pool: pg.Pool, settings: ExecutionSettings, clai
     // 5. For empty claims, when their queues next have a job by time alone.
     const nextDue = new Map<string, Date | undefined>();
     for (const [setKey, queues] of emptyQueues) nextDue.set(setKey, await nextRunAfter(client, queues));
-    if (!(await writeJobSet(client, writes, now))) throw concurrentOperation();
+    await writeDecidedBatch(client, writes, now);
     return decided.map((outcome, index): ItemOutcome<ClaimOutcome> => {
       if (!outcome.ok) return outcome;
       const item = open[index];

@@ -1,15 +1,13 @@
 import type { MessageShape } from '@bufbuild/protobuf';
 import type pg from 'pg';
-import { writeJobSet } from '../db/queries/job-write-sets.js';
-import { lockJobsOfAttempts, operationKeyOf, readIncarnations, readJournalHeads, readOperations } from '../db/queries/worker-call-reads.js';
+import { operationKeyOf, readReportContext } from '../db/queries/worker-call-reads.js';
 import { inWriteTransaction } from '../db/write-transaction.js';
-import { checkStoredHead } from './apply-transition.js';
 import { checkAuthority, staleIncarnation } from './attempt-authority.js';
 import { recordOperation, type AttemptReport } from './attempt-reports.js';
 import type { ItemOutcome } from './group-commit.js';
-import { JobWriteSet } from './job-write-set.js';
+import { JobWriteSet, writeDecidedBatch } from './job-write-set.js';
 import type { ExecutionSettings } from './register-worker.js';
-import { concurrentOperation, replayOperation } from './worker-operation.js';
+import { replayOperation } from './worker-operation.js';
 
 /** A decided report: the public response of its RPC. */
 export type ReportResponse = MessageShape<AttemptReport['responseSchema']>;
@@ -17,11 +15,12 @@ export type ReportResponse = MessageShape<AttemptReport['responseSchema']>;
 /**
  * Decides a batch of attempt-scoped worker calls (renewals, progress,
  * checkpoints, worker events, outcomes) in one transaction with a fixed
- * number of round trips, whatever the batch size: the recorded operations
- * and the incarnations are read, the jobs of the named attempts locked (in
- * id order), their journal heads read, then every call is decided in
- * memory, in batch order, and everything it changed is written by one
- * statement with one NOTIFY.
+ * number of round trips, whatever the batch size (four with BEGIN and
+ * COMMIT): one statement reads the recorded operations and the
+ * incarnations and locks the jobs of the named attempts (in id order);
+ * every call is decided in memory, in batch order; one statement writes
+ * everything they changed, checks the journals' stored heads and sends one
+ * NOTIFY.
  *
  * Each call gets its own answer, exactly as if it ran alone: an
  * incarnation unknown to the caller's subject is STALE_INCARNATION; a
@@ -38,23 +37,20 @@ export async function decideAttemptReports(
   reports: readonly AttemptReport[],
 ): Promise<ItemOutcome<ReportResponse>[]> {
   return inWriteTransaction(pool, async (client, now) => {
-    const recorded = await readOperations(client, reports.map(operationKey));
-    const fresh = reports.filter((report) => !recorded.has(operationKeyOf(operationKey(report))));
-    const incarnations = await readIncarnations(client, reports.map((report) => report.incarnation), false);
-    const locked = await lockJobsOfAttempts(client, fresh.flatMap((report) => (report.attempt ? [report.attempt.attemptId] : [])));
-    const byAttempt = new Map([...locked.values()].flatMap((job) => (job.current_attempt_id ? [[job.current_attempt_id, job] as const] : [])));
-    const journaled = fresh.flatMap((report) => {
-      const job = report.attempt && byAttempt.get(report.attempt.attemptId);
-      return report.journals && job ? [job.id] : [];
-    });
-    const heads = await readJournalHeads(client, journaled);
+    const context = await readReportContext(
+      client,
+      reports.map(operationKey),
+      reports.map((report) => report.incarnation),
+      reports.flatMap((report) => (report.attempt ? [report.attempt.attemptId] : [])),
+    );
+    const recorded = context.operations;
+    const byAttempt = new Map([...context.jobs.values()].flatMap((job) => (job.current_attempt_id ? [[job.current_attempt_id, job] as const] : [])));
     const writes = new JobWriteSet();
-    const headChecked = new Set<string>();
     const decidedHere = new Map<string, { rpc: string; request_digest: string; response: Buffer }>();
 
     const outcomes = reports.map((report): ItemOutcome<ReportResponse> => {
       try {
-        const found = incarnations.get(report.incarnation);
+        const found = context.incarnations.get(report.incarnation);
         const incarnation = found?.subject === report.subject ? found : undefined;
         if (!incarnation) throw staleIncarnation();
         const key = operationKeyOf(operationKey(report));
@@ -62,10 +58,6 @@ export async function decideAttemptReports(
         if (earlier) return { ok: true, value: replayOperation(earlier, report.rpc, report.digest, report.responseSchema) };
         const lockedJob = report.attempt ? byAttempt.get(report.attempt.attemptId) : undefined;
         const job = checkAuthority(incarnation, report.attempt, lockedJob && writes.current(lockedJob), now);
-        if (report.journals && !headChecked.has(job.id) && lockedJob) {
-          checkStoredHead(lockedJob, heads.get(job.id));
-          headChecked.add(job.id);
-        }
         const response = report.perform(job, writes, now, settings);
         decidedHere.set(key, recordOperation(writes, report, response, now));
         return { ok: true, value: response };
@@ -73,7 +65,7 @@ export async function decideAttemptReports(
         return { ok: false, error };
       }
     });
-    if (!(await writeJobSet(client, writes, now))) throw concurrentOperation();
+    await writeDecidedBatch(client, writes, now);
     return outcomes;
   });
 }

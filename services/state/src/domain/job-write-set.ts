@@ -1,15 +1,20 @@
 import type { Insertable } from 'kysely';
+import type pg from 'pg';
+import { writeJobSet } from '../db/queries/job-write-sets.js';
 import type { JobRow } from '../db/queries/jobs.js';
 import type { AnnouncedChange } from '../db/queries/job-changes.js';
 import type { AttemptStatusName, AttemptsTable, JobEventsTable, WorkerOperationsTable } from '../db/tables/index.js';
-import type { PlannedTransition } from './apply-transition.js';
+import type { PlannedTransition, StoredHead } from './apply-transition.js';
+import { journalCorrupt } from './journal-verification.js';
+import { concurrentOperation } from './worker-operation.js';
 
 /**
  * Everything a batch of worker calls writes, gathered in memory while the
  * batch is decided under its row locks and then written by one statement
  * (`writeJobSet`): each job's final row, the journal rows, attempts begun
  * and ended, one feed entry per transition, the recorded operations and
- * the announcement. Items of a batch that touch the same job see each
+ * the announcement, and the journal head each transition chained after,
+ * which the statement checks against the stored journal. Items of a batch that touch the same job see each
  * other's effects through {@link current}, in batch order.
  */
 export class JobWriteSet {
@@ -20,6 +25,8 @@ export class JobWriteSet {
   readonly changes: JobRow[] = [];
   readonly operations: WorkerOperationsTable[] = [];
   readonly announcements: AnnouncedChange[] = [];
+  /** Per job, the head its first transition of the batch chained after (checked by the write). */
+  readonly expectedHeads = new Map<string, StoredHead>();
 
   /** The job as this batch has left it so far, or as locked. */
   current(locked: JobRow): JobRow {
@@ -28,6 +35,7 @@ export class JobWriteSet {
 
   /** A transition's rows: the new row, its events, a feed entry and an announcement. */
   transition(planned: PlannedTransition): void {
+    if (!this.expectedHeads.has(planned.job.id)) this.expectedHeads.set(planned.job.id, planned.previousHead);
     this.jobs.set(planned.job.id, planned.job);
     this.events.push(...planned.eventRows);
     this.changes.push(planned.job);
@@ -51,4 +59,20 @@ export class JobWriteSet {
 
 function announced(job: JobRow): AnnouncedChange {
   return { jobId: job.id, latestSequence: BigInt(job.event_count), status: job.status, queue: job.queue };
+}
+
+/**
+ * Writes a decided batch (`writeJobSet`) and refuses to let it commit when
+ * a journal's stored head moved (JOURNAL_CORRUPT for that job; the batch is
+ * then decided again around it) or an operation id was recorded
+ * concurrently (UNAVAILABLE; a retry replays it).
+ */
+export async function writeDecidedBatch(client: pg.ClientBase, writes: JobWriteSet, now: Date): Promise<void> {
+  const written = await writeJobSet(client, writes, now);
+  const [corrupt] = written.corruptJournals;
+  if (corrupt !== undefined) {
+    const job = writes.jobs.get(corrupt);
+    throw journalCorrupt(corrupt, BigInt(writes.expectedHeads.get(corrupt)?.sequence ?? job?.event_count ?? '0'));
+  }
+  if (!written.allRecorded) throw concurrentOperation();
 }

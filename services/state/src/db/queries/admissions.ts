@@ -85,11 +85,12 @@ const ADMIT_BATCH = new PreparedStatement<{ admitted: string[] }>(
    announcement as (
      select json_build_object('jobs', json_agg(json_build_array(job_id, '1', 'QUEUED', queue)))::text as payload
      from admitted
+     having count(*) > 0
    )
    select coalesce((select json_agg(job_id) from admitted), '[]'::json) as admitted,
           (select pg_notify('${JOB_CHANGES_CHANNEL}',
                             case when octet_length(payload) <= ${MAX_ANNOUNCEMENT_BYTES} then payload else '${RESYNC_ANNOUNCEMENT}' end)
-           from announcement where payload is not null) as notified`,
+           from announcement) as notified`,
 );
 
 /** Runs {@link ADMIT_BATCH}; returns the job ids that were admitted (their keys were bound here). */

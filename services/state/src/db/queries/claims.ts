@@ -4,63 +4,63 @@ import type { Queryable } from '../database.js';
 import { PreparedStatement } from '../prepared-statement.js';
 import type { JobRow } from './jobs.js';
 
-const LOCK_LIMITED_QUEUES = new PreparedStatement<{ queue: string }>(
-  'docket_lock_limited_queues',
-  `select queue, pg_advisory_xact_lock(hashtextextended('docket.queue:' || queue, 0)) as locked
-   from (select queue from queue_settings where queue = any($1::text[]) order by queue) limited`,
+const LOCK_QUEUES_COUNT_HELD = new PreparedStatement<{ limited: string[] | null; held: Record<string, number> | null }>(
+  'docket_lock_queues_count_held',
+  `select
+     (select json_agg(queue) from (
+        select queue, pg_advisory_xact_lock(hashtextextended('docket.queue:' || queue, 0)) as locked
+        from (select queue from queue_settings where queue = any($1::text[]) order by queue) ordered) limited) as limited,
+     (select json_object_agg(current_worker_incarnation, held) from (
+        select current_worker_incarnation, count(*) as held from jobs
+        where current_worker_incarnation = any($2::text[]) and status in ('RUNNING', 'CANCELLING')
+        group by current_worker_incarnation) h) as held`,
 );
 
+/** The queues of a claim batch that have a `max_concurrency` (now locked), and the running jobs each incarnation holds. */
+export interface LockedQueues {
+  readonly limited: readonly string[];
+  readonly held: ReadonlyMap<string, number>;
+}
+
 /**
- * Takes a transaction-scoped advisory lock for each of `queues` that has a
+ * In one statement, run after the incarnations were locked: takes a
+ * transaction-scoped advisory lock for each of `queues` that has a
  * deployment-wide `max_concurrency`, in name order (so claimers never
- * deadlock), and returns those queues: concurrent claimers of a limited
- * queue count its running jobs one after another. (Volatile functions in
- * the select list run after the subquery's ORDER BY.)
+ * deadlock; volatile functions in a select list run after the subquery's
+ * ORDER BY), and counts the running jobs (RUNNING or CANCELLING) each of
+ * `incarnations` holds.
  *
  * ```sql
  * select queue, pg_advisory_xact_lock(hashtextextended('docket.queue:' || queue, 0))
- * from (select queue from queue_settings where queue = any($1) order by queue) limited
+ *   from (select queue from queue_settings where queue = any($1) order by queue) ordered;
+ * select current_worker_incarnation, count(*) from jobs
+ *   where current_worker_incarnation = any($2) and status in ('RUNNING', 'CANCELLING') group by 1
  * ```
  */
-export async function lockLimitedQueues(client: pg.ClientBase, queues: readonly string[]): Promise<string[]> {
-  if (queues.length === 0) return [];
-  return (await LOCK_LIMITED_QUEUES.run(client, [[...new Set(queues)]])).map((row) => row.queue);
+export async function lockQueuesCountHeld(client: pg.ClientBase, queues: readonly string[], incarnations: readonly string[]): Promise<LockedQueues> {
+  const [row] = await LOCK_QUEUES_COUNT_HELD.run(client, [[...new Set(queues)], [...new Set(incarnations)]]);
+  return { limited: row?.limited ?? [], held: new Map(Object.entries(row?.held ?? {}).map(([id, held]) => [id, Number(held)])) };
 }
 
-const CLAIM_CAPACITY = new PreparedStatement<{ held: Record<string, number> | null; remaining: Record<string, number> | null }>(
-  'docket_claim_capacity',
-  `select
-     (select json_object_agg(current_worker_incarnation, held) from (
-        select current_worker_incarnation, count(*) as held from jobs
-        where current_worker_incarnation = any($1::text[]) and status in ('RUNNING', 'CANCELLING')
-        group by current_worker_incarnation) h) as held,
-     (select json_object_agg(queue, remaining) from (
-        select s.queue, s.max_concurrency - (select count(*) from jobs j
-                                             where j.queue = s.queue and j.status in ('RUNNING', 'CANCELLING')) as remaining
-        from queue_settings s where s.queue = any($2::text[])) r) as remaining`,
+const QUEUE_ROOM = new PreparedStatement<{ queue: string; remaining: string }>(
+  'docket_queue_room',
+  `select s.queue, s.max_concurrency - (select count(*) from jobs j where j.queue = s.queue and j.status in ('RUNNING', 'CANCELLING')) as remaining
+   from queue_settings s where s.queue = any($1::text[])`,
 );
 
-/** What claimers may still take: running jobs held per incarnation, free slots per limited queue. */
-export interface ClaimCapacity {
-  readonly held: ReadonlyMap<string, number>;
-  readonly remaining: ReadonlyMap<string, number>;
-}
-
 /**
- * Running jobs (RUNNING or CANCELLING) held by each of `incarnations`, and
- * how many more each of the `limited` queues may run deployment-wide. Run
- * after the incarnation and queue locks, in a statement of its own, so it
- * counts every claim committed before them.
+ * How many more jobs each of the `limited` queues may run deployment-wide.
+ * Run after their advisory locks, in a statement of its own, so it counts
+ * every claim committed before them.
  *
  * ```sql
- * select count(*) from jobs where current_worker_incarnation = any($1) and status in ('RUNNING', 'CANCELLING') group by 1;
- * select s.queue, s.max_concurrency - count(running jobs of s.queue) from queue_settings s where s.queue = any($2)
+ * select s.queue, s.max_concurrency - (select count(*) from jobs j where j.queue = s.queue and j.status in ('RUNNING', 'CANCELLING'))
+ * from queue_settings s where s.queue = any($1)
  * ```
  */
-export async function readClaimCapacity(client: pg.ClientBase, incarnations: readonly string[], limited: readonly string[]): Promise<ClaimCapacity> {
-  const [row] = await CLAIM_CAPACITY.run(client, [[...new Set(incarnations)], [...limited]]);
-  const counts = (object: Record<string, number> | null | undefined) => new Map(Object.entries(object ?? {}).map(([key, value]) => [key, Number(value)]));
-  return { held: counts(row?.held), remaining: counts(row?.remaining) };
+export async function readQueueRoom(client: pg.ClientBase, limited: readonly string[]): Promise<Map<string, number>> {
+  if (limited.length === 0) return new Map();
+  return new Map((await QUEUE_ROOM.run(client, [[...limited]])).map((row) => [row.queue, Number(row.remaining)]));
 }
 
 const LOCK_CLAIMABLE = new PreparedStatement<JobRow>(

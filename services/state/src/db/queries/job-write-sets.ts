@@ -8,15 +8,17 @@ import { JOB_CHANGES_CHANNEL, announcementOf } from './job-changes.js';
  * Writes a whole {@link JobWriteSet} in one statement: every changed job
  * row (all mutable columns, from the row the batch computed under the row
  * lock), the journal rows, attempts begun and ended, feed entries and
- * recorded worker operations, then one NOTIFY for the batch. Returns how
- * many operations were recorded: fewer than given means a concurrent call
- * with the same operation id committed first.
+ * recorded worker operations, then one NOTIFY for the batch. It also
+ * checks, against the journal as committed before the statement (its own
+ * inserts are not visible to it), that each job's stored last event is the
+ * head the batch chained after; the caller holds the job rows' locks, so
+ * nothing can have moved them except a damaged journal.
  *
  * $1 jobs, $2 events, $3 started attempts, $4 ended attempts, $5 feed
  * entries, $6 operations (all json), $7 the transaction's clock, $8 the
- * announcement ('' for none).
+ * announcement ('' for none), $9 the expected heads (json).
  */
-const WRITE_JOB_SET = new PreparedStatement<{ recorded: string }>(
+const WRITE_JOB_SET = new PreparedStatement<{ recorded: string; corrupt: string[] }>(
   'docket_write_job_set',
   `with
    changed_jobs as (
@@ -67,8 +69,14 @@ const WRITE_JOB_SET = new PreparedStatement<{ recorded: string }>(
        created_at timestamptz, expires_at timestamptz)
      on conflict (worker_incarnation, operation_id) do nothing
      returning 1
+   ),
+   moved_heads as (
+     select k.job_id from json_to_recordset($9::json) as k(job_id text, sequence bigint, hash text)
+     left join lateral (select sequence, hash from job_events where job_id = k.job_id order by sequence desc limit 1) e on true
+     where e.sequence is distinct from k.sequence or e.hash is distinct from k.hash
    )
    select (select count(*) from recorded) as recorded,
+          (select coalesce(json_agg(job_id), '[]') from moved_heads) as corrupt,
           (select pg_notify('${JOB_CHANGES_CHANNEL}', $8) where $8 <> '') as notified`,
 );
 
@@ -96,9 +104,17 @@ function mutableColumns(job: JobRow) {
   };
 }
 
-/** Runs {@link WRITE_JOB_SET}; returns whether every operation was recorded. */
-export async function writeJobSet(client: pg.ClientBase, set: JobWriteSet, now: Date): Promise<boolean> {
-  if (set.isEmpty && set.announcements.length === 0) return true;
+/** What {@link writeJobSet} found. */
+export interface WrittenJobSet {
+  /** Whether every operation was recorded (false: a concurrent call with the same operation id committed first). */
+  readonly allRecorded: boolean;
+  /** Jobs whose stored journal head was not the one the batch chained after. */
+  readonly corruptJournals: readonly string[];
+}
+
+/** Runs {@link WRITE_JOB_SET}. The caller must roll back unless every operation was recorded and no journal is corrupt. */
+export async function writeJobSet(client: pg.ClientBase, set: JobWriteSet, now: Date): Promise<WrittenJobSet> {
+  if (set.isEmpty && set.announcements.length === 0) return { allRecorded: true, corruptJournals: [] };
   const [result] = await WRITE_JOB_SET.run(client, [
     JSON.stringify([...set.jobs.values()].map(mutableColumns)),
     JSON.stringify(set.events),
@@ -108,6 +124,7 @@ export async function writeJobSet(client: pg.ClientBase, set: JobWriteSet, now: 
     JSON.stringify(set.operations.map((operation) => ({ ...operation, response: operation.response.toString('base64') }))),
     now,
     set.announcements.length === 0 ? '' : announcementOf(set.announcements),
+    JSON.stringify([...set.expectedHeads].map(([job_id, head]) => ({ job_id, ...head }))),
   ]);
-  return Number(result?.recorded ?? 0) === set.operations.length;
+  return { allRecorded: Number(result?.recorded ?? 0) === set.operations.length, corruptJournals: result?.corrupt ?? [] };
 }

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { incarnationFromJson, jobRowFromJson, operationFromJson } from '../json-rows.js';
 import { PreparedStatement } from '../prepared-statement.js';
 import type { JobRow } from './jobs.js';
 import type { IncarnationRow } from './workers.js';
@@ -10,93 +11,93 @@ export interface OperationKey {
   readonly operation_id: string;
 }
 
-const READ_OPERATIONS = new PreparedStatement<WorkerOperationRow>(
-  'docket_read_operations',
-  `select o.* from json_to_recordset($1::json) as k(worker_incarnation text, operation_id text)
-   join worker_operations o on o.worker_incarnation = k.worker_incarnation and o.operation_id = k.operation_id`,
-);
-
-/**
- * The responses recorded for any of `keys`, by `incarnation/operation`.
- *
- * ```sql
- * select o.* from <keys> k join worker_operations o using (worker_incarnation, operation_id)
- * ```
- */
-export async function readOperations(client: pg.ClientBase, keys: readonly OperationKey[]): Promise<Map<string, WorkerOperationRow>> {
-  const rows = keys.length === 0 ? [] : await READ_OPERATIONS.run(client, [JSON.stringify(keys)]);
-  return new Map(rows.map((row) => [operationKeyOf(row), row]));
-}
-
 /** The map key of an operation. */
 export function operationKeyOf(key: OperationKey): string {
   return `${key.worker_incarnation}/${key.operation_id}`;
 }
 
-const READ_INCARNATIONS = new PreparedStatement<IncarnationRow>(
-  'docket_read_incarnations',
-  'select * from worker_incarnations where id = any($1::text[])',
-);
-
-const LOCK_INCARNATIONS = new PreparedStatement<IncarnationRow>(
-  'docket_lock_incarnations',
-  'select * from worker_incarnations where id = any($1::text[]) order by id for update',
-);
-
-/**
- * Incarnations by id; `lock` takes their row locks (in id order), which
- * serialises claims against a registration that supersedes them.
- *
- * ```sql
- * select * from worker_incarnations where id = any($1) [order by id for update]
- * ```
- */
-export async function readIncarnations(client: pg.ClientBase, ids: readonly string[], lock: boolean): Promise<Map<string, IncarnationRow>> {
-  if (ids.length === 0) return new Map();
-  const rows = await (lock ? LOCK_INCARNATIONS : READ_INCARNATIONS).run(client, [[...new Set(ids)]]);
-  return new Map(rows.map((row) => [row.id, row]));
+/** What a batch of attempt reports is decided against. */
+export interface ReportContext {
+  /** Recorded responses, by {@link operationKeyOf}. */
+  readonly operations: ReadonlyMap<string, WorkerOperationRow>;
+  readonly incarnations: ReadonlyMap<string, IncarnationRow>;
+  /** The locked jobs, by id. */
+  readonly jobs: ReadonlyMap<string, JobRow>;
 }
 
-const LOCK_JOBS_OF_ATTEMPTS = new PreparedStatement<JobRow>(
-  'docket_lock_jobs_of_attempts',
-  `select j.* from jobs j
-   where j.id in (select job_id from attempts where id = any($1::text[]))
-     and j.lifecycle <> 'HARD_DELETED'
-   order by j.id for update of j`,
+const OPERATIONS = `(select coalesce(json_agg(json_build_object(
+      'worker_incarnation', o.worker_incarnation, 'operation_id', o.operation_id, 'rpc', o.rpc,
+      'request_digest', o.request_digest, 'response', encode(o.response, 'base64'),
+      'created_at', o.created_at, 'expires_at', o.expires_at)), '[]')
+   from json_to_recordset($1::json) as k(worker_incarnation text, operation_id text)
+   join worker_operations o on o.worker_incarnation = k.worker_incarnation and o.operation_id = k.operation_id)`;
+
+const READ_REPORT_CONTEXT = new PreparedStatement<{ operations: Record<string, unknown>[]; incarnations: Record<string, unknown>[]; jobs: Record<string, unknown>[] }>(
+  'docket_read_report_context',
+  `with locked as (
+     select * from jobs
+     where id in (select job_id from attempts where id = any($3::text[])) and lifecycle <> 'HARD_DELETED'
+     order by id for update
+   )
+   select ${OPERATIONS} as operations,
+          (select coalesce(json_agg(w), '[]') from worker_incarnations w where w.id = any($2::text[])) as incarnations,
+          (select coalesce(json_agg(l), '[]') from locked l) as jobs`,
 );
 
 /**
- * Locks the jobs the given attempts belong to, in id order (so batches
- * never deadlock one another), and returns them by id.
+ * In one round trip: the responses recorded for `operations`, the
+ * `incarnations`, and the jobs of `attemptIds`, locked in id order (so
+ * batches never deadlock one another). Recorded operations and
+ * incarnations are read in the statement's snapshot, which may predate the
+ * lock; what matters for authority is decided on the locked rows, which
+ * are their latest versions.
  *
  * ```sql
- * select * from jobs where id in (select job_id from attempts where id = any($1)) order by id for update
+ * with locked as (select * from jobs where id in (select job_id from attempts where id = any($3)) order by id for update)
+ * select <recorded operations>, <incarnations>, <locked>
  * ```
  */
-export async function lockJobsOfAttempts(client: pg.ClientBase, attemptIds: readonly string[]): Promise<Map<string, JobRow>> {
-  if (attemptIds.length === 0) return new Map();
-  const rows = await LOCK_JOBS_OF_ATTEMPTS.run(client, [[...new Set(attemptIds)]]);
-  return new Map(rows.map((row) => [row.id, row]));
+export async function readReportContext(
+  client: pg.ClientBase,
+  operations: readonly OperationKey[],
+  incarnations: readonly string[],
+  attemptIds: readonly string[],
+): Promise<ReportContext> {
+  const [row] = await READ_REPORT_CONTEXT.run(client, [JSON.stringify(operations), [...new Set(incarnations)], [...new Set(attemptIds)]]);
+  return {
+    operations: new Map((row?.operations ?? []).map(operationFromJson).map((operation) => [operationKeyOf(operation), operation])),
+    incarnations: new Map((row?.incarnations ?? []).map(incarnationFromJson).map((incarnation) => [incarnation.id, incarnation])),
+    jobs: new Map((row?.jobs ?? []).map(jobRowFromJson).map((job) => [job.id, job])),
+  };
 }
 
-const READ_JOURNAL_HEADS = new PreparedStatement<{ job_id: string; sequence: string; hash: string }>(
-  'docket_read_journal_heads',
-  `select k.job_id, e.sequence, e.hash from unnest($1::text[]) as k(job_id)
-   cross join lateral (select sequence, hash from job_events where job_id = k.job_id order by sequence desc limit 1) e`,
+/** What a batch of claims is decided against. */
+export interface ClaimContext {
+  readonly operations: ReadonlyMap<string, WorkerOperationRow>;
+  /** The locked incarnations, by id. */
+  readonly incarnations: ReadonlyMap<string, IncarnationRow>;
+}
+
+const LOCK_CLAIM_CONTEXT = new PreparedStatement<{ operations: Record<string, unknown>[]; incarnations: Record<string, unknown>[] }>(
+  'docket_lock_claim_context',
+  `with locked as (select * from worker_incarnations where id = any($2::text[]) order by id for update)
+   select ${OPERATIONS} as operations, (select coalesce(json_agg(l), '[]') from locked l) as incarnations`,
 );
 
 /**
- * The last stored journal event of each job, read after the job rows were
- * locked (in a statement of its own, so that it sees every event committed
- * before the locks were granted).
+ * In one round trip: the responses recorded for `operations` and the
+ * `incarnations`, locked in id order. A registration superseding one of
+ * them waits for this transaction, or this one sees it superseded.
  *
  * ```sql
- * select k.job_id, e.sequence, e.hash from unnest($1) k(job_id)
- *   cross join lateral (select sequence, hash from job_events where job_id = k.job_id order by sequence desc limit 1) e
+ * with locked as (select * from worker_incarnations where id = any($2) order by id for update)
+ * select <recorded operations>, <locked>
  * ```
  */
-export async function readJournalHeads(client: pg.ClientBase, jobIds: readonly string[]): Promise<Map<string, { sequence: string; hash: string }>> {
-  if (jobIds.length === 0) return new Map();
-  const rows = await READ_JOURNAL_HEADS.run(client, [[...new Set(jobIds)]]);
-  return new Map(rows.map((row) => [row.job_id, { sequence: row.sequence, hash: row.hash }]));
+export async function lockClaimContext(client: pg.ClientBase, operations: readonly OperationKey[], incarnations: readonly string[]): Promise<ClaimContext> {
+  const [row] = await LOCK_CLAIM_CONTEXT.run(client, [JSON.stringify(operations), [...new Set(incarnations)]]);
+  return {
+    operations: new Map((row?.operations ?? []).map(operationFromJson).map((operation) => [operationKeyOf(operation), operation])),
+    incarnations: new Map((row?.incarnations ?? []).map(incarnationFromJson).map((incarnation) => [incarnation.id, incarnation])),
+  };
 }

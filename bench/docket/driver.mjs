@@ -1,0 +1,69 @@
+// Docket as a load generator sees it: SubmitJob on admission; RegisterWorker,
+// ClaimJobs (long-polling, wait 1 s) and ReportOutcome on execution, each
+// with a fresh operation id, exactly what the worker SDK does.
+//
+// Consumer layouts (see bench/load/jobs.mjs loopLayout): `workers`
+// incarnations registered with max_concurrency `handlersPerWorker`; one
+// claim loop per handler asking for 1 job, or (batched) one loop per worker
+// asking for as many jobs as it has idle handlers (at most 100, the API's cap).
+import { randomBytes } from 'node:crypto';
+import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import { runClaimLoops } from '../load/claim-loops.mjs';
+import { runConcurrently } from '../load/closed-loop.mjs';
+import { jobInput, jobKey, loopLayout } from '../load/jobs.mjs';
+import { clientWith } from './clients.mjs';
+
+const SEED_CALLERS = 64;
+const CLAIM_WAIT = { seconds: 1n };
+
+const operationId = () => `op_${randomBytes(16).toString('base64url')}`;
+
+/** Parent side: nothing to prepare, the state service migrates its database at start. */
+export async function prepare() {}
+
+/** Generator side: clients for `system` ({admissionUrl, executionUrl, userToken, workerToken}). */
+export async function open(system) {
+  const admission = clientWith(AdmissionService, system.admissionUrl, system.userToken);
+  const execution = clientWith(ExecutionService, system.executionUrl, system.workerToken);
+  const submitter = (queue) => (key, input) => admission.submitJob({ idempotencyKey: key, queue, input });
+  return {
+    options: { transport: 'Connect gRPC, one HTTP/2 connection per service', claimWaitSeconds: 1 },
+    submitter,
+    async seed(queue, count, prefix) {
+      const submit = submitter(queue);
+      await runConcurrently(count, SEED_CALLERS, (index) => submit(jobKey(prefix, index), jobInput(index)));
+    },
+    async consumer(queue, total, spec) {
+      const { loops, handlersPerLoop, workerOf } = loopLayout(spec);
+      const incarnations = [];
+      for (let index = 0; index < spec.workers; index += 1) {
+        const { workerIncarnation } = await execution.registerWorker({
+          workerName: `bench-${queue}-${index}`,
+          queues: [queue],
+          maxConcurrency: spec.handlersPerWorker,
+        });
+        incarnations.push(workerIncarnation);
+      }
+      return {
+        run: () =>
+          runClaimLoops({
+            total,
+            loops,
+            handlersPerLoop,
+            claim: async (loopIndex, maxJobs, signal) => {
+              const request = { workerIncarnation: incarnations[workerOf(loopIndex)], maxJobs, wait: CLAIM_WAIT, operationId: operationId() };
+              return (await execution.claimJobs(request, { signal })).assignments;
+            },
+            complete: ({ authority }) =>
+              execution.reportOutcome({
+                attempt: { attemptId: authority.attemptId, fence: authority.fence, workerIncarnation: authority.workerIncarnation },
+                operationId: operationId(),
+                outcome: { case: 'success', value: {} },
+              }),
+          }),
+      };
+    },
+    async close() {},
+  };
+}

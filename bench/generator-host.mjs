@@ -1,0 +1,59 @@
+// The parent side of the load-generator protocol (see
+// bench/generators/protocol.mjs): fork generator processes, let them set up,
+// start them together, collect their results, stop them.
+import { fork } from 'node:child_process';
+
+const GENERATORS = new URL('./generators/', import.meta.url).pathname;
+
+/** Forks `bench/generators/<script>` and speaks the protocol with it. */
+function forkGenerator(script, config) {
+  const child = fork(`${GENERATORS}${script}`, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const waiting = new Map();
+  let failure;
+  const expect = (type) => new Promise((resolve, reject) => waiting.set(type, { resolve, reject }));
+  const failAll = (error) => {
+    failure ??= error;
+    for (const { reject } of waiting.values()) reject(failure);
+    waiting.clear();
+  };
+  child.on('message', (message) => {
+    if (message.type === 'error') return failAll(new Error(`generator ${script} failed: ${message.message}`));
+    const waiter = waiting.get(message.type);
+    waiting.delete(message.type);
+    waiter?.resolve(message.result);
+  });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  exited.then((code) => failAll(new Error(`generator ${script} exited (code ${code})`)));
+  const ask = (type, expected, body = {}) => {
+    if (failure) return Promise.reject(failure);
+    const answer = expect(expected);
+    answer.catch(() => undefined); // a sibling's failure may leave this one unawaited
+    child.send({ type, ...body });
+    return answer;
+  };
+  return {
+    ready: ask('setup', 'ready', { config }),
+    start: () => ask('start', 'result'),
+    async stop() {
+      if (child.exitCode === null && child.connected) child.send({ type: 'stop' });
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/**
+ * Runs one measurement: forks every `{script, config}`, waits until all are
+ * set up, starts them at the same moment and resolves with their results
+ * (in order). Every child is stopped, whatever happens.
+ */
+export async function runGenerators(specs) {
+  const children = specs.map(({ script, config }) => forkGenerator(script, config));
+  try {
+    await Promise.all(children.map((child) => child.ready));
+    return await Promise.all(children.map((child) => child.start()));
+  } finally {
+    await Promise.all(children.map((child) => child.stop()));
+  }
+}

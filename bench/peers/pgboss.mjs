@@ -1,0 +1,102 @@
+// pg-boss 10.4 on its own database: `send` for submissions; for
+// consumption either our claim loops around `fetch` + `complete` (no pause
+// between fetches: pg-boss's own database work) or its `work()` workers,
+// which wait out their polling interval (0.5 s, the minimum) after each
+// fetch, however full the queue. Constructor options are pg-boss's defaults
+// but for the pool size (`max`, callers + 4). `send` carries no
+// deduplication key (pg-boss's singletonKey is a different contract), which
+// only flatters pg-boss.
+import PgBoss from 'pg-boss';
+import pg from 'pg';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { runClaimLoops } from '../load/claim-loops.mjs';
+import { jobInput, loopLayout } from '../load/jobs.mjs';
+import { settlementWatch } from '../load/settled.mjs';
+import { wallClock } from '../generators/protocol.mjs';
+
+const IDLE_MS = 10;
+const WORK_POLLING_SECONDS = 0.5;
+const INSERT_BATCH = 1000;
+
+const startBoss = async (databaseUrl, max) => {
+  const boss = new PgBoss({ connectionString: databaseUrl, max });
+  boss.on('error', (error) => console.error(`pg-boss: ${error.message}`));
+  await boss.start();
+  return boss;
+};
+
+/** Parent side, once per run: installs pg-boss's schema. */
+export async function prepare(databaseUrl) {
+  const boss = await startBoss(databaseUrl, 2);
+  await boss.stop({ graceful: false, wait: true });
+}
+
+/** Generator side: a started PgBoss with `connections` connections. */
+export async function open(system, { connections }) {
+  const boss = await startBoss(system.databaseUrl, connections);
+  const created = new Set();
+  const queue = async (name) => {
+    if (!created.has(name)) await boss.createQueue(name);
+    created.add(name);
+    return name;
+  };
+  return {
+    options: { max: connections, otherwise: 'pg-boss defaults', workPollingIntervalSeconds: WORK_POLLING_SECONDS, fetchIdlePollMs: IDLE_MS },
+    async submitter(name) {
+      await queue(name);
+      return (_key, input) => boss.send(name, input);
+    },
+    async seed(name, count) {
+      await queue(name);
+      for (let done = 0; done < count; done += INSERT_BATCH) {
+        const batch = Array.from({ length: Math.min(INSERT_BATCH, count - done) }, (_, i) => ({ name, data: jobInput(done + i) }));
+        await boss.insert(batch);
+      }
+    },
+    async consumer(name, total, spec) {
+      await queue(name);
+      return spec.style === 'work' ? workConsumer(boss, system.databaseUrl, name, total, spec) : fetchConsumer(boss, name, total, spec);
+    },
+    close: () => boss.stop({ graceful: false, wait: true, timeout: 5_000 }),
+  };
+}
+
+/** Our claim loops around fetch + complete. */
+function fetchConsumer(boss, name, total, spec) {
+  const { loops, handlersPerLoop } = loopLayout(spec);
+  return {
+    run: () =>
+      runClaimLoops({
+        total,
+        loops,
+        handlersPerLoop,
+        claim: (_, batchSize) => boss.fetch(name, { batchSize }),
+        complete: (job) => boss.complete(name, job.id),
+        idle: (signal) => sleep(IDLE_MS, undefined, { signal }),
+      }),
+  };
+}
+
+/** `spec.workers` pg-boss workers of `spec.batchSize`; done when the database shows every job completed. */
+async function workConsumer(boss, databaseUrl, name, total, spec) {
+  const counter = new pg.Client({ connectionString: databaseUrl });
+  await counter.connect();
+  const watch = settlementWatch(total, async () => {
+    const { rows } = await counter.query(`select count(*)::int as done from pgboss.job where name = $1 and state = 'completed'`, [name]);
+    return rows[0].done >= total;
+  });
+  return {
+    async run() {
+      const startedAt = wallClock();
+      for (let index = 0; index < spec.workers; index += 1) {
+        await boss.work(name, { batchSize: spec.batchSize, pollingIntervalSeconds: WORK_POLLING_SECONDS }, async (jobs) => {
+          for (const _ of jobs) watch.handled();
+        });
+      }
+      const endedAt = await watch.settledAt();
+      await boss.offWork(name);
+      await counter.end();
+      return { count: total, startedAt, endedAt, latencies: [] };
+    },
+  };
+}

@@ -1,0 +1,175 @@
+// The measurements: scenarios, each a list of groups (one variant, e.g.
+// "SubmitJob, 16 callers"), each group a list of cases (one system doing
+// that variant). The orchestrator interleaves systems within every
+// repetition: rep 1 runs every case of a group, system after system, then
+// the next group; rep 2 starts over. Ratios are only taken inside a group
+// (or between the two backlog groups), never across runs.
+
+/** Display names; `docket*` systems are the ones ratios are taken for. */
+export const SYSTEM_NAMES = {
+  handwritten: 'hand-written SQL',
+  pgboss: 'pg-boss 10.4',
+  graphile: 'graphile-worker 0.17',
+  docket: 'Docket',
+  'docket-baseline': 'Docket (baseline)',
+};
+
+export const isDocket = (system) => system.startsWith('docket');
+
+/** Scenarios measured by default, in order. */
+export const DEFAULT_SCENARIOS = ['submit', 'claim', 'claim-batched', 'backlog', 'e2e'];
+/** Older in-process benchmarks, run only when named with --only. */
+export const EXTRA_SCENARIOS = ['journal', 'streams', 'reaper'];
+
+const HANDLERS = 16;
+const WARM_UP = 50;
+/** The claim shapes, as consumer specs (see bench/load/jobs.mjs and the drivers). */
+const ONE_PER_CLAIM = { style: 'loops', workers: 1, handlersPerWorker: HANDLERS, batched: false };
+const SIXTEEN_WORKERS = { style: 'loops', workers: HANDLERS, handlersPerWorker: 1, batched: false };
+const BATCHED = { style: 'loops', workers: 1, handlersPerWorker: HANDLERS, batched: true };
+const PGBOSS_WORK = { style: 'work', workers: HANDLERS, batchSize: 1 };
+const GRAPHILE_DEFAULTS = { style: 'defaults' };
+const GRAPHILE_BATCHED = { style: 'batched' };
+
+/** The queue every large-backlog measurement drains, pre-seeded once per run. */
+export const LARGE_BACKLOG_QUEUE = 'backlog-large';
+
+/**
+ * Sizes for a run: `jobs` per measurement (--jobs), fewer for one caller and
+ * for pg-boss work() (it manages 32 jobs/s by design), the backlog depths.
+ */
+export function sizesFor({ quick, jobs }) {
+  const perMeasurement = jobs ?? (quick ? 1000 : 4000);
+  return {
+    jobs: perMeasurement,
+    oneCallerJobs: Math.max(100, Math.round(perMeasurement / 4)),
+    workJobs: Math.max(50, Math.round(perMeasurement / 20)),
+    backlogSmall: 2000,
+    backlogLarge: quick ? 20_000 : 200_000,
+    warmUp: WARM_UP,
+  };
+}
+
+/** A submission case: `callers` closed-loop callers of one system. */
+const submitCase = (system, label, shape, callers, total) => ({
+  system,
+  label,
+  callers,
+  jobs: total,
+  spec: { shape },
+  generators: (ctx) => [
+    { script: 'submit.mjs', config: { system: ctx.connect(system), queue: ctx.queue(), shape, total, callers, keyPrefix: ctx.keyPrefix, warmUp: WARM_UP } },
+  ],
+});
+
+/**
+ * A claim + complete case: `total` jobs seeded (untimed) into a fresh queue,
+ * or into `queue` on `instance` (the large backlog), then drained by 16 handlers.
+ */
+const consumeCase = (system, label, spec, total, { instance = system, queue, warmUp = WARM_UP } = {}) => ({
+  system,
+  instance,
+  label,
+  callers: HANDLERS,
+  jobs: total,
+  spec,
+  generators: (ctx) => [
+    {
+      script: 'consume.mjs',
+      config: { system: ctx.connect(instance), queue: queue ?? ctx.queue(), spec, total, seed: total, keyPrefix: ctx.keyPrefix, warmUp, connections: HANDLERS + 4 },
+    },
+  ],
+});
+
+/** End to end: 16 submitting callers and 16 handlers at once, in two processes, on one empty queue. */
+const endToEndCase = (system, label, shape, total) => ({
+  system,
+  label,
+  callers: HANDLERS,
+  jobs: total,
+  spec: { producers: { callers: HANDLERS, shape }, consumers: BATCHED },
+  generators: (ctx) => {
+    const queue = ctx.queue();
+    const connection = ctx.connect(system);
+    return [
+      { script: 'submit.mjs', config: { system: connection, queue, shape, total, callers: HANDLERS, keyPrefix: ctx.keyPrefix, warmUp: WARM_UP } },
+      { script: 'consume.mjs', config: { system: connection, queue, spec: BATCHED, total, seed: 0, keyPrefix: `${ctx.keyPrefix}-c`, warmUp: WARM_UP, connections: HANDLERS + 4 } },
+    ];
+  },
+});
+
+/** Every scenario's groups for `sizes` and the Docket systems present (`docket`, maybe `docket-baseline`). */
+export function buildScenarios(sizes, docketSystems) {
+  const forDocket = (make) => docketSystems.flatMap(make);
+  const submitGroup = (callers, total, withPeers) => ({
+    name: `SubmitJob, ${callers} caller${callers === 1 ? '' : 's'}`,
+    key: `submit-${callers}`,
+    cases: [
+      submitCase('handwritten', 'idempotent INSERT', 'insert', callers, total),
+      submitCase('handwritten', 'job + first event (CTE)', 'cte', callers, total),
+      ...(withPeers ? [submitCase('pgboss', 'send()', undefined, callers, total), submitCase('graphile', 'addJob()', undefined, callers, total)] : []),
+      ...forDocket((docket) => [submitCase(docket, 'SubmitJob', undefined, callers, total)]),
+    ],
+  });
+  return {
+    submit: [submitGroup(1, sizes.oneCallerJobs, false), submitGroup(16, sizes.jobs, true), submitGroup(64, sizes.jobs, true)],
+    claim: [
+      {
+        name: 'claim + complete, one job per claim, 16 handlers',
+        key: 'claim-one',
+        cases: [
+          consumeCase('handwritten', 'SKIP LOCKED claim + complete, 16 loops', ONE_PER_CLAIM, sizes.jobs),
+          consumeCase('pgboss', 'fetch() + complete() loops, 16 x 1', ONE_PER_CLAIM, sizes.jobs),
+          consumeCase('pgboss', 'work(), 16 workers x batch 1, polling 0.5 s', PGBOSS_WORK, sizes.workJobs, { warmUp: HANDLERS }),
+          consumeCase('graphile', 'run(), defaults, concurrency 16', GRAPHILE_DEFAULTS, sizes.jobs),
+          ...forDocket((docket) => [
+            consumeCase(docket, '1 worker x 16 handlers, max_jobs 1', ONE_PER_CLAIM, sizes.jobs),
+            consumeCase(docket, '16 workers x 1 handler', SIXTEEN_WORKERS, sizes.jobs),
+          ]),
+        ],
+      },
+    ],
+    'claim-batched': [
+      {
+        name: 'claim + complete, batched claims, 16 handlers',
+        key: 'claim-batched',
+        cases: [
+          consumeCase('handwritten', 'SKIP LOCKED claim LIMIT idle handlers', BATCHED, sizes.jobs),
+          consumeCase('pgboss', 'fetch(batchSize: idle handlers) + complete()', BATCHED, sizes.jobs),
+          consumeCase('graphile', 'run(), localQueue 17, completeJobBatchDelay 0', GRAPHILE_BATCHED, sizes.jobs),
+          ...forDocket((docket) => [consumeCase(docket, '1 worker x 16 handlers, max_jobs = idle handlers', BATCHED, sizes.jobs)]),
+        ],
+      },
+    ],
+    backlog: [
+      {
+        name: `claim + complete with ${sizes.backlogSmall.toLocaleString('en-US')} queued`,
+        key: 'backlog-small',
+        cases: [
+          consumeCase('handwritten', 'SKIP LOCKED claim + complete, 16 loops', ONE_PER_CLAIM, sizes.backlogSmall),
+          ...forDocket((docket) => [consumeCase(docket, '1 worker x 16 handlers, max_jobs 1', ONE_PER_CLAIM, sizes.backlogSmall)]),
+        ],
+      },
+      {
+        name: `claim + complete with ${sizes.backlogLarge.toLocaleString('en-US')} queued`,
+        key: 'backlog-large',
+        cases: ['handwritten', ...docketSystems].map((system) =>
+          consumeCase(system, isDocket(system) ? '1 worker x 16 handlers, max_jobs 1' : 'SKIP LOCKED claim + complete, 16 loops', ONE_PER_CLAIM, sizes.backlogSmall, {
+            instance: `${system}@backlog`,
+            queue: LARGE_BACKLOG_QUEUE,
+          }),
+        ),
+      },
+    ],
+    e2e: [
+      {
+        name: 'end to end: 16 producers and 16 handlers together',
+        key: 'e2e',
+        cases: [
+          endToEndCase('handwritten', 'CTE submit + SKIP LOCKED claim/complete', 'cte', sizes.jobs),
+          ...forDocket((docket) => [endToEndCase(docket, 'SubmitJob + ClaimJobs/ReportOutcome', undefined, sizes.jobs)]),
+        ],
+      },
+    ],
+  };
+}

@@ -1,0 +1,81 @@
+// `node bench/profile.mjs [jobs] [callers]`: where a Docket service's CPU
+// goes. Starts the durable PostgreSQL and state + admission + execution
+// with `node --cpu-prof`, submits `jobs` jobs with `callers` concurrent
+// SubmitJob calls, then runs them through claim + complete (16 loops, one
+// job per claim), stops the services (which writes the profiles) and prints
+// each service's CPU time per job and its heaviest functions by self time,
+// with pg_stat_statements' top statements. The load runs in this process;
+// the services are separate processes, so their profiles hold only their
+// own work.
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import { clientWith } from './docket/clients.mjs';
+import { launchDocket } from './docket/instance.mjs';
+import { runConcurrently } from './load/closed-loop.mjs';
+import { query, startDurablePostgres } from './postgres.mjs';
+
+const jobs = Number(process.argv[2] ?? 4000);
+const callers = Number(process.argv[3] ?? 16);
+const profiles = mkdtempSync(join(tmpdir(), 'docket-profile-'));
+const postgres = await startDurablePostgres();
+const databaseUrl = await postgres.createDatabase('profile');
+await query(databaseUrl, 'create extension if not exists pg_stat_statements').catch(() => {});
+const docket = await launchDocket({
+  root: new URL('..', import.meta.url).pathname,
+  databaseUrl,
+  nodeOptions: ['--cpu-prof', `--cpu-prof-dir=${profiles}`],
+});
+const operationId = () => `op_${randomBytes(12).toString('base64url')}`;
+try {
+  const admission = clientWith(AdmissionService, docket.urls.admission[0], await docket.token('profile-user', 'user'));
+  const submitted = await runConcurrently(jobs, callers, (index) =>
+    admission.submitJob({ idempotencyKey: `profile-${index}-${randomBytes(8).toString('hex')}`, queue: 'profile', input: { index } }),
+  );
+  console.log(`SubmitJob: ${jobs} jobs, ${callers} callers, ${Math.round((jobs / submitted.elapsedMs) * 1000)}/s`);
+  const execution = clientWith(ExecutionService, docket.urls.execution[0], await docket.token('profile-worker', 'worker'));
+  const { workerIncarnation } = await execution.registerWorker({ workerName: 'profile', queues: ['profile'], maxConcurrency: 32 });
+  let done = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (done < jobs) {
+        const { assignments } = await execution.claimJobs({ workerIncarnation, maxJobs: 1, wait: { seconds: 1n }, operationId: operationId() });
+        for (const { authority } of assignments) {
+          await execution.reportOutcome({ attempt: { attemptId: authority.attemptId, fence: authority.fence, workerIncarnation }, operationId: operationId(), outcome: { case: 'success', value: {} } });
+          done += 1;
+        }
+      }
+    }),
+  );
+  console.log(`claim + complete: ${done} jobs, 16 loops, ${Math.round((done / (performance.now() - started)) * 1000)}/s`);
+  const statements = await query(
+    databaseUrl,
+    `select calls, round(total_exec_time::numeric, 1) as total_ms, round(mean_exec_time::numeric, 3) as mean_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) as query
+     from pg_stat_statements order by total_exec_time desc limit 12`,
+  ).catch(() => []);
+  console.table(statements);
+} finally {
+  await docket.stop();
+  await postgres.stop();
+}
+
+for (const file of readdirSync(profiles).filter((name) => name.endsWith('.cpuprofile'))) {
+  const profile = JSON.parse(readFileSync(join(profiles, file), 'utf8'));
+  const self = new Map();
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const interval = (profile.endTime - profile.startTime) / profile.samples.length / 1000;
+  let busy = 0;
+  for (const id of profile.samples) {
+    const { callFrame } = byId.get(id);
+    if (callFrame.functionName === '(idle)' || callFrame.functionName === '(program)') continue;
+    busy += interval;
+    const key = `${callFrame.functionName || '(anonymous)'} ${callFrame.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/(services|packages)\//, '$1/')}:${callFrame.lineNumber}`;
+    self.set(key, (self.get(key) ?? 0) + interval);
+  }
+  console.log(`\n${file}: ${Math.round(busy)} ms busy, ${((busy / (jobs * 2)) * 1000).toFixed(0)} µs per call (submit + claim + report over ${jobs} jobs ≈ 3 calls/job)`);
+  for (const [key, ms] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 18)) console.log(`  ${ms.toFixed(0).padStart(6)} ms  ${key}`);
+}

@@ -1,0 +1,53 @@
+// From raw measurements to table rows: one row per case (group x system x
+// label) with the medians over repetitions of throughput, p50 and p99.
+import { median } from '../stats.mjs';
+import { SYSTEM_NAMES } from '../plan.mjs';
+
+/**
+ * One measurement's figures from its generators' results: the last
+ * generator's count (the consumer, end to end), first start to last end,
+ * latencies of the first generator (the producer, end to end).
+ */
+export function measurementFigures(results) {
+  const startedAt = Math.min(...results.map((result) => result.startedAt));
+  const endedAt = Math.max(...results.map((result) => result.endedAt));
+  const count = results.at(-1).count;
+  const elapsedMs = endedAt - startedAt;
+  return {
+    count,
+    elapsedMs,
+    jobsPerSecond: (count / elapsedMs) * 1000,
+    p50Ms: results[0].p50Ms,
+    p99Ms: results[0].p99Ms,
+  };
+}
+
+/** A stable identity for a case across repetitions. */
+export const caseKey = ({ groupKey, system, label }) => `${groupKey}|${system}|${label}`;
+
+/** Median rows, in the order cases were first measured. */
+export function summarize(measurements) {
+  const byCase = new Map();
+  for (const measurement of measurements) {
+    const key = caseKey(measurement);
+    if (!byCase.has(key)) byCase.set(key, []);
+    byCase.get(key).push(measurement);
+  }
+  return [...byCase.values()].map((reps) => {
+    const [first] = reps;
+    return {
+      scenario: first.scenario,
+      group: first.group,
+      groupKey: first.groupKey,
+      system: first.system,
+      systemName: SYSTEM_NAMES[first.system],
+      label: first.label,
+      callers: first.callers,
+      jobs: first.jobs,
+      reps: reps.length,
+      jobsPerSecond: median(reps.map((rep) => rep.jobsPerSecond)),
+      p50Ms: median(reps.map((rep) => rep.p50Ms)),
+      p99Ms: median(reps.map((rep) => rep.p99Ms)),
+    };
+  });
+}

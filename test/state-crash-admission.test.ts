@@ -1,0 +1,147 @@
+import { Code } from '@connectrpc/connect';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AdmissionService, type SubmitJobResponse } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import {
+  bindingsByKey,
+  expectAdmissionsWhole,
+  expectJournalVerifies,
+  inParallel,
+  keyHashOf,
+  sameAdmission,
+  submitJobDigest,
+  type SubmitJobInit,
+} from './support/admission-audit.js';
+import { clientFor, settle, type Settled } from './support/clients.js';
+import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
+import { createTestDatabase } from './support/database.js';
+import { newIdempotencyKey } from './support/keys.js';
+import { openSql } from './support/sql.js';
+
+/*
+ * A state process killed with SIGKILL while its admission batches are in
+ * flight (SPEC section 3: "A restart of any service ... never forgets a
+ * binding"). Two admission and two state processes share the burst; state
+ * replica 0 is killed a quarter of the way through and restarted on the
+ * same port while the burst goes on. Whatever was in flight in the killed
+ * process either committed whole or left nothing: every acknowledged
+ * admission replays afterwards, nothing unacknowledged half-exists, and a
+ * failed call retried with its key ends in exactly one job.
+ */
+
+const OWNER = 'crash-owner';
+const TOTAL = 400;
+const CONCURRENCY = 64;
+const KILL_AFTER_ANSWERS = TOTAL / 4;
+
+let cluster: DocketCluster;
+let sql: pg.Client;
+let token: string;
+
+beforeAll(async () => {
+  const databaseUrl = await createTestDatabase('state crash admission');
+  cluster = await startCluster({ databaseUrl, replicas: { state: 2, admission: 2 } });
+  sql = await openSql(databaseUrl);
+  token = await cluster.tokenFor(OWNER, 'user');
+});
+
+afterAll(async () => {
+  await sql?.end();
+  await stopAll();
+});
+
+describe('kill -9 of a state process while admission batches are in flight', () => {
+  const requests: SubmitJobInit[] = Array.from({ length: TOTAL }, (_, index) => ({
+    idempotencyKey: newIdempotencyKey(`crash-${index}`),
+    queue: `crash-q${index % 3}`,
+    input: { index, payload: `item-${index}` },
+    priority: index % 5,
+  }));
+  let admissions: ReturnType<typeof clientFor<typeof AdmissionService>>[];
+  /** Admission replica i talks to state replica i: even calls go through the process that is killed. */
+  const through = (index: number) => admissions[index % 2]!;
+  let answers: Settled<SubmitJobResponse>[];
+  let succeededAt: number[];
+  let failedAt: number[];
+  const responseAt = (index: number) => (answers[index] as { value: SubmitJobResponse }).value;
+
+  beforeAll(async () => {
+    admissions = cluster.replicas.admission.map((replica) => clientFor(AdmissionService, replica.url, token));
+    const victim = cluster.replicas.state[0]!;
+    let answered = 0;
+    let restarting: Promise<unknown> | undefined;
+    answers = await inParallel(requests, CONCURRENCY, async (request, index) => {
+      const answer = await settle(through(index).submitJob(request));
+      answered += 1;
+      // SIGKILL (no drain) a quarter of the way in, then a new process on the same port while the burst goes on.
+      if (answered === KILL_AFTER_ANSWERS) restarting = victim.kill().then(() => victim.restart());
+      return answer;
+    });
+    await restarting;
+    expect(await victim.exited).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(cluster.replicas.state[0]!.process.pid).not.toBe(victim.process.pid);
+    succeededAt = answers.flatMap((answer, index) => (answer.ok ? [index] : []));
+    failedAt = answers.flatMap((answer, index) => (answer.ok ? [] : [index]));
+  }, 90_000);
+
+  it('bit: calls through the killed process failed, others succeeded before and after it', () => {
+    expect(failedAt.length).toBeGreaterThan(0);
+    expect(succeededAt.length).toBeGreaterThan(KILL_AFTER_ANSWERS / 2);
+    for (const index of succeededAt) expect(responseAt(index).replayed).toBe(false);
+  });
+
+  it('leaves nothing half-admitted: every binding has its job, event 1 and feed entry, every job its binding', async () => {
+    // expectAdmissionsWhole: every key in idempotency_records has its job row, exactly its one
+    // job.admitted event and one feed entry; no job of the owner exists without its binding.
+    const bindings = bindingsByKey(await expectAdmissionsWhole(sql, OWNER));
+    for (const index of succeededAt) {
+      expect(bindings.get(keyHashOf(requests[index]!.idempotencyKey!))).toMatchObject({
+        job_id: responseAt(index).job!.id,
+        request_digest: submitJobDigest(OWNER, requests[index]!),
+      });
+    }
+  });
+
+  it('replays every acknowledged admission identically, through the restarted state process too', async () => {
+    for (const replica of [0, 1]) {
+      const replays = await inParallel(succeededAt, 32, (index) => admissions[replica]!.submitJob(requests[index]!));
+      for (const [position, index] of succeededAt.entries()) {
+        expect(replays[position]!.replayed).toBe(true);
+        expect(sameAdmission(replays[position]!, responseAt(index))).toBe(true);
+      }
+    }
+  });
+
+  it('lets every failed call be retried with its key into exactly one job, whose journal verifies', async () => {
+    const before = bindingsByKey(await expectAdmissionsWhole(sql, OWNER));
+    // The one whose COMMIT landed before the answer was lost (a replay), or a new one if nothing was written.
+    const retried = await inParallel(failedAt, 32, (index) => through(index).submitJob(requests[index]!));
+    for (const [position, index] of failedAt.entries()) {
+      const bound = before.get(keyHashOf(requests[index]!.idempotencyKey!));
+      expect(retried[position]!.replayed).toBe(bound !== undefined);
+      if (bound) expect(retried[position]!.job!.id).toBe(bound.job_id);
+    }
+    const ledger = await expectAdmissionsWhole(sql, OWNER);
+    expect(ledger).toHaveLength(TOTAL);
+    const after = bindingsByKey(ledger);
+    const jobOf = (index: number) => (answers[index]!.ok ? responseAt(index) : retried[failedAt.indexOf(index)]!).job!;
+    for (const [index, request] of requests.entries()) {
+      expect(after.get(keyHashOf(request.idempotencyKey!))?.job_id).toBe(jobOf(index).id);
+      expect(jobOf(index)).toMatchObject({ queue: request.queue, input: request.input, priority: request.priority });
+    }
+    await inParallel(requests, 16, async (request, index) => {
+      const journal = await expectJournalVerifies(cluster.events.url, token, jobOf(index).id, submitJobDigest(OWNER, request));
+      expect(journal.map((event) => event.type)).toEqual(['job.admitted']);
+    });
+  });
+
+  it('answers the calls it could not decide UNAVAILABLE, the code clients retry', () => {
+    const seen: Record<string, number> = {};
+    for (const index of failedAt) {
+      const { code, reason } = (answers[index] as { failure: { code: Code; reason?: string } }).failure;
+      const key = `${Code[code]}/${reason}`;
+      seen[key] = (seen[key] ?? 0) + 1;
+    }
+    expect(Object.keys(seen).filter((key) => key !== 'Unavailable/UNAVAILABLE'), JSON.stringify(seen)).toEqual([]);
+  });
+});
