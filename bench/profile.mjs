@@ -28,6 +28,8 @@ const docket = await launchDocket({
   root: new URL('..', import.meta.url).pathname,
   databaseUrl,
   nodeOptions: ['--cpu-prof', `--cpu-prof-dir=${profiles}`],
+  // Batching settings under test pass through from this process's environment.
+  env: Object.fromEntries(Object.entries(process.env).filter(([name]) => /^DOCKET_(ADMIT|CLAIM|REPORT|STATE)_BATCH/.test(name))),
 });
 const operationId = () => `op_${randomBytes(12).toString('base64url')}`;
 try {
@@ -36,6 +38,14 @@ try {
     admission.submitJob({ idempotencyKey: `profile-${index}-${randomBytes(8).toString('hex')}`, queue: 'profile', input: { index } }),
   );
   console.log(`SubmitJob: ${jobs} jobs, ${callers} callers, ${Math.round((jobs / submitted.elapsedMs) * 1000)}/s`);
+  const plan = await query(
+    databaseUrl,
+    `explain (analyze, buffers) select j.* from unnest('{profile}'::text[]) as q(queue) cross join lateral (
+       select * from jobs where status = 'QUEUED' and queue = q.queue and (run_after is null or run_after <= now())
+         and id <> all('{}'::text[]) order by priority desc, created_at, id limit 16 for update skip locked) j
+     order by j.priority desc, j.created_at, j.id limit 16`,
+  );
+  console.log(plan.map((row) => row['QUERY PLAN']).join('\n'));
   const execution = clientWith(ExecutionService, docket.urls.execution[0], await docket.token('profile-worker', 'worker'));
   const { workerIncarnation } = await execution.registerWorker({ workerName: 'profile', queues: ['profile'], maxConcurrency: 32 });
   let done = 0;
@@ -58,6 +68,7 @@ try {
      from pg_stat_statements order by total_exec_time desc limit 12`,
   ).catch(() => []);
   console.table(statements);
+  console.table(await query(databaseUrl, `select relname, n_tup_upd, n_tup_hot_upd, n_dead_tup from pg_stat_user_tables where relname in ('jobs', 'attempts', 'idempotency_records')`));
 } finally {
   await docket.stop();
   await postgres.stop();

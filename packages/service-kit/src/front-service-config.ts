@@ -1,4 +1,5 @@
-import { readListenAddress, readShutdownGraceMs, requireEnv, type Environment } from './environment.js';
+import type { StateBatchOptions } from './batching-state-client.js';
+import { readListenAddress, readPositiveInteger, readShutdownGraceMs, requireEnv, type Environment } from './environment.js';
 
 /**
  * What every public service (admission, execution, events) needs: where to
@@ -10,6 +11,8 @@ export interface FrontServiceConfig {
   readonly authSecret: string;
   readonly serviceToken: string;
   readonly shutdownGraceMs: number;
+  /** How calls to the state service are coalesced (DOCKET_STATE_BATCH_MAX, DOCKET_STATE_BATCHES_IN_FLIGHT). */
+  readonly stateBatch: StateBatchOptions;
 }
 
 /** The state service's default address (SPEC section 12). */
@@ -17,7 +20,9 @@ export const DEFAULT_STATE_URL = 'http://127.0.0.1:7404';
 
 /**
  * Reads DOCKET_LISTEN (default 127.0.0.1:`defaultPort`), DOCKET_STATE_URL,
- * DOCKET_AUTH_SECRET, DOCKET_SERVICE_TOKEN and DOCKET_SHUTDOWN_GRACE_MS.
+ * DOCKET_AUTH_SECRET, DOCKET_SERVICE_TOKEN, DOCKET_SHUTDOWN_GRACE_MS,
+ * DOCKET_STATE_BATCH_MAX (default 128, at most 256) and
+ * DOCKET_STATE_BATCHES_IN_FLIGHT (default 4).
  */
 export function readFrontServiceConfig(env: Environment, defaultPort: number): FrontServiceConfig {
   return {
@@ -26,5 +31,9 @@ export function readFrontServiceConfig(env: Environment, defaultPort: number): F
     authSecret: requireEnv(env, 'DOCKET_AUTH_SECRET'),
     serviceToken: requireEnv(env, 'DOCKET_SERVICE_TOKEN'),
     shutdownGraceMs: readShutdownGraceMs(env),
+    stateBatch: {
+      maxBatch: Math.min(256, readPositiveInteger(env, 'DOCKET_STATE_BATCH_MAX', 128)),
+      maxInFlight: readPositiveInteger(env, 'DOCKET_STATE_BATCHES_IN_FLIGHT', 4),
+    },
   };
 }

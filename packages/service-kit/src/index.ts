@@ -63,3 +63,6 @@ export { durationMs, validateJobSpecMessage, type JobSpecMessage } from './job-s
 export { DEFAULT_STATE_URL, readFrontServiceConfig, type FrontServiceConfig } from './front-service-config.js';
 export { DEFAULT_FEED_CURSOR_TTL_MS, FeedCursorCodec, normaliseFeedFilter, type FeedCursorBinding, type FeedCursorFilter, type FeedCursorPosition, type FeedCursorRefusal, type OpenedFeedCursor } from './feed-cursor.js';
 export { callerOf } from './state-caller.js';
+export { RequestBatcher, type ItemOutcome, type RequestBatcherOptions } from './request-batcher.js';
+export { failureOfStatus, statusOfFailure } from './item-status.js';
+export { batchingStateClient, type StateBatchOptions } from './batching-state-client.js';

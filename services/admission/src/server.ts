@@ -1,16 +1,16 @@
 import { createClient } from '@connectrpc/connect';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { FeedCursorCodec, createServiceTransport, startServer, type Logger, type RunningServer } from '@docket/service-kit';
+import { FeedCursorCodec, batchingStateClient, createServiceTransport, startServer, type Logger, type RunningServer } from '@docket/service-kit';
 import type { AdmissionConfig } from './config.js';
 import { PageTokenCodec } from './domain/page-token.js';
 import { admissionServiceRoutes } from './routes/admission-service.js';
 
 /** Starts the admission service's server: AdmissionService, health, reflection. */
 export function startAdmissionServer(config: AdmissionConfig, logger: Logger): Promise<RunningServer> {
-  const state = createClient(
-    StateService,
-    createServiceTransport({ baseUrl: config.stateUrl, token: config.serviceToken }),
+  const state = batchingStateClient(
+    createClient(StateService, createServiceTransport({ baseUrl: config.stateUrl, token: config.serviceToken })),
+    config.stateBatch,
   );
   return startServer({
     name: 'admission',

@@ -1,7 +1,7 @@
 import { createClient } from '@connectrpc/connect';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { createServiceTransport, startServer, type Logger, type RunningServer } from '@docket/service-kit';
+import { batchingStateClient, createServiceTransport, startServer, type Logger, type RunningServer } from '@docket/service-kit';
 import type { ExecutionConfig } from './config.js';
 import { startBackgroundLoops } from './domain/background-loops.js';
 import { ChangeTicks } from './domain/change-ticks.js';
@@ -19,9 +19,9 @@ import { executionServiceRoutes } from './routes/execution-service.js';
  * the change stream.
  */
 export async function startExecutionServer(config: ExecutionConfig, logger: Logger): Promise<RunningServer> {
-  const state = createClient(
-    StateService,
-    createServiceTransport({ baseUrl: config.stateUrl, token: config.serviceToken }),
+  const state = batchingStateClient(
+    createClient(StateService, createServiceTransport({ baseUrl: config.stateUrl, token: config.serviceToken })),
+    config.stateBatch,
   );
   const ticks = new ChangeTicks((signal) => state.watchChanges({}, { signal }), logger);
   ticks.start();

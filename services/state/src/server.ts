@@ -35,6 +35,7 @@ export function startStateServer(
       writes: batchedWrites(database.pool, config.batching, { leaseMs: config.leaseMs }),
       changes,
       execution: { leaseMs: config.leaseMs },
+      logger,
     }),
     authenticate: { secret: config.authSecret, allowedRoles: ['service'] },
     logger,

@@ -8,7 +8,7 @@ import type { NewJobRow } from '../db/queries/jobs.js';
 import type { JsonObject } from '../db/tables/index.js';
 import { inWriteTransaction } from '../db/write-transaction.js';
 import { chainEvents } from './chain-events.js';
-import type { ItemOutcome } from './group-commit.js';
+import type { ItemOutcome } from '@docket/service-kit';
 import type { MutationOutcome } from './idempotent-mutation.js';
 import { projectJob } from './job-projection.js';
 

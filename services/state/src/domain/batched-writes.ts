@@ -5,7 +5,7 @@ import type { AttemptReport } from './attempt-reports.js';
 import { claimJobs, type ClaimCommand, type ClaimOutcome } from './claim-jobs.js';
 import { decideAttemptReports, type ReportResponse } from './decide-attempt-reports.js';
 import type { ExecutionSettings } from './register-worker.js';
-import { GroupCommit, type GroupCommitOptions, type ItemOutcome } from './group-commit.js';
+import { RequestBatcher, type ItemOutcome, type RequestBatcherOptions } from '@docket/service-kit';
 
 /** How the state process groups concurrent writes into transactions. */
 export interface BatchedWriteSettings {
@@ -28,9 +28,9 @@ export interface BatchedWriteSettings {
 
 /** The state process's group-committed write paths. */
 export interface BatchedWrites {
-  readonly admissions: GroupCommit<AdmitJobCommand, AdmissionOutcome>;
-  readonly claims: GroupCommit<ClaimCommand, ClaimOutcome>;
-  readonly reports: GroupCommit<AttemptReport, ReportResponse>;
+  readonly admissions: RequestBatcher<AdmitJobCommand, AdmissionOutcome>;
+  readonly claims: RequestBatcher<ClaimCommand, ClaimOutcome>;
+  readonly reports: RequestBatcher<AttemptReport, ReportResponse>;
 }
 
 /** How often a batch that hit a deadlock or serialization failure is decided afresh. */
@@ -38,17 +38,17 @@ const TRANSACTION_ATTEMPTS = 3;
 
 /** Builds the group commits of one state process over its pool. */
 export function batchedWrites(pool: pg.Pool, settings: BatchedWriteSettings, execution: ExecutionSettings): BatchedWrites {
-  const batches = (maxBatch: number, maxInFlight: number): GroupCommitOptions => ({ maxBatch, maxInFlight });
+  const batches = (maxBatch: number, maxInFlight: number): RequestBatcherOptions => ({ maxBatch, maxInFlight });
   return {
-    admissions: new GroupCommit(
+    admissions: new RequestBatcher(
       isolatingFailures((items) => admitJobs(pool, items)),
       batches(settings.admitBatchMax, settings.admitBatchesInFlight),
     ),
-    claims: new GroupCommit(
+    claims: new RequestBatcher(
       isolatingFailures((items) => claimJobs(pool, execution, items)),
       batches(settings.claimBatchMax, settings.claimBatchesInFlight),
     ),
-    reports: new GroupCommit(
+    reports: new RequestBatcher(
       isolatingFailures((items) => decideAttemptReports(pool, execution, items)),
       batches(settings.reportBatchMax, settings.reportBatchesInFlight),
     ),

@@ -18,7 +18,7 @@ import { inWriteTransaction } from '../db/write-transaction.js';
 import { planTransition } from './apply-transition.js';
 import { staleIncarnation } from './attempt-authority.js';
 import { recordOperation } from './attempt-reports.js';
-import type { ItemOutcome } from './group-commit.js';
+import type { ItemOutcome } from '@docket/service-kit';
 import { JobWriteSet, writeDecidedBatch } from './job-write-set.js';
 import type { ExecutionSettings } from './register-worker.js';
 import { operationDigest, replayOperation } from './worker-operation.js';

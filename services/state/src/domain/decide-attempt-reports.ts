@@ -4,7 +4,7 @@ import { operationKeyOf, readReportContext } from '../db/queries/worker-call-rea
 import { inWriteTransaction } from '../db/write-transaction.js';
 import { checkAuthority, staleIncarnation } from './attempt-authority.js';
 import { recordOperation, type AttemptReport } from './attempt-reports.js';
-import type { ItemOutcome } from './group-commit.js';
+import type { ItemOutcome } from '@docket/service-kit';
 import { JobWriteSet, writeDecidedBatch } from './job-write-set.js';
 import type { ExecutionSettings } from './register-worker.js';
 import { replayOperation } from './worker-operation.js';

@@ -1,12 +1,17 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
-import { drainSignalOf } from '@docket/service-kit';
+import { drainSignalOf, statusOfFailure, type Logger } from '@docket/service-kit';
+import { invalidField } from '@docket/contracts';
 import type { Kysely } from 'kysely';
 import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import {
   AdmitJobResponseSchema,
+  AdmitJobResultSchema,
+  AdmitJobsResponseSchema,
   ChangeJobResponseSchema,
+  HandleWorkerCallResultSchema,
+  HandleWorkerCallsResponseSchema,
   RunMaintenanceResponseSchema,
   GetJobResponseSchema,
   ListJobsResponseSchema,
@@ -16,8 +21,10 @@ import {
   TransitionJobResponseSchema,
   WatchChangesResponseSchema,
   WatchJobResponseSchema,
+  type AdmitJobRequest,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { ChangeListenerHub } from '../db/change-listener.js';
+import { translateDatabaseError } from '../db/database-errors.js';
 import type { Database } from '../db/tables/index.js';
 import type { BatchedWrites } from '../domain/batched-writes.js';
 import { changeJob } from '../domain/change-job.js';
@@ -47,19 +54,38 @@ export interface StateRoutesDependencies {
   readonly writes: BatchedWrites;
   readonly changes: ChangeListenerHub;
   readonly execution: ExecutionSettings;
+  readonly logger: Logger;
 }
+
+/** The most items one AdmitJobs or HandleWorkerCalls call carries (proto contract). */
+export const MAX_BATCHED_CALLS = 256;
 
 /** Registers docket.state.v1.StateService: validate, call the domain, answer. */
 export function stateServiceRoutes(deps: StateRoutesDependencies): (router: ConnectRouter) => void {
+  const admitOne = async (request: AdmitJobRequest) => {
+    const outcome = await deps.writes.admissions.submit(parseAdmitJobRequest(request));
+    return create(AdmitJobResponseSchema, {
+      job: outcome.job,
+      replayed: outcome.replayed,
+      idempotencyExpiresAt: timestampFromDate(outcome.idempotencyExpiresAt),
+    });
+  };
+  /** A failed item of a batched call: what the unary call would have answered (database errors translated first). */
+  const itemStatus = (error: unknown, rpc: string) => statusOfFailure(translateDatabaseError(error), deps.logger, { rpc: `docket.state.v1.StateService/${rpc}` });
   return (router) => {
     router.service(StateService, {
-      async admitJob(request) {
-        const outcome = await deps.writes.admissions.submit(parseAdmitJobRequest(request));
-        return create(AdmitJobResponseSchema, {
-          job: outcome.job,
-          replayed: outcome.replayed,
-          idempotencyExpiresAt: timestampFromDate(outcome.idempotencyExpiresAt),
-        });
+      admitJob: admitOne,
+      async admitJobs(request) {
+        if (request.requests.length > MAX_BATCHED_CALLS) throw invalidField('requests', `must hold at most ${MAX_BATCHED_CALLS} admissions`);
+        const results = await Promise.all(
+          request.requests.map((item) =>
+            admitOne(item).then(
+              (response) => create(AdmitJobResultSchema, { result: { case: 'response', value: response } }),
+              (error: unknown) => create(AdmitJobResultSchema, { result: { case: 'error', value: itemStatus(error, 'AdmitJobs') } }),
+            ),
+          ),
+        );
+        return create(AdmitJobsResponseSchema, { results });
       },
       async getJob(request) {
         const found = await getJob(deps.db, viewerOf(request.caller), parseJobId(request.jobId));
@@ -122,6 +148,18 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
       },
       async handleWorkerCall(request) {
         return handleWorkerCall(deps.db, deps.writes, deps.execution, request);
+      },
+      async handleWorkerCalls(request) {
+        if (request.calls.length > MAX_BATCHED_CALLS) throw invalidField('calls', `must hold at most ${MAX_BATCHED_CALLS} calls`);
+        const results = await Promise.all(
+          request.calls.map((call) =>
+            handleWorkerCall(deps.db, deps.writes, deps.execution, call).then(
+              (response) => create(HandleWorkerCallResultSchema, { result: { case: 'response', value: response } }),
+              (error: unknown) => create(HandleWorkerCallResultSchema, { result: { case: 'error', value: itemStatus(error, 'HandleWorkerCalls') } }),
+            ),
+          ),
+        );
+        return create(HandleWorkerCallsResponseSchema, { results });
       },
       async runMaintenance(request) {
         const step = await runMaintenance(deps.db, request);

@@ -64,24 +64,34 @@ export async function readQueueRoom(client: pg.ClientBase, limited: readonly str
 }
 
 const LOCK_CLAIMABLE = new PreparedStatement<JobRow>(
-  'docket_lock_claimable',
-  `select * from jobs
-   where status = 'QUEUED' and queue = any($1::text[]) and (run_after is null or run_after <= now())
-     and id <> all($3::text[])
-   order by priority desc, created_at, id
-   limit $2
-   for update skip locked`,
+  'docket_lock_claimable_by_queue',
+  `select j.* from unnest($1::text[]) as q(queue)
+   cross join lateral (
+     select * from jobs
+     where status = 'QUEUED' and queue = q.queue and (run_after is null or run_after <= now())
+       and id <> all($3::text[])
+     order by priority desc, created_at, id
+     limit $2
+     for update skip locked
+   ) j
+   order by j.priority desc, j.created_at, j.id
+   limit $2`,
 );
 
 /**
  * Claimable jobs of `queues`, highest priority then oldest, locked and
  * skipping rows other claimers hold, so no job is handed to two claimers;
- * `taken` are rows this transaction already holds for other claims.
+ * `taken` are rows this transaction already holds for other claims. Each
+ * queue is read on its own through `jobs_claimable` (queue, priority desc,
+ * created_at, id), so the index order serves the ORDER BY and the scan
+ * stops after `limit` rows whatever the backlog (one `queue = any(...)`
+ * scan reads and sorts every queued job of the queues).
  *
  * ```sql
- * select * from jobs
- * where status = 'QUEUED' and queue = any($1) and (run_after is null or run_after <= now()) and id <> all($3)
- * order by priority desc, created_at, id limit $2 for update skip locked
+ * select j.* from unnest($1) q(queue) cross join lateral (
+ *   select * from jobs where status = 'QUEUED' and queue = q.queue and (run_after is null or run_after <= now())
+ *     and id <> all($3) order by priority desc, created_at, id limit $2 for update skip locked) j
+ * order by j.priority desc, j.created_at, j.id limit $2
  * ```
  */
 export async function lockClaimableJobs(

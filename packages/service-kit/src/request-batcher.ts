@@ -1,8 +1,8 @@
 /** Each item's own answer from a decided batch: a value or the error for that item alone. */
 export type ItemOutcome<Result> = { readonly ok: true; readonly value: Result } | { readonly ok: false; readonly error: unknown };
 
-/** How {@link GroupCommit} forms batches. */
-export interface GroupCommitOptions {
+/** How a {@link RequestBatcher} forms batches. */
+export interface RequestBatcherOptions {
   /** The most items one batch carries. */
   readonly maxBatch: number;
   /** How many batches may be in flight at once (each holds one connection). */
@@ -10,23 +10,25 @@ export interface GroupCommitOptions {
 }
 
 /**
- * Group commit for concurrent requests: items that arrive while batches are
- * in flight are decided together in the next batch (one transaction, a
- * fixed number of round trips), so the commit's WAL flush and the round
- * trips are shared. Nothing waits for a batch to fill: while fewer than
- * `maxInFlight` batches are running, an arriving item is sent at once, so an
- * idle system answers a single caller as fast as before.
+ * Batches concurrent requests by arrival: items that arrive while batches
+ * are in flight are decided together in the next batch, so what a batch
+ * costs (one transaction and its WAL flush, one RPC to another service) is
+ * shared by every item in it. This is the group commit of the state
+ * service's write paths and the coalescing of the front services' calls to
+ * it. Nothing waits for a batch to fill: while fewer than `maxInFlight`
+ * batches are running, an arriving item is sent at once, so an idle system
+ * answers a single caller as fast as without batching.
  *
  * `decide` answers every item of its batch in order; if it throws, every
  * item of that batch gets the error (none of them was acknowledged).
  */
-export class GroupCommit<Item, Result> {
+export class RequestBatcher<Item, Result> {
   readonly #waiting: { item: Item; settle: (outcome: ItemOutcome<Result>) => void }[] = [];
   #inFlight = 0;
 
   constructor(
     private readonly decide: (items: readonly Item[]) => Promise<readonly ItemOutcome<Result>[]>,
-    private readonly options: GroupCommitOptions,
+    private readonly options: RequestBatcherOptions,
   ) {}
 
   /** Decides `item` in the next batch and resolves (or rejects) with its own answer. */

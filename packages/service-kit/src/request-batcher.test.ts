@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GroupCommit, type ItemOutcome } from './group-commit.js';
+import { RequestBatcher, type ItemOutcome } from './request-batcher.js';
 
 /** A decide function whose batches the test releases by hand. */
 function heldBatches() {
@@ -15,10 +15,10 @@ function heldBatches() {
   return { batches, decide };
 }
 
-describe('GroupCommit', () => {
+describe('RequestBatcher', () => {
   it('sends an item at once when nothing is in flight, and groups what arrives meanwhile into the next batch', async () => {
     const { batches, decide } = heldBatches();
-    const commit = new GroupCommit(decide, { maxBatch: 10, maxInFlight: 1 });
+    const commit = new RequestBatcher(decide, { maxBatch: 10, maxInFlight: 1 });
     const first = commit.submit(1);
     expect(batches.map((batch) => batch.items)).toEqual([[1]]);
     const later = [2, 3, 4].map((item) => commit.submit(item));
@@ -37,7 +37,7 @@ describe('GroupCommit', () => {
     { maxBatch: 3, maxInFlight: 2, items: 6, firstBatches: [[0], [1]], secondBatches: [[0], [1], [2, 3, 4]] },
   ])('never exceeds maxBatch $maxBatch items or maxInFlight $maxInFlight batches', async ({ maxBatch, maxInFlight, items, firstBatches, secondBatches }) => {
     const { batches, decide } = heldBatches();
-    const commit = new GroupCommit(decide, { maxBatch, maxInFlight });
+    const commit = new RequestBatcher(decide, { maxBatch, maxInFlight });
     const answers = Array.from({ length: items }, (_, item) => commit.submit(item));
     expect(batches.map((batch) => batch.items)).toEqual(firstBatches);
     batches[0]?.release();
@@ -55,7 +55,7 @@ describe('GroupCommit', () => {
 
   it('gives each item its own answer, and a failed batch fails only its own items', async () => {
     const { batches, decide } = heldBatches();
-    const commit = new GroupCommit(decide, { maxBatch: 10, maxInFlight: 1 });
+    const commit = new RequestBatcher(decide, { maxBatch: 10, maxInFlight: 1 });
     const lone = commit.submit(0);
     const [good, bad] = [commit.submit(1), commit.submit(2)];
     batches[0]?.fail(new Error('commit failed'));

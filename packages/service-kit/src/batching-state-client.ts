@@ -1,0 +1,77 @@
+import { Code, ConnectError, type CallOptions, type Client } from '@connectrpc/connect';
+import type { Status } from '@docket/proto/google/rpc/status_pb.js';
+import type {
+  AdmitJobRequest,
+  AdmitJobResponse,
+  HandleWorkerCallRequest,
+  HandleWorkerCallResponse,
+  StateService,
+} from '@docket/proto/docket/state/v1/state_service_pb.js';
+import { failureOfStatus } from './item-status.js';
+import { RequestBatcher, type ItemOutcome } from './request-batcher.js';
+
+/** How a front service coalesces its calls to the state service. */
+export interface StateBatchOptions {
+  /** Items per AdmitJobs / HandleWorkerCalls call (at most 256). */
+  readonly maxBatch: number;
+  /** Batched calls in flight at once, per kind. */
+  readonly maxInFlight: number;
+}
+
+/** The longest a batched call may take; each item's own deadline still ends its wait sooner. */
+const BATCH_TIMEOUT_MS = 30_000;
+
+/**
+ * The state client a front service uses, with its two hot calls coalesced:
+ * AdmitJob calls that arrive while earlier ones are in flight travel
+ * together as one AdmitJobs call, HandleWorkerCall calls as one
+ * HandleWorkerCalls call (see {@link RequestBatcher}: nothing waits for a
+ * batch to fill). Every item gets the answer, or the error (code, message,
+ * ErrorInfo and BadRequest details), that the unary call would have given;
+ * a caller whose own deadline passes or who cancels stops waiting at once
+ * (the item may still be decided: every such call is idempotent by key or
+ * operation id). Every other RPC passes through unchanged.
+ */
+export function batchingStateClient(client: Client<typeof StateService>, options: StateBatchOptions): Client<typeof StateService> {
+  const admissions = new RequestBatcher<AdmitJobRequest, AdmitJobResponse>(
+    async (requests) => (await client.admitJobs({ requests: [...requests] }, { timeoutMs: BATCH_TIMEOUT_MS })).results.map((item) => itemOutcome(item.result)),
+    options,
+  );
+  const workerCalls = new RequestBatcher<HandleWorkerCallRequest, HandleWorkerCallResponse>(
+    async (calls) => (await client.handleWorkerCalls({ calls: [...calls] }, { timeoutMs: BATCH_TIMEOUT_MS })).results.map((item) => itemOutcome(item.result)),
+    options,
+  );
+  return {
+    ...client,
+    admitJob: (request, callOptions) => withinCall(admissions.submit(request as AdmitJobRequest), callOptions),
+    handleWorkerCall: (request, callOptions) => withinCall(workerCalls.submit(request as HandleWorkerCallRequest), callOptions),
+  } as Client<typeof StateService>;
+}
+
+function itemOutcome<Response>(result: { case: 'response'; value: Response } | { case: 'error'; value: Status } | { case: undefined; value?: undefined }): ItemOutcome<Response> {
+  if (result.case === 'response') return { ok: true, value: result.value };
+  if (result.case === 'error') return { ok: false, error: failureOfStatus(result.value) };
+  return { ok: false, error: new ConnectError('the state service answered a batched call without a result', Code.Internal) };
+}
+
+/** `answer`, unless the caller's deadline passes or it cancels first. */
+function withinCall<Response>(answer: Promise<Response>, callOptions: CallOptions | undefined): Promise<Response> {
+  const signal = callOptions?.signal;
+  const timeoutMs = callOptions?.timeoutMs;
+  if (!signal && timeoutMs === undefined) return answer;
+  return new Promise<Response>((resolve, reject) => {
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => settle(() => reject(new ConnectError('the deadline passed', Code.DeadlineExceeded))), timeoutMs);
+    const onAbort = (): void => settle(() => reject(ConnectError.from(signal?.reason ?? new Error('cancelled'), Code.Canceled)));
+    const settle = (finish: () => void): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      finish();
+    };
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    answer.then(
+      (value) => settle(() => resolve(value)),
+      (error: unknown) => settle(() => reject(error)),
+    );
+  });
+}
