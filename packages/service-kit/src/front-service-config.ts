@@ -22,7 +22,7 @@ export const DEFAULT_STATE_URL = 'http://127.0.0.1:7404';
  * Reads DOCKET_LISTEN (default 127.0.0.1:`defaultPort`), DOCKET_STATE_URL,
  * DOCKET_AUTH_SECRET, DOCKET_SERVICE_TOKEN, DOCKET_SHUTDOWN_GRACE_MS,
  * DOCKET_STATE_BATCH_MAX (default 128, at most 256) and
- * DOCKET_STATE_BATCHES_IN_FLIGHT (default 4).
+ * DOCKET_STATE_BATCHES_IN_FLIGHT (default 1).
  */
 export function readFrontServiceConfig(env: Environment, defaultPort: number): FrontServiceConfig {
   return {
@@ -33,7 +33,7 @@ export function readFrontServiceConfig(env: Environment, defaultPort: number): F
     shutdownGraceMs: readShutdownGraceMs(env),
     stateBatch: {
       maxBatch: Math.min(256, readPositiveInteger(env, 'DOCKET_STATE_BATCH_MAX', 128)),
-      maxInFlight: readPositiveInteger(env, 'DOCKET_STATE_BATCHES_IN_FLIGHT', 4),
+      maxInFlight: readPositiveInteger(env, 'DOCKET_STATE_BATCHES_IN_FLIGHT', 1),
     },
   };
 }

@@ -11,7 +11,7 @@ import { RequestBatcher, type ItemOutcome, type RequestBatcherOptions } from '@d
 export interface BatchedWriteSettings {
   /** Admissions per transaction (DOCKET_ADMIT_BATCH_MAX, default 128). */
   readonly admitBatchMax: number;
-  /** Admission transactions in flight per process (DOCKET_ADMIT_BATCHES_IN_FLIGHT, default 2). */
+  /** Admission transactions in flight per process (DOCKET_ADMIT_BATCHES_IN_FLIGHT, default 1). */
   readonly admitBatchesInFlight: number;
   /** Claims per transaction (DOCKET_CLAIM_BATCH_MAX, default 32). */
   readonly claimBatchMax: number;
@@ -22,7 +22,7 @@ export interface BatchedWriteSettings {
    * incarnation's row, so two claim batches of one process would mostly wait for each other.
    */
   readonly claimBatchesInFlight: number;
-  /** Report transactions in flight per process (DOCKET_REPORT_BATCHES_IN_FLIGHT, default 2). */
+  /** Report transactions in flight per process (DOCKET_REPORT_BATCHES_IN_FLIGHT, default 1). */
   readonly reportBatchesInFlight: number;
 }
 

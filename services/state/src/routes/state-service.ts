@@ -43,7 +43,7 @@ import {
   parseReadJobEventsRequest,
   parseTransitionJobRequest,
   viewerOf,
-} from '../domain/state-requests.js';
+} from './state-requests.js';
 import { transitionJob } from '../domain/transition-job.js';
 import { projectProgress } from '../domain/job-projection.js';
 import { watchChangeTicks, watchJobSignals } from '../domain/watch-job.js';

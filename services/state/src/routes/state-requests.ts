@@ -22,11 +22,11 @@ import {
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { durationMs, validateJobSpecMessage } from '@docket/service-kit';
 import type { Viewer } from '../db/queries/jobs.js';
-import type { AdmitJobCommand } from './admit-jobs.js';
-import type { ChangeJobCommand } from './change-job.js';
-import type { IdempotentRequest } from './idempotent-mutation.js';
-import type { ListJobsQuery } from './read-jobs.js';
-import type { TransitionCommand } from './transition-job.js';
+import type { AdmitJobCommand } from '../domain/admit-jobs.js';
+import type { ChangeJobCommand } from '../domain/change-job.js';
+import type { IdempotentRequest } from '../domain/idempotent-mutation.js';
+import type { ListJobsQuery } from '../domain/read-jobs.js';
+import type { TransitionCommand } from '../domain/transition-job.js';
 
 /** The shortest idempotency retention the state service accepts. */
 export const MIN_IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
