@@ -4,7 +4,9 @@
 // SubmitJob calls, then runs them through claim + complete (16 loops, one
 // job per claim), stops the services (which writes the profiles) and prints
 // each service's CPU time per job and its heaviest functions by self time,
-// with pg_stat_statements' top statements. The load runs in this process;
+// with pg_stat_statements' top statements (PROFILE_TOP=N prints N
+// functions per service; DOCKET_*_BATCH* variables pass through to the
+// services). The load runs in this process;
 // the services are separate processes, so their profiles hold only their
 // own work.
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -87,6 +89,6 @@ for (const file of readdirSync(profiles).filter((name) => name.endsWith('.cpupro
     const key = `${callFrame.functionName || '(anonymous)'} ${callFrame.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/(services|packages)\//, '$1/')}:${callFrame.lineNumber}`;
     self.set(key, (self.get(key) ?? 0) + interval);
   }
-  console.log(`\n${file}: ${Math.round(busy)} ms busy, ${((busy / (jobs * 2)) * 1000).toFixed(0)} µs per call (submit + claim + report over ${jobs} jobs ≈ 3 calls/job)`);
-  for (const [key, ms] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 18)) console.log(`  ${ms.toFixed(0).padStart(6)} ms  ${key}`);
+  console.log(`\n${file}: ${Math.round(busy)} ms busy, ${((busy / (jobs * 3)) * 1000).toFixed(0)} µs per call (3 calls per job: submit, claim, report)`);
+  for (const [key, ms] of [...self].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.PROFILE_TOP ?? 18))) console.log(`  ${ms.toFixed(0).padStart(6)} ms  ${key}`);
 }

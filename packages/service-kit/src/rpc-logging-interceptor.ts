@@ -7,7 +7,7 @@ import { hookStream, type StreamOutcome } from './stream-hooks.js';
 /** Codes that mean the server, not the caller, is at fault: logged at level `error`. */
 const SERVER_FAULTS: ReadonlySet<number> = new Set([Code.Internal, Code.Unknown, Code.DataLoss]);
 
-/** A successful unary call slower than this is logged as a warning. */
+/** A successful unary call slower than this is logged at `info` (not a warning: a waiting ClaimJobs is slow by design). */
 export const SLOW_CALL_MS = 1_000;
 
 /** The path of an RPC as it appears on the wire and in logs: `/pkg.Service/Method`. */
@@ -27,7 +27,8 @@ export function rpcPath(req: { readonly service: { readonly typeName: string }; 
  *
  * The line's level ({@link rpcLogLevel}) keeps the default `info` stream to
  * what needs a look: a server fault is `error`, any other failure `info`, a
- * unary success slower than {@link SLOW_CALL_MS} `warn`, and every other
+ * unary success slower than {@link SLOW_CALL_MS} `info` (a long-poll such
+ * as a waiting ClaimJobs is slow on purpose, so it is no warning), and every other
  * success `debug`, which a service writes only at `DOCKET_LOG_LEVEL=debug`.
  * A line the logger would drop is never built.
  *
@@ -81,7 +82,7 @@ export function rpcLoggingInterceptor(logger: Logger): Interceptor {
 
 /**
  * The level of an RPC's log line: `error` for a server fault (INTERNAL,
- * UNKNOWN, DATA_LOSS), `info` for any other failure, `warn` for a success
+ * UNKNOWN, DATA_LOSS), `info` for any other failure and for a success
  * that took longer than {@link SLOW_CALL_MS}, `debug` for the rest.
  *
  * @param unaryLatencyMs how long a unary call took; undefined for a stream,
@@ -90,7 +91,7 @@ export function rpcLoggingInterceptor(logger: Logger): Interceptor {
 export function rpcLogLevel(code: number, unaryLatencyMs: number | undefined): LogLevel {
   if (SERVER_FAULTS.has(code)) return 'error';
   if (code !== 0) return 'info';
-  return unaryLatencyMs !== undefined && unaryLatencyMs > SLOW_CALL_MS ? 'warn' : 'debug';
+  return unaryLatencyMs !== undefined && unaryLatencyMs > SLOW_CALL_MS ? 'info' : 'debug';
 }
 
 function describeOutcome(outcome: StreamOutcome): { code: number; reason?: string } {

@@ -109,7 +109,7 @@ describe('startServer', () => {
     expect(harness.rpcLines().map((l) => [l['rpc'], l['code'], l['level']])).toEqual([
       ['/docket.testing.v1.ProbeService/Echo', 'invalid_argument', 'info'],
       ['/docket.testing.v1.ProbeService/Echo', 'internal', 'error'],
-      ['/docket.testing.v1.ProbeService/Echo', 'ok', 'warn'],
+      ['/docket.testing.v1.ProbeService/Echo', 'ok', 'info'],
     ]);
     expect(Number(harness.rpcLines()[2]!['latency_ms'])).toBeGreaterThan(1_000);
   });
