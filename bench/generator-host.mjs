@@ -46,14 +46,24 @@ function forkGenerator(script, config) {
 /**
  * Runs one measurement: forks every `{script, config}`, waits until all are
  * set up, starts them at the same moment and resolves with their results
- * (in order). Every child is stopped, whatever happens.
+ * (in order). Rejects if it all takes longer than `timeoutMs` (default: no
+ * limit). Every child is stopped, whatever happens.
  */
-export async function runGenerators(specs) {
+export async function runGenerators(specs, { timeoutMs } = {}) {
   const children = specs.map(({ script, config }) => forkGenerator(script, config));
-  try {
+  let timer;
+  const deadline = new Promise((_, reject) => {
+    if (timeoutMs) timer = setTimeout(() => reject(new Error(`no result within ${timeoutMs / 1000} s`)), timeoutMs);
+  });
+  const measured = (async () => {
     await Promise.all(children.map((child) => child.ready));
-    return await Promise.all(children.map((child) => child.start()));
+    return Promise.all(children.map((child) => child.start()));
+  })();
+  measured.catch(() => undefined); // after a timeout, the stopped children's failures go unread
+  try {
+    return await Promise.race([measured, deadline]);
   } finally {
+    clearTimeout(timer);
     await Promise.all(children.map((child) => child.stop()));
   }
 }

@@ -22,8 +22,7 @@ export const DEFAULT_SCENARIOS = ['submit', 'claim', 'claim-batched', 'backlog',
 export const EXTRA_SCENARIOS = ['journal', 'streams', 'reaper'];
 
 const HANDLERS = 16;
-const WARM_UP = 50;
-/** The claim shapes, as consumer specs (see bench/load/jobs.mjs and the drivers). */
+/** The claim shapes, as consumer specs (see bench/load/claim-loops.mjs and the drivers). */
 const ONE_PER_CLAIM = { style: 'loops', workers: 1, handlersPerWorker: HANDLERS, batched: false };
 const SIXTEEN_WORKERS = { style: 'loops', workers: HANDLERS, handlersPerWorker: 1, batched: false };
 const BATCHED = { style: 'loops', workers: 1, handlersPerWorker: HANDLERS, batched: true };
@@ -31,42 +30,65 @@ const PGBOSS_WORK = { style: 'work', workers: HANDLERS, batchSize: 1 };
 const GRAPHILE_DEFAULTS = { style: 'defaults' };
 const GRAPHILE_BATCHED = { style: 'batched' };
 
-/** The queue every large-backlog measurement drains, pre-seeded once per run. */
-export const LARGE_BACKLOG_QUEUE = 'backlog-large';
+/** The queue of every backlog measurement, in a deployment of its own per depth. */
+export const BACKLOG_QUEUE = 'backlog';
 
 /**
  * Sizes for a run: `jobs` per measurement (--jobs), fewer for one caller and
- * for pg-boss work() (it manages 32 jobs/s by design), the backlog depths.
+ * for pg-boss work() (it manages 32 jobs/s by design); warm-up jobs per
+ * generator process; the two backlog depths and how many jobs a backlog
+ * measurement drains.
  */
 export function sizesFor({ quick, jobs }) {
-  const perMeasurement = jobs ?? (quick ? 1000 : 4000);
+  const perMeasurement = jobs ?? (quick ? 500 : 4000);
+  const backlogSmall = 2000;
   return {
     jobs: perMeasurement,
     oneCallerJobs: Math.max(100, Math.round(perMeasurement / 4)),
     workJobs: Math.max(50, Math.round(perMeasurement / 20)),
-    backlogSmall: 2000,
+    warmUp: quick ? 20 : 100,
+    backlogSmall,
     backlogLarge: quick ? 20_000 : 200_000,
-    warmUp: WARM_UP,
+    backlogDrain: Math.min(perMeasurement, backlogSmall),
   };
 }
 
+/** The two backlog groups: their keys (also the suffix of their deployments' instance ids) and depths. */
+const backlogDepths = (sizes) => [
+  { key: 'backlog-small', depth: sizes.backlogSmall },
+  { key: 'backlog-large', depth: sizes.backlogLarge },
+];
+
+/**
+ * The backlog deployments to fill before the timed repetitions: each holds
+ * its depth minus one drain, and every measurement first tops it up by one
+ * drain (untimed), so each starts with exactly its depth queued.
+ */
+export function backlogPrefills(sizes, instances) {
+  const depths = Object.fromEntries(backlogDepths(sizes).map(({ key, depth }) => [key, depth]));
+  return instances
+    .filter((instance) => depths[instance.split('@')[1]] !== undefined)
+    .map((instance) => ({ instance, count: depths[instance.split('@')[1]] - sizes.backlogDrain }))
+    .filter(({ count }) => count > 0);
+}
+
 /** A submission case: `callers` closed-loop callers of one system. */
-const submitCase = (system, label, shape, callers, total) => ({
+const submitCase = (sizes, system, label, shape, callers, total) => ({
   system,
   label,
   callers,
   jobs: total,
   spec: { shape },
   generators: (ctx) => [
-    { script: 'submit.mjs', config: { system: ctx.connect(system), queue: ctx.queue(), shape, total, callers, keyPrefix: ctx.keyPrefix, warmUp: WARM_UP } },
+    { script: 'submit.mjs', config: { system: ctx.connect(system), queue: ctx.queue(), shape, total, callers, keyPrefix: ctx.keyPrefix, warmUp: sizes.warmUp } },
   ],
 });
 
 /**
  * A claim + complete case: `total` jobs seeded (untimed) into a fresh queue,
- * or into `queue` on `instance` (the large backlog), then drained by 16 handlers.
+ * or into `queue` on `instance` (a backlog deployment), then drained by 16 handlers.
  */
-const consumeCase = (system, label, spec, total, { instance = system, queue, warmUp = WARM_UP } = {}) => ({
+const consumeCase = (sizes, system, label, spec, total, { instance = system, queue, warmUp = sizes.warmUp } = {}) => ({
   system,
   instance,
   label,
@@ -82,7 +104,7 @@ const consumeCase = (system, label, spec, total, { instance = system, queue, war
 });
 
 /** End to end: 16 submitting callers and 16 handlers at once, in two processes, on one empty queue. */
-const endToEndCase = (system, label, shape, total) => ({
+const endToEndCase = (sizes, system, label, shape, total) => ({
   system,
   label,
   callers: HANDLERS,
@@ -92,8 +114,8 @@ const endToEndCase = (system, label, shape, total) => ({
     const queue = ctx.queue();
     const connection = ctx.connect(system);
     return [
-      { script: 'submit.mjs', config: { system: connection, queue, shape, total, callers: HANDLERS, keyPrefix: ctx.keyPrefix, warmUp: WARM_UP } },
-      { script: 'consume.mjs', config: { system: connection, queue, spec: BATCHED, total, seed: 0, keyPrefix: `${ctx.keyPrefix}-c`, warmUp: WARM_UP, connections: HANDLERS + 4 } },
+      { script: 'submit.mjs', config: { system: connection, queue, shape, total, callers: HANDLERS, keyPrefix: ctx.keyPrefix, warmUp: sizes.warmUp } },
+      { script: 'consume.mjs', config: { system: connection, queue, spec: BATCHED, total, seed: 0, keyPrefix: `${ctx.keyPrefix}-c`, warmUp: sizes.warmUp, connections: HANDLERS + 4 } },
     ];
   },
 });
@@ -105,10 +127,10 @@ export function buildScenarios(sizes, docketSystems) {
     name: `SubmitJob, ${callers} caller${callers === 1 ? '' : 's'}`,
     key: `submit-${callers}`,
     cases: [
-      submitCase('handwritten', 'idempotent INSERT', 'insert', callers, total),
-      submitCase('handwritten', 'job + first event (CTE)', 'cte', callers, total),
-      ...(withPeers ? [submitCase('pgboss', 'send()', undefined, callers, total), submitCase('graphile', 'addJob()', undefined, callers, total)] : []),
-      ...forDocket((docket) => [submitCase(docket, 'SubmitJob', undefined, callers, total)]),
+      submitCase(sizes, 'handwritten', 'idempotent INSERT', 'insert', callers, total),
+      submitCase(sizes, 'handwritten', 'job + first event (CTE)', 'cte', callers, total),
+      ...(withPeers ? [submitCase(sizes, 'pgboss', 'send()', undefined, callers, total), submitCase(sizes, 'graphile', 'addJob()', undefined, callers, total)] : []),
+      ...forDocket((docket) => [submitCase(sizes, docket, 'SubmitJob', undefined, callers, total)]),
     ],
   });
   return {
@@ -118,13 +140,13 @@ export function buildScenarios(sizes, docketSystems) {
         name: 'claim + complete, one job per claim, 16 handlers',
         key: 'claim-one',
         cases: [
-          consumeCase('handwritten', 'SKIP LOCKED claim + complete, 16 loops', ONE_PER_CLAIM, sizes.jobs),
-          consumeCase('pgboss', 'fetch() + complete() loops, 16 x 1', ONE_PER_CLAIM, sizes.jobs),
-          consumeCase('pgboss', 'work(), 16 workers x batch 1, polling 0.5 s', PGBOSS_WORK, sizes.workJobs, { warmUp: HANDLERS }),
-          consumeCase('graphile', 'run(), defaults, concurrency 16', GRAPHILE_DEFAULTS, sizes.jobs),
+          consumeCase(sizes, 'handwritten', 'SKIP LOCKED claim + complete, 16 loops', ONE_PER_CLAIM, sizes.jobs),
+          consumeCase(sizes, 'pgboss', 'fetch() + complete() loops, 16 x 1', ONE_PER_CLAIM, sizes.jobs),
+          consumeCase(sizes, 'pgboss', 'work(), 16 workers x batch 1, polling 0.5 s', PGBOSS_WORK, sizes.workJobs, { warmUp: HANDLERS }),
+          consumeCase(sizes, 'graphile', 'run(), defaults, concurrency 16', GRAPHILE_DEFAULTS, sizes.jobs),
           ...forDocket((docket) => [
-            consumeCase(docket, '1 worker x 16 handlers, max_jobs 1', ONE_PER_CLAIM, sizes.jobs),
-            consumeCase(docket, '16 workers x 1 handler', SIXTEEN_WORKERS, sizes.jobs),
+            consumeCase(sizes, docket, '1 worker x 16 handlers, max_jobs 1', ONE_PER_CLAIM, sizes.jobs),
+            consumeCase(sizes, docket, '16 workers x 1 handler', SIXTEEN_WORKERS, sizes.jobs),
           ]),
         ],
       },
@@ -134,40 +156,30 @@ export function buildScenarios(sizes, docketSystems) {
         name: 'claim + complete, batched claims, 16 handlers',
         key: 'claim-batched',
         cases: [
-          consumeCase('handwritten', 'SKIP LOCKED claim LIMIT idle handlers', BATCHED, sizes.jobs),
-          consumeCase('pgboss', 'fetch(batchSize: idle handlers) + complete()', BATCHED, sizes.jobs),
-          consumeCase('graphile', 'run(), localQueue 17, completeJobBatchDelay 0', GRAPHILE_BATCHED, sizes.jobs),
-          ...forDocket((docket) => [consumeCase(docket, '1 worker x 16 handlers, max_jobs = idle handlers', BATCHED, sizes.jobs)]),
+          consumeCase(sizes, 'handwritten', 'SKIP LOCKED claim LIMIT idle handlers', BATCHED, sizes.jobs),
+          consumeCase(sizes, 'pgboss', 'fetch(batchSize: idle handlers) + complete()', BATCHED, sizes.jobs),
+          consumeCase(sizes, 'graphile', 'run(), localQueue 17, completeJobBatchDelay 0', GRAPHILE_BATCHED, sizes.jobs),
+          ...forDocket((docket) => [consumeCase(sizes, docket, '1 worker x 16 handlers, max_jobs = idle handlers', BATCHED, sizes.jobs)]),
         ],
       },
     ],
-    backlog: [
-      {
-        name: `claim + complete with ${sizes.backlogSmall.toLocaleString('en-US')} queued`,
-        key: 'backlog-small',
-        cases: [
-          consumeCase('handwritten', 'SKIP LOCKED claim + complete, 16 loops', ONE_PER_CLAIM, sizes.backlogSmall),
-          ...forDocket((docket) => [consumeCase(docket, '1 worker x 16 handlers, max_jobs 1', ONE_PER_CLAIM, sizes.backlogSmall)]),
-        ],
-      },
-      {
-        name: `claim + complete with ${sizes.backlogLarge.toLocaleString('en-US')} queued`,
-        key: 'backlog-large',
-        cases: ['handwritten', ...docketSystems].map((system) =>
-          consumeCase(system, isDocket(system) ? '1 worker x 16 handlers, max_jobs 1' : 'SKIP LOCKED claim + complete, 16 loops', ONE_PER_CLAIM, sizes.backlogSmall, {
-            instance: `${system}@backlog`,
-            queue: LARGE_BACKLOG_QUEUE,
-          }),
-        ),
-      },
-    ],
+    backlog: backlogDepths(sizes).map(({ depth, key }) => ({
+      name: `claim + complete with ${depth.toLocaleString('en-US')} queued`,
+      key,
+      cases: ['handwritten', ...docketSystems].map((system) =>
+        consumeCase(sizes, system, isDocket(system) ? '1 worker x 16 handlers, max_jobs 1' : 'SKIP LOCKED claim + complete, 16 loops', ONE_PER_CLAIM, sizes.backlogDrain, {
+          instance: `${system}@${key}`,
+          queue: BACKLOG_QUEUE,
+        }),
+      ),
+    })),
     e2e: [
       {
         name: 'end to end: 16 producers and 16 handlers together',
         key: 'e2e',
         cases: [
-          endToEndCase('handwritten', 'CTE submit + SKIP LOCKED claim/complete', 'cte', sizes.jobs),
-          ...forDocket((docket) => [endToEndCase(docket, 'SubmitJob + ClaimJobs/ReportOutcome', undefined, sizes.jobs)]),
+          endToEndCase(sizes, 'handwritten', 'CTE submit + SKIP LOCKED claim/complete', 'cte', sizes.jobs),
+          ...forDocket((docket) => [endToEndCase(sizes, docket, 'SubmitJob + ClaimJobs/ReportOutcome', undefined, sizes.jobs)]),
         ],
       },
     ],

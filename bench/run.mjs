@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { runGenerators } from './generator-host.mjs';
 import { loadAverage, machineInfo } from './machine.mjs';
 import { parseOptions, USAGE } from './options.mjs';
-import { buildScenarios, DEFAULT_SCENARIOS, EXTRA_SCENARIOS, LARGE_BACKLOG_QUEUE, sizesFor, SYSTEM_NAMES } from './plan.mjs';
+import { backlogPrefills, BACKLOG_QUEUE, buildScenarios, DEFAULT_SCENARIOS, EXTRA_SCENARIOS, sizesFor, SYSTEM_NAMES } from './plan.mjs';
 import { startDurablePostgres } from './postgres.mjs';
 import { goalRows, ratioRows } from './report/comparisons.mjs';
 import { writeResults } from './report/files.mjs';
@@ -17,6 +17,9 @@ import { measurementFigures, summarize } from './report/summary.mjs';
 import { goalsTable, ratiosTable, renderText, resultsTable } from './report/tables.mjs';
 import { resetStatements, statementsTable, topStatements } from './statements.mjs';
 import { startSystems } from './systems.mjs';
+
+/** A measurement that takes longer than this is stopped and reported as failed. */
+const MEASUREMENT_TIMEOUT_MS = 10 * 60_000;
 
 const EXTRAS = {
   journal: async (options) => (await import('./journal.mjs')).benchJournal(options),
@@ -29,6 +32,11 @@ if (options.help) {
   console.log(USAGE);
   process.exit(0);
 }
+
+// Ctrl-C or SIGTERM: exit, and the exit hooks of the service launcher and
+// the embedded PostgreSQL stop what this process started; generator
+// processes exit when their channel closes.
+for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => process.exit(130));
 
 const began = performance.now();
 const runId = randomBytes(3).toString('hex');
@@ -56,15 +64,14 @@ const extraRows = {};
 const statements = {};
 try {
   systems = await startSystems(server, instances, roots);
-  console.log(`${elapsed()}  systems up: ${instances.join(', ')}`);
+  if (instances.length > 0) console.log(`${elapsed()}  systems up: ${instances.join(', ')}`);
 
-  for (const instance of instances.filter((name) => name.endsWith('@backlog'))) {
-    const count = sizes.backlogLarge - sizes.backlogSmall;
+  for (const { instance, count } of backlogPrefills(sizes, instances)) {
     const [seeded] = await runGenerators([
-      { script: 'seed.mjs', config: { system: systems.connect(instance), queue: LARGE_BACKLOG_QUEUE, count, keyPrefix: `${runId}-backlog-seed` } },
+      { script: 'seed.mjs', config: { system: systems.connect(instance), queue: BACKLOG_QUEUE, count, keyPrefix: `${runId}-prefill` } },
     ]);
     const seconds = (seeded.endedAt - seeded.startedAt) / 1000;
-    console.log(`${elapsed()}  ${instance}: ${count.toLocaleString('en-US')} jobs queued beforehand in ${seconds.toFixed(1)} s (${Math.round(count / seconds)}/s)`);
+    console.log(`${elapsed()}  ${instance}: prefilled ${count.toLocaleString('en-US')} jobs in ${seconds.toFixed(1)} s (${Math.round(count / seconds)}/s)`);
   }
   const docketDatabases = systems.docketDeployments().filter((deployment) => !deployment.instance.includes('@'));
   if (options.statements && server.pgStatStatements && docketDatabases.length > 0) await resetStatements(docketDatabases[0].databaseUrl);
@@ -82,7 +89,7 @@ try {
         const identity = { scenario: group.scenario, group: group.name, groupKey: group.key, system: testCase.system, label: testCase.label, callers: testCase.callers, jobs: testCase.jobs, rep };
         const name = `rep ${rep}  ${group.name}  ${SYSTEM_NAMES[testCase.system]}: ${testCase.label}`;
         try {
-          const results = await runGenerators(testCase.generators(context));
+          const results = await runGenerators(testCase.generators(context), { timeoutMs: MEASUREMENT_TIMEOUT_MS });
           const figures = measurementFigures(results);
           measurements.push({ ...identity, ...figures, spec: testCase.spec, generators: results });
           const latency = figures.p50Ms === null || figures.p50Ms === undefined ? '' : `  p50 ${figures.p50Ms.toFixed(2)} ms  p99 ${figures.p99Ms.toFixed(2)} ms`;
@@ -116,7 +123,7 @@ try {
 const rows = summarize(measurements.filter((measurement) => !measurement.error));
 const ratios = ratioRows(rows);
 const goals = goalRows(rows);
-const tables = [resultsTable(rows), ratiosTable(ratios), goalsTable(goals, docketSystems)];
+const tables = rows.length > 0 ? [resultsTable(rows), ratiosTable(ratios), goalsTable(goals, docketSystems)] : [];
 const complaints = Object.fromEntries((systems?.docketDeployments() ?? []).map((deployment) => [deployment.instance, deployment.complaints]));
 const run = {
   date: new Date().toISOString().slice(0, 10),
@@ -140,11 +147,13 @@ const run = {
   extras: extraRows,
   statements,
 };
-if (rows.length > 0) {
-  for (const table of tables) console.log(`\n${renderText(table)}`);
+for (const table of tables) console.log(`\n${renderText(table)}`);
+if (rows.length > 0 || extras.length > 0) {
   const paths = writeResults(options.outDir, run, tables);
   console.log(`\nwrote ${paths.json}\n      ${paths.markdown}\n      ${paths.chart}`);
 }
 const complaintCount = Object.values(complaints).reduce((sum, list) => sum + list.length, 0);
 console.log(`wall time ${(run.wallMs / 1000).toFixed(1)} s; load average ${run.loadAverage.start.join('/')} -> ${run.loadAverage.end.join('/')}; service warnings/errors logged: ${complaintCount}; failed measurements: ${run.failures.length}`);
 if (run.failures.length > 0) process.exitCode = 1;
+// Everything is stopped and written; a client library's idle handle must not keep the run alive.
+process.exit(process.exitCode ?? 0);

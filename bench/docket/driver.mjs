@@ -2,16 +2,16 @@
 // ClaimJobs (long-polling, wait 1 s) and ReportOutcome on execution, each
 // with a fresh operation id, exactly what the worker SDK does.
 //
-// Consumer layouts (see bench/load/jobs.mjs loopLayout): `workers`
-// incarnations registered with max_concurrency `handlersPerWorker`; one
-// claim loop per handler asking for 1 job, or (batched) one loop per worker
-// asking for as many jobs as it has idle handlers (at most 100, the API's cap).
+// Consumer layouts (see bench/load/claim-loops.mjs): `workers` incarnations
+// registered with max_concurrency `handlersPerWorker`; one claim loop per
+// handler asking for 1 job, or (batched) one loop per incarnation asking for
+// as many jobs as it has idle handlers.
 import { randomBytes } from 'node:crypto';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { runClaimLoops } from '../load/claim-loops.mjs';
 import { runConcurrently } from '../load/closed-loop.mjs';
-import { jobInput, jobKey, loopLayout } from '../load/jobs.mjs';
+import { jobInput, jobKey } from '../load/jobs.mjs';
 import { clientWith } from './clients.mjs';
 
 const SEED_CALLERS = 64;
@@ -35,7 +35,6 @@ export async function open(system) {
       await runConcurrently(count, SEED_CALLERS, (index) => submit(jobKey(prefix, index), jobInput(index)));
     },
     async consumer(queue, total, spec) {
-      const { loops, handlersPerLoop, workerOf } = loopLayout(spec);
       const incarnations = [];
       for (let index = 0; index < spec.workers; index += 1) {
         const { workerIncarnation } = await execution.registerWorker({
@@ -49,10 +48,9 @@ export async function open(system) {
         run: () =>
           runClaimLoops({
             total,
-            loops,
-            handlersPerLoop,
-            claim: async (loopIndex, maxJobs, signal) => {
-              const request = { workerIncarnation: incarnations[workerOf(loopIndex)], maxJobs, wait: CLAIM_WAIT, operationId: operationId() };
+            spec,
+            claim: async (worker, maxJobs, signal) => {
+              const request = { workerIncarnation: incarnations[worker], maxJobs, wait: CLAIM_WAIT, operationId: operationId() };
               return (await execution.claimJobs(request, { signal })).assignments;
             },
             complete: ({ authority }) =>

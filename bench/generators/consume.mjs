@@ -4,7 +4,7 @@
 // queue (0 when producers fill it during the run, end to end). Result:
 // count, wall-clock start and end, per-job p50/p99 from claim to completion
 // where the driver runs the claim loops (none for pg-boss work() and
-// graphile-worker run(), whose loops are their own).
+// graphile-worker run(), whose loops are their own), the driver's options.
 import { loadDriver } from '../drivers.mjs';
 import { latencySummary } from '../stats.mjs';
 import { serveGenerator } from './protocol.mjs';
@@ -20,7 +20,7 @@ serveGenerator(async ({ system, queue, spec, total, seed = 0, keyPrefix, warmUp 
   return {
     async run() {
       const { latencies, ...result } = await consumer.run();
-      return { ...result, ...latencySummary(latencies) };
+      return { ...result, ...latencySummary(latencies), options: driver.options };
     },
     close: () => driver.close(),
   };

@@ -1,7 +1,7 @@
 // Load generator: `callers` closed-loop callers submitting `total` jobs to
-// one queue of one system (after a warm-up on another queue). Also used,
-// with no warm-up, to seed backlogs. Result: count, wall-clock start and end,
-// per-call p50/p99.
+// one queue of one system (after a warm-up on another queue); end to end, the
+// producer side. Result: count, wall-clock start and end, per-call p50/p99,
+// the driver's options.
 import { loadDriver } from '../drivers.mjs';
 import { runConcurrently } from '../load/closed-loop.mjs';
 import { jobInput, jobKey } from '../load/jobs.mjs';
@@ -19,7 +19,7 @@ serveGenerator(async ({ system, queue, shape, total, callers, keyPrefix, warmUp 
     async run() {
       const startedAt = wallClock();
       const { latencies } = await runConcurrently(total, callers, (index) => submit(jobKey(keyPrefix, index), jobInput(index)));
-      return { count: total, startedAt, endedAt: wallClock(), ...latencySummary(latencies) };
+      return { count: total, startedAt, endedAt: wallClock(), ...latencySummary(latencies), options: driver.options };
     },
     close: () => driver.close(),
   };

@@ -2,27 +2,46 @@
 // complete calls we drive ourselves (hand-written SQL, pg-boss fetch, Docket):
 // claim loops that keep no-op handlers busy until `total` jobs are completed.
 //
-// - `handlersPerLoop` 1: each loop claims one job, completes it, claims the
-//   next ("one job per claim"); 16 loops make 16 handlers.
-// - `handlersPerLoop` > 1: a loop asks for as many jobs as it has idle
-//   handlers and reports each job's completion as soon as its handler
+// A consumer spec {workers, handlersPerWorker, batched} lays out the loops:
+// - not batched: one loop per handler, each claiming one job, completing
+//   it, claiming the next ("one job per claim"); 1 x 16 and 16 x 1 both make
+//   16 loops, sharing one worker or each its own;
+// - batched: one loop per worker asking for as many jobs as the worker has
+//   idle handlers, reporting each job's completion as soon as its handler
 //   returns, without waiting for the rest of the batch ("batched claims").
 //
 // The measurement ends at the completion of the last job; claims still
 // waiting then (long polls on an empty queue) are aborted and not counted.
+import { setMaxListeners } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { wallClock } from '../generators/protocol.mjs';
 
+/** The loops for a consumer spec, and the worker each loop belongs to. */
+function loopLayout({ workers, handlersPerWorker, batched }) {
+  const loopsPerWorker = batched ? 1 : handlersPerWorker;
+  return {
+    loops: workers * loopsPerWorker,
+    handlersPerLoop: batched ? handlersPerWorker : 1,
+    workerOf: (loopIndex) => Math.floor(loopIndex / loopsPerWorker),
+  };
+}
+
+/** An `idle` for polling systems: pause `ms` after an empty claim. */
+export const pollPause = (ms) => (signal) => sleep(ms, undefined, { signal });
+
 /**
- * Runs claim loops until `total` jobs are completed.
- * - `claim(loopIndex, maxJobs, signal)` resolves with the jobs claimed (maybe
- *   none, after waiting if the system long-polls);
- * - `complete(job, loopIndex)` reports one job's success;
+ * Runs the claim loops of `spec` until `total` jobs are completed.
+ * - `claim(workerIndex, maxJobs, signal)` resolves with the jobs claimed
+ *   (maybe none, after waiting if the system long-polls);
+ * - `complete(job)` reports one job's success;
  * - `idle(signal)` is awaited after an empty claim (a polling pause).
  * Resolves with the count, wall-clock start and end (epoch ms) and each
  * job's latency from the claim call that returned it to its completion.
  */
-export async function runClaimLoops({ total, loops, handlersPerLoop, claim, complete, idle = async () => {} }) {
+export async function runClaimLoops({ total, spec, claim, complete, idle = async () => {} }) {
+  const { loops, handlersPerLoop, workerOf } = loopLayout(spec);
   const stop = new AbortController();
+  setMaxListeners(0, stop.signal); // every waiting claim listens to it
   const latencies = [];
   let claimed = 0;
   let completed = 0;
@@ -39,7 +58,7 @@ export async function runClaimLoops({ total, loops, handlersPerLoop, claim, comp
       const asked = performance.now();
       let jobs;
       try {
-        jobs = await claim(loopIndex, handlersPerLoop - running.size, stop.signal);
+        jobs = await claim(workerOf(loopIndex), handlersPerLoop - running.size, stop.signal);
       } catch (error) {
         if (stop.signal.aborted) break;
         throw error;
@@ -50,7 +69,7 @@ export async function runClaimLoops({ total, loops, handlersPerLoop, claim, comp
       }
       claimed += jobs.length;
       for (const job of jobs) {
-        const handled = complete(job, loopIndex).then(() => {
+        const handled = complete(job).then(() => {
           latencies.push(performance.now() - asked);
           running.delete(handled);
           completed += 1;

@@ -11,10 +11,8 @@
 //
 // Named (prepared) statements on a pg.Pool of callers + 4 connections. An
 // empty claim pauses 10 ms before the next poll (no LISTEN/NOTIFY).
-import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { runClaimLoops } from '../load/claim-loops.mjs';
-import { loopLayout } from '../load/jobs.mjs';
+import { pollPause, runClaimLoops } from '../load/claim-loops.mjs';
 
 const SCHEMA = `
   create table if not exists jobs (
@@ -95,20 +93,16 @@ export async function open(system, { connections }) {
         await pool.query(SEED, [queue, `${prefix}-${done}`, Math.min(50_000, count - done)]);
       }
     },
-    async consumer(queue, total, spec) {
-      const { loops, handlersPerLoop } = loopLayout(spec);
-      return {
-        run: () =>
-          runClaimLoops({
-            total,
-            loops,
-            handlersPerLoop,
-            claim: async (_, maxJobs) => (await claim([queue, maxJobs])).rows,
-            complete: (job) => complete([job.id, job.attempt]),
-            idle: (signal) => sleep(IDLE_MS, undefined, { signal }),
-          }),
-      };
-    },
+    consumer: (queue, total, spec) => ({
+      run: () =>
+        runClaimLoops({
+          total,
+          spec,
+          claim: async (_, maxJobs) => (await claim([queue, maxJobs])).rows,
+          complete: (job) => complete([job.id, job.attempt]),
+          idle: pollPause(IDLE_MS),
+        }),
+    }),
     close: () => pool.end(),
   };
 }

@@ -8,9 +8,8 @@
 // only flatters pg-boss.
 import PgBoss from 'pg-boss';
 import pg from 'pg';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { runClaimLoops } from '../load/claim-loops.mjs';
-import { jobInput, loopLayout } from '../load/jobs.mjs';
+import { pollPause, runClaimLoops } from '../load/claim-loops.mjs';
+import { jobInput } from '../load/jobs.mjs';
 import { settlementWatch } from '../load/settled.mjs';
 import { wallClock } from '../generators/protocol.mjs';
 
@@ -63,16 +62,14 @@ export async function open(system, { connections }) {
 
 /** Our claim loops around fetch + complete. */
 function fetchConsumer(boss, name, total, spec) {
-  const { loops, handlersPerLoop } = loopLayout(spec);
   return {
     run: () =>
       runClaimLoops({
         total,
-        loops,
-        handlersPerLoop,
+        spec,
         claim: (_, batchSize) => boss.fetch(name, { batchSize }),
         complete: (job) => boss.complete(name, job.id),
-        idle: (signal) => sleep(IDLE_MS, undefined, { signal }),
+        idle: pollPause(IDLE_MS),
       }),
   };
 }

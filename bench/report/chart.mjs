@@ -31,7 +31,7 @@ export function renderChart(rows, title) {
       parts.push(
         `<text x="${LABEL_WIDTH - 8}" y="${y + 14}" class="label">${escape(`${row.systemName}: ${row.label}`)}</text>`,
         `<rect x="${LABEL_WIDTH}" y="${y + 3}" width="${length.toFixed(1)}" height="${ROW - 6}" fill="${COLOURS[row.system]}"/>`,
-        `<text x="${LABEL_WIDTH + length + 6}" y="${y + 14}" class="value">${Math.round(row.jobsPerSecond ?? 0).toLocaleString('en-US')} jobs/s</text>`,
+        `<text x="${(LABEL_WIDTH + length + 6).toFixed(1)}" y="${y + 14}" class="value">${Math.round(row.jobsPerSecond ?? 0).toLocaleString('en-US')} jobs/s</text>`,
       );
       y += ROW;
     }

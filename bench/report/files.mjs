@@ -25,13 +25,21 @@ function markdown(run, tables) {
   ].join('\n');
 }
 
+/** The older in-process benchmarks' rows (objects of any shape) as tables. */
+function extraTables(extras) {
+  return Object.entries(extras).map(([name, rows]) => {
+    const headers = [...new Set(rows.flatMap((row) => Object.keys(row)))];
+    return { title: `${name} (in-process)`, headers, numeric: [], rows: rows.map((row) => headers.map((header) => String(row[header] ?? ''))) };
+  });
+}
+
 /** Writes the three files; returns their paths. */
 export function writeResults(outDir, run, tables) {
   mkdirSync(outDir, { recursive: true });
   const base = join(outDir, run.date);
   const paths = { json: `${base}.json`, markdown: `${base}.md`, chart: `${base}.svg` };
   writeFileSync(paths.json, `${JSON.stringify(run, (_, value) => (typeof value === 'bigint' ? String(value) : value), 2)}\n`);
-  writeFileSync(paths.markdown, markdown(run, tables));
+  writeFileSync(paths.markdown, markdown(run, [...tables, ...extraTables(run.extras)]));
   writeFileSync(paths.chart, renderChart(run.rows, `Docket benchmark ${run.date}: jobs/s, medians of ${run.reps} rep(s); bars scaled within each block`));
   return paths;
 }

@@ -4,14 +4,14 @@ import { median } from '../stats.mjs';
 import { SYSTEM_NAMES } from '../plan.mjs';
 
 /**
- * One measurement's figures from its generators' results: the last
- * generator's count (the consumer, end to end), first start to last end,
- * latencies of the first generator (the producer, end to end).
+ * One measurement's figures from its generators' results: from the first
+ * generator's start to the last one's end, the last one's count (end to
+ * end: from the first submit to the last completion, jobs completed), the
+ * first one's latencies (end to end: SubmitJob while the workers run).
  */
 export function measurementFigures(results) {
-  const startedAt = Math.min(...results.map((result) => result.startedAt));
-  const endedAt = Math.max(...results.map((result) => result.endedAt));
-  const count = results.at(-1).count;
+  const { startedAt } = results[0];
+  const { endedAt, count } = results.at(-1);
   const elapsedMs = endedAt - startedAt;
   return {
     count,
