@@ -62,6 +62,7 @@ let systems;
 const measurements = [];
 const extraRows = {};
 const statements = {};
+let complaints = {};
 try {
   systems = await startSystems(server, instances, roots);
   if (instances.length > 0) console.log(`${elapsed()}  systems up: ${instances.join(', ')}`);
@@ -116,6 +117,8 @@ try {
     console.table(extraRows[extra]);
   }
 } finally {
+  // Complaints while the systems ran; what they log as they are stopped is shutdown noise.
+  complaints = Object.fromEntries((systems?.docketDeployments() ?? []).map((deployment) => [deployment.instance, deployment.complaints]));
   await systems?.stop();
   await server.stop();
 }
@@ -124,7 +127,6 @@ const rows = summarize(measurements.filter((measurement) => !measurement.error))
 const ratios = ratioRows(rows);
 const goals = goalRows(rows);
 const tables = rows.length > 0 ? [resultsTable(rows), ratiosTable(ratios), goalsTable(goals, docketSystems)] : [];
-const complaints = Object.fromEntries((systems?.docketDeployments() ?? []).map((deployment) => [deployment.instance, deployment.complaints]));
 const run = {
   date: new Date().toISOString().slice(0, 10),
   runId,
