@@ -25,5 +25,10 @@ export function openDatabase(options: DatabaseOptions): { db: Kysely<Database>; 
   });
   // An idle client's error (e.g. the server restarting) must not crash the process.
   pool.on('error', () => {});
+  // Nor may an error that reaches a checked-out client between two queries
+  // (its backend terminated): pg-pool listens only while a client is idle.
+  // The query in flight still fails with the error, and pg-pool drops a
+  // client whose connection died when it is released.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), pool };
 }
