@@ -31,8 +31,6 @@ export function createServiceTransport(options: ServiceTransportOptions): Transp
   };
   return createGrpcTransport({
     baseUrl: options.baseUrl,
-    // Loopback or a private network: compressing internal messages costs CPU and saves nothing.
-    acceptCompression: [],
     interceptors: [addHeaders, peerLossAsUnavailable, ...(options.interceptors ?? [])],
   });
 }
