@@ -22,7 +22,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file docket/common/v1/job.proto.
  */
 export const file_docket_common_v1_job: GenFile = /*@__PURE__*/
-  fileDesc("Chpkb2NrZXQvY29tbW9uL3YxL2pvYi5wcm90bxIQZG9ja2V0LmNvbW1vbi52MSKsBgoDSm9iEgoKAmlkGAEgASgJEg0KBW93bmVyGAIgASgJEg0KBXF1ZXVlGAMgASgJEg0KBWxhYmVsGAQgASgJEiYKBWlucHV0GAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIQCghwcmlvcml0eRgGIAEoBRIQCghyZXZpc2lvbhgHIAEoAxIrCgZzdGF0dXMYCCABKA4yGy5kb2NrZXQuY29tbW9uLnYxLkpvYlN0YXR1cxIxCglsaWZlY3ljbGUYCSABKA4yHi5kb2NrZXQuY29tbW9uLnYxLkpvYkxpZmVjeWNsZRI/ChVhdXRob3JpdGF0aXZlX2F0dGVtcHQYCiABKAsyIC5kb2NrZXQuY29tbW9uLnYxLkF0dGVtcHRTdW1tYXJ5EiwKCHByb2dyZXNzGAsgASgLMhouZG9ja2V0LmNvbW1vbi52MS5Qcm9ncmVzcxIaChJjaGVja3BvaW50X3ByZXNlbnQYDCABKAgSJwoGcmVzdWx0GA0gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIqCgdmYWlsdXJlGA4gASgLMhkuZG9ja2V0LmNvbW1vbi52MS5GYWlsdXJlEhUKDWF0dGVtcHRfY291bnQYDyABKAUSFAoMbWF4X2F0dGVtcHRzGBAgASgFEkAKE2xvc3RfYXR0ZW1wdF9wb2xpY3kYESABKA4yIy5kb2NrZXQuY29tbW9uLnYxLkxvc3RBdHRlbXB0UG9saWN5Ei4KCmNyZWF0ZWRfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2xhdGVzdF9zZXF1ZW5jZRgUIAEoAxIUCgxldmVudF9jdXJzb3IYFSABKAkSLQoJcnVuX2FmdGVyGBYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgxyZXRyeV9wb2xpY3kYFyABKAsyHS5kb2NrZXQuY29tbW9uLnYxLlJldHJ5UG9saWN5YgZwcm90bzM", [file_docket_common_v1_attempt, file_docket_common_v1_failure, file_docket_common_v1_job_status, file_docket_common_v1_progress, file_docket_common_v1_retry_policy, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Chpkb2NrZXQvY29tbW9uL3YxL2pvYi5wcm90bxIQZG9ja2V0LmNvbW1vbi52MSKlBwoDSm9iEgoKAmlkGAEgASgJEg0KBW93bmVyGAIgASgJEg0KBXF1ZXVlGAMgASgJEg0KBWxhYmVsGAQgASgJEiYKBWlucHV0GAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIQCghwcmlvcml0eRgGIAEoBRIQCghyZXZpc2lvbhgHIAEoAxIrCgZzdGF0dXMYCCABKA4yGy5kb2NrZXQuY29tbW9uLnYxLkpvYlN0YXR1cxIxCglsaWZlY3ljbGUYCSABKA4yHi5kb2NrZXQuY29tbW9uLnYxLkpvYkxpZmVjeWNsZRI/ChVhdXRob3JpdGF0aXZlX2F0dGVtcHQYCiABKAsyIC5kb2NrZXQuY29tbW9uLnYxLkF0dGVtcHRTdW1tYXJ5EiwKCHByb2dyZXNzGAsgASgLMhouZG9ja2V0LmNvbW1vbi52MS5Qcm9ncmVzcxIaChJjaGVja3BvaW50X3ByZXNlbnQYDCABKAgSJwoGcmVzdWx0GA0gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIqCgdmYWlsdXJlGA4gASgLMhkuZG9ja2V0LmNvbW1vbi52MS5GYWlsdXJlEhUKDWF0dGVtcHRfY291bnQYDyABKAUSFAoMbWF4X2F0dGVtcHRzGBAgASgFEkAKE2xvc3RfYXR0ZW1wdF9wb2xpY3kYESABKA4yIy5kb2NrZXQuY29tbW9uLnYxLkxvc3RBdHRlbXB0UG9saWN5Ei4KCmNyZWF0ZWRfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2xhdGVzdF9zZXF1ZW5jZRgUIAEoAxIUCgxldmVudF9jdXJzb3IYFSABKAkSLQoJcnVuX2FmdGVyGBYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgxyZXRyeV9wb2xpY3kYFyABKAsyHS5kb2NrZXQuY29tbW9uLnYxLlJldHJ5UG9saWN5EjsKEHBlbmRpbmdfYXBwcm92YWwYGCABKAsyIS5kb2NrZXQuY29tbW9uLnYxLlBlbmRpbmdBcHByb3ZhbBIaChJ1bnJlc29sdmVkX3NpZ25hbHMYGSABKAUSHgoWbGF0ZXN0X3NpZ25hbF9zZXF1ZW5jZRgaIAEoAyKhAQoPUGVuZGluZ0FwcHJvdmFsEhMKC2FwcHJvdmFsX2lkGAEgASgJEg4KBnByb21wdBgCIAEoCRIoCgdkZXRhaWxzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIwCgxyZXF1ZXN0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBXNwZW50GAUgASgIYgZwcm90bzM", [file_docket_common_v1_attempt, file_docket_common_v1_failure, file_docket_common_v1_job_status, file_docket_common_v1_progress, file_docket_common_v1_retry_policy, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Job is the current projection of a job, as its owner sees it.
@@ -190,6 +190,31 @@ export type Job = Message<"docket.common.v1.Job"> & {
    * @generated from field: docket.common.v1.RetryPolicy retry_policy = 23;
    */
   retryPolicy?: RetryPolicy | undefined;
+
+  /**
+   * The approval a worker requested and the owner has not decided yet; set
+   * only while the job is PAUSED waiting for DecideApproval.
+   *
+   * @generated from field: docket.common.v1.PendingApproval pending_approval = 24;
+   */
+  pendingApproval?: PendingApproval | undefined;
+
+  /**
+   * How many of the job's signals are UNKNOWN: delivered to an attempt that
+   * was lost before acknowledging them. While it is above zero SendSignal is
+   * refused (SIGNALS_UNRESOLVED), nothing later is delivered, and the owner
+   * must call ReconcileSignals.
+   *
+   * @generated from field: int32 unresolved_signals = 25;
+   */
+  unresolvedSignals: number;
+
+  /**
+   * The highest signal sequence the job has accepted; 0 for none.
+   *
+   * @generated from field: int64 latest_signal_sequence = 26;
+   */
+  latestSignalSequence: bigint;
 };
 
 /**
@@ -198,4 +223,57 @@ export type Job = Message<"docket.common.v1.Job"> & {
  */
 export const JobSchema: GenMessage<Job> = /*@__PURE__*/
   messageDesc(file_docket_common_v1_job, 0);
+
+/**
+ * PendingApproval is an approval a worker asked for (RequestApproval) that
+ * waits for the owner's DecideApproval.
+ *
+ * @generated from message docket.common.v1.PendingApproval
+ */
+export type PendingApproval = Message<"docket.common.v1.PendingApproval"> & {
+  /**
+   * The approval's opaque id (prefix `apr_`), which DecideApproval names.
+   *
+   * @generated from field: string approval_id = 1;
+   */
+  approvalId: string;
+
+  /**
+   * What the owner is asked to decide, as the worker wrote it.
+   *
+   * @generated from field: string prompt = 2;
+   */
+  prompt: string;
+
+  /**
+   * Structured, non-secret context for the decision.
+   *
+   * @generated from field: google.protobuf.Struct details = 3;
+   */
+  details?: JsonObject | undefined;
+
+  /**
+   * When the approval was requested, by the database clock.
+   *
+   * @generated from field: google.protobuf.Timestamp requested_at = 4;
+   */
+  requestedAt?: Timestamp | undefined;
+
+  /**
+   * True when a decision's digest was burned in the approval history but
+   * the decision could not be journaled: the approval is spent and can never
+   * be decided again (fail closed). The job stays PAUSED until it is
+   * cancelled.
+   *
+   * @generated from field: bool spent = 5;
+   */
+  spent: boolean;
+};
+
+/**
+ * Describes the message docket.common.v1.PendingApproval.
+ * Use `create(PendingApprovalSchema)` to create a new message.
+ */
+export const PendingApprovalSchema: GenMessage<PendingApproval> = /*@__PURE__*/
+  messageDesc(file_docket_common_v1_job, 1);
 

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file docket/common/v1/signal.proto.
  */
 export const file_docket_common_v1_signal: GenFile = /*@__PURE__*/
-  fileDesc("Ch1kb2NrZXQvY29tbW9uL3YxL3NpZ25hbC5wcm90bxIQZG9ja2V0LmNvbW1vbi52MSLVAQoGU2lnbmFsEg4KBmpvYl9pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoAxIMCgRuYW1lGAMgASgJEigKB3BheWxvYWQYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKBXN0YXRlGAUgASgOMh0uZG9ja2V0LmNvbW1vbi52MS5TaWduYWxTdGF0ZRIvCgtyZWNlaXZlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKYXR0ZW1wdF9pZBgHIAEoCSq2AQoLU2lnbmFsU3RhdGUSHAoYU0lHTkFMX1NUQVRFX1VOU1BFQ0lGSUVEEAASGAoUU0lHTkFMX1NUQVRFX1BFTkRJTkcQARIaChZTSUdOQUxfU1RBVEVfREVMSVZFUkVEEAISHQoZU0lHTkFMX1NUQVRFX0FDS05PV0xFREdFRBADEhgKFFNJR05BTF9TVEFURV9VTktOT1dOEAQSGgoWU0lHTkFMX1NUQVRFX0RJU0NBUkRFRBAFYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch1kb2NrZXQvY29tbW9uL3YxL3NpZ25hbC5wcm90bxIQZG9ja2V0LmNvbW1vbi52MSLqAQoGU2lnbmFsEg4KBmpvYl9pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoAxIMCgRuYW1lGAMgASgJEigKB3BheWxvYWQYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKBXN0YXRlGAUgASgOMh0uZG9ja2V0LmNvbW1vbi52MS5TaWduYWxTdGF0ZRIvCgtyZWNlaXZlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKYXR0ZW1wdF9pZBgHIAEoCRITCgtyZWRlbGl2ZXJlZBgIIAEoCCq2AQoLU2lnbmFsU3RhdGUSHAoYU0lHTkFMX1NUQVRFX1VOU1BFQ0lGSUVEEAASGAoUU0lHTkFMX1NUQVRFX1BFTkRJTkcQARIaChZTSUdOQUxfU1RBVEVfREVMSVZFUkVEEAISHQoZU0lHTkFMX1NUQVRFX0FDS05PV0xFREdFRBADEhgKFFNJR05BTF9TVEFURV9VTktOT1dOEAQSGgoWU0lHTkFMX1NUQVRFX0RJU0NBUkRFRBAFYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Signal is one input sent to a running (or waiting) job by its owner, kept
@@ -74,6 +74,15 @@ export type Signal = Message<"docket.common.v1.Signal"> & {
    * @generated from field: string attempt_id = 7;
    */
   attemptId: string;
+
+  /**
+   * True when the owner chose ReconcileSignals REDELIVER after the signal
+   * was left UNKNOWN: an earlier attempt received it and may already have
+   * acted on it, so the handler must check before acting again.
+   *
+   * @generated from field: bool redelivered = 8;
+   */
+  redelivered: boolean;
 };
 
 /**

@@ -4,6 +4,8 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { DecideApprovalRequest, DecideApprovalResponse, ReconcileSignalsRequest, ReconcileSignalsResponse, SendSignalRequest, SendSignalResponse } from "../../admission/v1/admission_service_pb.js";
+import { file_docket_admission_v1_admission_service } from "../../admission/v1/admission_service_pb.js";
 import type { Event } from "../../common/v1/event_pb.js";
 import { file_docket_common_v1_event } from "../../common/v1/event_pb.js";
 import type { Job } from "../../common/v1/job_pb.js";
@@ -14,7 +16,7 @@ import type { Progress } from "../../common/v1/progress_pb.js";
 import { file_docket_common_v1_progress } from "../../common/v1/progress_pb.js";
 import type { LostAttemptPolicy, RetryPolicy } from "../../common/v1/retry_policy_pb.js";
 import { file_docket_common_v1_retry_policy } from "../../common/v1/retry_policy_pb.js";
-import type { AppendEventsRequest, AppendEventsResponse, ClaimJobsRequest, ClaimJobsResponse, RegisterWorkerRequest, RegisterWorkerResponse, RenewAttemptRequest, RenewAttemptResponse, ReportOutcomeRequest, ReportOutcomeResponse, ReportProgressRequest, ReportProgressResponse, SaveCheckpointRequest, SaveCheckpointResponse } from "../../execution/v1/execution_service_pb.js";
+import type { AckSignalsRequest, AckSignalsResponse, AdvanceEffectRequest, AdvanceEffectResponse, AppendEventsRequest, AppendEventsResponse, BeginEffectRequest, BeginEffectResponse, ClaimJobsRequest, ClaimJobsResponse, ListRecoverableEffectsRequest, ListRecoverableEffectsResponse, RegisterWorkerRequest, RegisterWorkerResponse, RenewAttemptRequest, RenewAttemptResponse, ReportOutcomeRequest, ReportOutcomeResponse, ReportProgressRequest, ReportProgressResponse, RequestApprovalRequest, RequestApprovalResponse, SaveCheckpointRequest, SaveCheckpointResponse } from "../../execution/v1/execution_service_pb.js";
 import { file_docket_execution_v1_execution_service } from "../../execution/v1/execution_service_pb.js";
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -26,7 +28,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file docket/state/v1/state_service.proto.
  */
 export const file_docket_state_v1_state_service: GenFile = /*@__PURE__*/
-  fileDesc("CiNkb2NrZXQvc3RhdGUvdjEvc3RhdGVfc2VydmljZS5wcm90bxIPZG9ja2V0LnN0YXRlLnYxIigKBkNhbGxlchIPCgdzdWJqZWN0GAEgASgJEg0KBWFkbWluGAIgASgIIocCCgdKb2JTcGVjEg0KBXF1ZXVlGAEgASgJEiYKBWlucHV0GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVsYWJlbBgDIAEoCRIQCghwcmlvcml0eRgEIAEoBRItCglydW5fYWZ0ZXIYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKDHJldHJ5X3BvbGljeRgGIAEoCzIdLmRvY2tldC5jb21tb24udjEuUmV0cnlQb2xpY3kSQAoTbG9zdF9hdHRlbXB0X3BvbGljeRgHIAEoDjIjLmRvY2tldC5jb21tb24udjEuTG9zdEF0dGVtcHRQb2xpY3ki2gEKD0FkbWl0Sm9iUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEhEKCW9wZXJhdGlvbhgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkSFgoOcmVxdWVzdF9kaWdlc3QYBCABKAkSMgoPaWRlbXBvdGVuY3lfdHRsGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiYKBHNwZWMYBiABKAsyGC5kb2NrZXQuc3RhdGUudjEuSm9iU3BlYyKEAQoQQWRtaXRKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJICg1HZXRKb2JSZXF1ZXN0EicKBmNhbGxlchgBIAEoCzIXLmRvY2tldC5zdGF0ZS52MS5DYWxsZXISDgoGam9iX2lkGAIgASgJImoKDkdldEpvYlJlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEjQKDWZlZWRfcG9zaXRpb24YAiABKAsyHS5kb2NrZXQuc3RhdGUudjEuRmVlZFBvc2l0aW9uIk4KDExpc3RQb3NpdGlvbhIuCgpjcmVhdGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZqb2JfaWQYAiABKAki5AEKD0xpc3RKb2JzUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEhEKCXBhZ2Vfc2l6ZRgCIAEoBRItCghzdGF0dXNlcxgDIAMoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzEg0KBXF1ZXVlGAQgASgJEhcKD2luY2x1ZGVfZGVsZXRlZBgFIAEoCBIQCghzbmFwc2hvdBgGIAEoCRIsCgVhZnRlchgHIAEoCzIdLmRvY2tldC5zdGF0ZS52MS5MaXN0UG9zaXRpb24ikQEKEExpc3RKb2JzUmVzcG9uc2USIwoEam9icxgBIAMoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhAKCHNuYXBzaG90GAIgASgJEhAKCGhhc19tb3JlGAMgASgIEjQKDWZlZWRfcG9zaXRpb24YBCABKAsyHS5kb2NrZXQuc3RhdGUudjEuRmVlZFBvc2l0aW9uInQKCE5ld0V2ZW50EgwKBHR5cGUYASABKAkSKAoHcGF5bG9hZBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKYXR0ZW1wdF9pZBgDIAEoCRISCgVmZW5jZRgEIAEoA0gAiAEBQggKBl9mZW5jZSLgAQoUVHJhbnNpdGlvbkpvYlJlcXVlc3QSJwoGY2FsbGVyGAEgASgLMhcuZG9ja2V0LnN0YXRlLnYxLkNhbGxlchIOCgZqb2JfaWQYAiABKAkSHgoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKANIAIgBARIuCgl0b19zdGF0dXMYBCABKA4yGy5kb2NrZXQuY29tbW9uLnYxLkpvYlN0YXR1cxIpCgZldmVudHMYBSADKAsyGS5kb2NrZXQuc3RhdGUudjEuTmV3RXZlbnRCFAoSX2V4cGVjdGVkX3JldmlzaW9uImoKFVRyYW5zaXRpb25Kb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIWCg5maXJzdF9zZXF1ZW5jZRgCIAEoAxIVCg1sYXN0X3NlcXVlbmNlGAMgASgDInoKFFJlYWRKb2JFdmVudHNSZXF1ZXN0EicKBmNhbGxlchgBIAEoCzIXLmRvY2tldC5zdGF0ZS52MS5DYWxsZXISDgoGam9iX2lkGAIgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAMgASgDEhEKCXBhZ2Vfc2l6ZRgEIAEoBSKeAQoVUmVhZEpvYkV2ZW50c1Jlc3BvbnNlEicKBmV2ZW50cxgBIAMoCzIXLmRvY2tldC5jb21tb24udjEuRXZlbnQSFwoPbGF0ZXN0X3NlcXVlbmNlGAIgASgDEisKBnN0YXR1cxgDIAEoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzEhYKDnJlcXVlc3RfZGlnZXN0GAQgASgJIkoKD1dhdGNoSm9iUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEg4KBmpvYl9pZBgCIAEoCSKGAQoQV2F0Y2hKb2JSZXNwb25zZRIXCg9sYXRlc3Rfc2VxdWVuY2UYASABKAMSKwoGc3RhdHVzGAIgASgOMhsuZG9ja2V0LmNvbW1vbi52MS5Kb2JTdGF0dXMSLAoIcHJvZ3Jlc3MYAyABKAsyGi5kb2NrZXQuY29tbW9uLnYxLlByb2dyZXNzIkwKDENoYW5nZUZpbHRlchItCghzdGF0dXNlcxgBIAMoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzEg0KBXF1ZXVlGAIgASgJIjgKDEZlZWRQb3NpdGlvbhIWCg50cmFuc2FjdGlvbl9pZBgBIAEoBBIQCghlbnRyeV9pZBgCIAEoBCKsAQoVUmVhZEpvYkNoYW5nZXNSZXF1ZXN0EicKBmNhbGxlchgBIAEoCzIXLmRvY2tldC5zdGF0ZS52MS5DYWxsZXISLAoFYWZ0ZXIYAiABKAsyHS5kb2NrZXQuc3RhdGUudjEuRmVlZFBvc2l0aW9uEi0KBmZpbHRlchgDIAEoCzIdLmRvY2tldC5zdGF0ZS52MS5DaGFuZ2VGaWx0ZXISDQoFbGltaXQYBCABKAUi/QEKCUpvYkNoYW5nZRIvCghwb3NpdGlvbhgBIAEoCzIdLmRvY2tldC5zdGF0ZS52MS5GZWVkUG9zaXRpb24SDgoGam9iX2lkGAIgASgJEhAKCHJldmlzaW9uGAMgASgDEisKBnN0YXR1cxgEIAEoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzEjEKCWxpZmVjeWNsZRgFIAEoDjIeLmRvY2tldC5jb21tb24udjEuSm9iTGlmZWN5Y2xlEg0KBXF1ZXVlGAYgASgJEi4KCmNoYW5nZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIokBChZSZWFkSm9iQ2hhbmdlc1Jlc3BvbnNlEisKB2NoYW5nZXMYASADKAsyGi5kb2NrZXQuc3RhdGUudjEuSm9iQ2hhbmdlEi8KCHBvc2l0aW9uGAIgASgLMh0uZG9ja2V0LnN0YXRlLnYxLkZlZWRQb3NpdGlvbhIRCgloZWxkX2JhY2sYAyABKAgiFQoTV2F0Y2hDaGFuZ2VzUmVxdWVzdCJDChRXYXRjaENoYW5nZXNSZXNwb25zZRIYChBjbGFpbWFibGVfcXVldWVzGAEgAygJEhEKCWFueV9xdWV1ZRgCIAEoCCKrAgoQQ2hhbmdlSm9iUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEhEKCW9wZXJhdGlvbhgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkSFgoOcmVxdWVzdF9kaWdlc3QYBCABKAkSMgoPaWRlbXBvdGVuY3lfdHRsGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg4KBmpvYl9pZBgGIAEoCRIeChFleHBlY3RlZF9yZXZpc2lvbhgHIAEoA0gAiAEBEjAKBmFjdGlvbhgIIAEoDjIgLmRvY2tldC5zdGF0ZS52MS5Kb2JDaGFuZ2VBY3Rpb25CFAoSX2V4cGVjdGVkX3JldmlzaW9uIoUBChFDaGFuZ2VKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKSBAoXSGFuZGxlV29ya2VyQ2FsbFJlcXVlc3QSDwoHc3ViamVjdBgBIAEoCRJFCg9yZWdpc3Rlcl93b3JrZXIYAiABKAsyKi5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlZ2lzdGVyV29ya2VyUmVxdWVzdEgAEjsKCmNsYWltX2pvYnMYAyABKAsyJS5kb2NrZXQuZXhlY3V0aW9uLnYxLkNsYWltSm9ic1JlcXVlc3RIABJBCg1yZW5ld19hdHRlbXB0GAQgASgLMiguZG9ja2V0LmV4ZWN1dGlvbi52MS5SZW5ld0F0dGVtcHRSZXF1ZXN0SAASRQoPcmVwb3J0X3Byb2dyZXNzGAUgASgLMiouZG9ja2V0LmV4ZWN1dGlvbi52MS5SZXBvcnRQcm9ncmVzc1JlcXVlc3RIABJFCg9zYXZlX2NoZWNrcG9pbnQYBiABKAsyKi5kb2NrZXQuZXhlY3V0aW9uLnYxLlNhdmVDaGVja3BvaW50UmVxdWVzdEgAEkEKDWFwcGVuZF9ldmVudHMYByABKAsyKC5kb2NrZXQuZXhlY3V0aW9uLnYxLkFwcGVuZEV2ZW50c1JlcXVlc3RIABJDCg5yZXBvcnRfb3V0Y29tZRgIIAEoCzIpLmRvY2tldC5leGVjdXRpb24udjEuUmVwb3J0T3V0Y29tZVJlcXVlc3RIAEIJCgdyZXF1ZXN0ItcEChhIYW5kbGVXb3JrZXJDYWxsUmVzcG9uc2USRgoPcmVnaXN0ZXJfd29ya2VyGAEgASgLMisuZG9ja2V0LmV4ZWN1dGlvbi52MS5SZWdpc3RlcldvcmtlclJlc3BvbnNlSAASPAoKY2xhaW1fam9icxgCIAEoCzImLmRvY2tldC5leGVjdXRpb24udjEuQ2xhaW1Kb2JzUmVzcG9uc2VIABJCCg1yZW5ld19hdHRlbXB0GAMgASgLMikuZG9ja2V0LmV4ZWN1dGlvbi52MS5SZW5ld0F0dGVtcHRSZXNwb25zZUgAEkYKD3JlcG9ydF9wcm9ncmVzcxgEIAEoCzIrLmRvY2tldC5leGVjdXRpb24udjEuUmVwb3J0UHJvZ3Jlc3NSZXNwb25zZUgAEkYKD3NhdmVfY2hlY2twb2ludBgFIAEoCzIrLmRvY2tldC5leGVjdXRpb24udjEuU2F2ZUNoZWNrcG9pbnRSZXNwb25zZUgAEkIKDWFwcGVuZF9ldmVudHMYBiABKAsyKS5kb2NrZXQuZXhlY3V0aW9uLnYxLkFwcGVuZEV2ZW50c1Jlc3BvbnNlSAASRAoOcmVwb3J0X291dGNvbWUYByABKAsyKi5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlcG9ydE91dGNvbWVSZXNwb25zZUgAEjUKEW5leHRfY2xhaW1hYmxlX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxjbGFpbV9xdWV1ZXMYCSADKAlCCgoIcmVzcG9uc2UiVgoVUnVuTWFpbnRlbmFuY2VSZXF1ZXN0Ei4KBHRhc2sYASABKA4yIC5kb2NrZXQuc3RhdGUudjEuTWFpbnRlbmFuY2VUYXNrEg0KBWxpbWl0GAIgASgFIloKFlJ1bk1haW50ZW5hbmNlUmVzcG9uc2USDwoHaGFuZGxlZBgBIAEoBRIvCgtuZXh0X2R1ZV9hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiRgoQQWRtaXRKb2JzUmVxdWVzdBIyCghyZXF1ZXN0cxgBIAMoCzIgLmRvY2tldC5zdGF0ZS52MS5BZG1pdEpvYlJlcXVlc3QiRQoRQWRtaXRKb2JzUmVzcG9uc2USMAoHcmVzdWx0cxgBIAMoCzIfLmRvY2tldC5zdGF0ZS52MS5BZG1pdEpvYlJlc3VsdCJ2Cg5BZG1pdEpvYlJlc3VsdBI1CghyZXNwb25zZRgBIAEoCzIhLmRvY2tldC5zdGF0ZS52MS5BZG1pdEpvYlJlc3BvbnNlSAASIwoFZXJyb3IYAiABKAsyEi5nb29nbGUucnBjLlN0YXR1c0gAQggKBnJlc3VsdCJTChhIYW5kbGVXb3JrZXJDYWxsc1JlcXVlc3QSNwoFY2FsbHMYASADKAsyKC5kb2NrZXQuc3RhdGUudjEuSGFuZGxlV29ya2VyQ2FsbFJlcXVlc3QiVQoZSGFuZGxlV29ya2VyQ2FsbHNSZXNwb25zZRI4CgdyZXN1bHRzGAEgAygLMicuZG9ja2V0LnN0YXRlLnYxLkhhbmRsZVdvcmtlckNhbGxSZXN1bHQihgEKFkhhbmRsZVdvcmtlckNhbGxSZXN1bHQSPQoIcmVzcG9uc2UYASABKAsyKS5kb2NrZXQuc3RhdGUudjEuSGFuZGxlV29ya2VyQ2FsbFJlc3BvbnNlSAASIwoFZXJyb3IYAiABKAsyEi5nb29nbGUucnBjLlN0YXR1c0gAQggKBnJlc3VsdCqNAQoPSm9iQ2hhbmdlQWN0aW9uEiEKHUpPQl9DSEFOR0VfQUNUSU9OX1VOU1BFQ0lGSUVEEAASHAoYSk9CX0NIQU5HRV9BQ1RJT05fQ0FOQ0VMEAESGwoXSk9CX0NIQU5HRV9BQ1RJT05fUEFVU0UQAhIcChhKT0JfQ0hBTkdFX0FDVElPTl9SRVNVTUUQAyq7AQoPTWFpbnRlbmFuY2VUYXNrEiAKHE1BSU5URU5BTkNFX1RBU0tfVU5TUEVDSUZJRUQQABIsCihNQUlOVEVOQU5DRV9UQVNLX1NFVFRMRV9FWFBJUkVEX0FUVEVNUFRTEAESKAokTUFJTlRFTkFOQ0VfVEFTS19SRVFVRVVFX0RVRV9SRVRSSUVTEAISLgoqTUFJTlRFTkFOQ0VfVEFTS19TV0VFUF9JREVNUE9URU5DWV9SRUNPUkRTEAMyxAkKDFN0YXRlU2VydmljZRJPCghBZG1pdEpvYhIgLmRvY2tldC5zdGF0ZS52MS5BZG1pdEpvYlJlcXVlc3QaIS5kb2NrZXQuc3RhdGUudjEuQWRtaXRKb2JSZXNwb25zZRJOCgZHZXRKb2ISHi5kb2NrZXQuc3RhdGUudjEuR2V0Sm9iUmVxdWVzdBofLmRvY2tldC5zdGF0ZS52MS5HZXRKb2JSZXNwb25zZSIDkAIBElQKCExpc3RKb2JzEiAuZG9ja2V0LnN0YXRlLnYxLkxpc3RKb2JzUmVxdWVzdBohLmRvY2tldC5zdGF0ZS52MS5MaXN0Sm9ic1Jlc3BvbnNlIgOQAgESXgoNVHJhbnNpdGlvbkpvYhIlLmRvY2tldC5zdGF0ZS52MS5UcmFuc2l0aW9uSm9iUmVxdWVzdBomLmRvY2tldC5zdGF0ZS52MS5UcmFuc2l0aW9uSm9iUmVzcG9uc2USYwoNUmVhZEpvYkV2ZW50cxIlLmRvY2tldC5zdGF0ZS52MS5SZWFkSm9iRXZlbnRzUmVxdWVzdBomLmRvY2tldC5zdGF0ZS52MS5SZWFkSm9iRXZlbnRzUmVzcG9uc2UiA5ACARJRCghXYXRjaEpvYhIgLmRvY2tldC5zdGF0ZS52MS5XYXRjaEpvYlJlcXVlc3QaIS5kb2NrZXQuc3RhdGUudjEuV2F0Y2hKb2JSZXNwb25zZTABEmYKDlJlYWRKb2JDaGFuZ2VzEiYuZG9ja2V0LnN0YXRlLnYxLlJlYWRKb2JDaGFuZ2VzUmVxdWVzdBonLmRvY2tldC5zdGF0ZS52MS5SZWFkSm9iQ2hhbmdlc1Jlc3BvbnNlIgOQAgESXQoMV2F0Y2hDaGFuZ2VzEiQuZG9ja2V0LnN0YXRlLnYxLldhdGNoQ2hhbmdlc1JlcXVlc3QaJS5kb2NrZXQuc3RhdGUudjEuV2F0Y2hDaGFuZ2VzUmVzcG9uc2UwARJSCglDaGFuZ2VKb2ISIS5kb2NrZXQuc3RhdGUudjEuQ2hhbmdlSm9iUmVxdWVzdBoiLmRvY2tldC5zdGF0ZS52MS5DaGFuZ2VKb2JSZXNwb25zZRJnChBIYW5kbGVXb3JrZXJDYWxsEiguZG9ja2V0LnN0YXRlLnYxLkhhbmRsZVdvcmtlckNhbGxSZXF1ZXN0GikuZG9ja2V0LnN0YXRlLnYxLkhhbmRsZVdvcmtlckNhbGxSZXNwb25zZRJSCglBZG1pdEpvYnMSIS5kb2NrZXQuc3RhdGUudjEuQWRtaXRKb2JzUmVxdWVzdBoiLmRvY2tldC5zdGF0ZS52MS5BZG1pdEpvYnNSZXNwb25zZRJqChFIYW5kbGVXb3JrZXJDYWxscxIpLmRvY2tldC5zdGF0ZS52MS5IYW5kbGVXb3JrZXJDYWxsc1JlcXVlc3QaKi5kb2NrZXQuc3RhdGUudjEuSGFuZGxlV29ya2VyQ2FsbHNSZXNwb25zZRJhCg5SdW5NYWludGVuYW5jZRImLmRvY2tldC5zdGF0ZS52MS5SdW5NYWludGVuYW5jZVJlcXVlc3QaJy5kb2NrZXQuc3RhdGUudjEuUnVuTWFpbnRlbmFuY2VSZXNwb25zZWIGcHJvdG8z", [file_docket_common_v1_event, file_docket_common_v1_job, file_docket_common_v1_job_status, file_docket_common_v1_progress, file_docket_common_v1_retry_policy, file_docket_execution_v1_execution_service, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_status]);
+  fileDesc("CiNkb2NrZXQvc3RhdGUvdjEvc3RhdGVfc2VydmljZS5wcm90bxIPZG9ja2V0LnN0YXRlLnYxIigKBkNhbGxlchIPCgdzdWJqZWN0GAEgASgJEg0KBWFkbWluGAIgASgIIocCCgdKb2JTcGVjEg0KBXF1ZXVlGAEgASgJEiYKBWlucHV0GAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVsYWJlbBgDIAEoCRIQCghwcmlvcml0eRgEIAEoBRItCglydW5fYWZ0ZXIYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjMKDHJldHJ5X3BvbGljeRgGIAEoCzIdLmRvY2tldC5jb21tb24udjEuUmV0cnlQb2xpY3kSQAoTbG9zdF9hdHRlbXB0X3BvbGljeRgHIAEoDjIjLmRvY2tldC5jb21tb24udjEuTG9zdEF0dGVtcHRQb2xpY3ki2gEKD0FkbWl0Sm9iUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEhEKCW9wZXJhdGlvbhgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkSFgoOcmVxdWVzdF9kaWdlc3QYBCABKAkSMgoPaWRlbXBvdGVuY3lfdHRsGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiYKBHNwZWMYBiABKAsyGC5kb2NrZXQuc3RhdGUudjEuSm9iU3BlYyKEAQoQQWRtaXRKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJICg1HZXRKb2JSZXF1ZXN0EicKBmNhbGxlchgBIAEoCzIXLmRvY2tldC5zdGF0ZS52MS5DYWxsZXISDgoGam9iX2lkGAIgASgJImoKDkdldEpvYlJlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEjQKDWZlZWRfcG9zaXRpb24YAiABKAsyHS5kb2NrZXQuc3RhdGUudjEuRmVlZFBvc2l0aW9uIk4KDExpc3RQb3NpdGlvbhIuCgpjcmVhdGVkX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZqb2JfaWQYAiABKAki5AEKD0xpc3RKb2JzUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEhEKCXBhZ2Vfc2l6ZRgCIAEoBRItCghzdGF0dXNlcxgDIAMoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzEg0KBXF1ZXVlGAQgASgJEhcKD2luY2x1ZGVfZGVsZXRlZBgFIAEoCBIQCghzbmFwc2hvdBgGIAEoCRIsCgVhZnRlchgHIAEoCzIdLmRvY2tldC5zdGF0ZS52MS5MaXN0UG9zaXRpb24ikQEKEExpc3RKb2JzUmVzcG9uc2USIwoEam9icxgBIAMoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhAKCHNuYXBzaG90GAIgASgJEhAKCGhhc19tb3JlGAMgASgIEjQKDWZlZWRfcG9zaXRpb24YBCABKAsyHS5kb2NrZXQuc3RhdGUudjEuRmVlZFBvc2l0aW9uInQKCE5ld0V2ZW50EgwKBHR5cGUYASABKAkSKAoHcGF5bG9hZBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKYXR0ZW1wdF9pZBgDIAEoCRISCgVmZW5jZRgEIAEoA0gAiAEBQggKBl9mZW5jZSLgAQoUVHJhbnNpdGlvbkpvYlJlcXVlc3QSJwoGY2FsbGVyGAEgASgLMhcuZG9ja2V0LnN0YXRlLnYxLkNhbGxlchIOCgZqb2JfaWQYAiABKAkSHgoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKANIAIgBARIuCgl0b19zdGF0dXMYBCABKA4yGy5kb2NrZXQuY29tbW9uLnYxLkpvYlN0YXR1cxIpCgZldmVudHMYBSADKAsyGS5kb2NrZXQuc3RhdGUudjEuTmV3RXZlbnRCFAoSX2V4cGVjdGVkX3JldmlzaW9uImoKFVRyYW5zaXRpb25Kb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIWCg5maXJzdF9zZXF1ZW5jZRgCIAEoAxIVCg1sYXN0X3NlcXVlbmNlGAMgASgDInoKFFJlYWRKb2JFdmVudHNSZXF1ZXN0EicKBmNhbGxlchgBIAEoCzIXLmRvY2tldC5zdGF0ZS52MS5DYWxsZXISDgoGam9iX2lkGAIgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAMgASgDEhEKCXBhZ2Vfc2l6ZRgEIAEoBSKeAQoVUmVhZEpvYkV2ZW50c1Jlc3BvbnNlEicKBmV2ZW50cxgBIAMoCzIXLmRvY2tldC5jb21tb24udjEuRXZlbnQSFwoPbGF0ZXN0X3NlcXVlbmNlGAIgASgDEisKBnN0YXR1cxgDIAEoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzEhYKDnJlcXVlc3RfZGlnZXN0GAQgASgJIkoKD1dhdGNoSm9iUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEg4KBmpvYl9pZBgCIAEoCSKGAQoQV2F0Y2hKb2JSZXNwb25zZRIXCg9sYXRlc3Rfc2VxdWVuY2UYASABKAMSKwoGc3RhdHVzGAIgASgOMhsuZG9ja2V0LmNvbW1vbi52MS5Kb2JTdGF0dXMSLAoIcHJvZ3Jlc3MYAyABKAsyGi5kb2NrZXQuY29tbW9uLnYxLlByb2dyZXNzIkwKDENoYW5nZUZpbHRlchItCghzdGF0dXNlcxgBIAMoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzEg0KBXF1ZXVlGAIgASgJIjgKDEZlZWRQb3NpdGlvbhIWCg50cmFuc2FjdGlvbl9pZBgBIAEoBBIQCghlbnRyeV9pZBgCIAEoBCKsAQoVUmVhZEpvYkNoYW5nZXNSZXF1ZXN0EicKBmNhbGxlchgBIAEoCzIXLmRvY2tldC5zdGF0ZS52MS5DYWxsZXISLAoFYWZ0ZXIYAiABKAsyHS5kb2NrZXQuc3RhdGUudjEuRmVlZFBvc2l0aW9uEi0KBmZpbHRlchgDIAEoCzIdLmRvY2tldC5zdGF0ZS52MS5DaGFuZ2VGaWx0ZXISDQoFbGltaXQYBCABKAUi/QEKCUpvYkNoYW5nZRIvCghwb3NpdGlvbhgBIAEoCzIdLmRvY2tldC5zdGF0ZS52MS5GZWVkUG9zaXRpb24SDgoGam9iX2lkGAIgASgJEhAKCHJldmlzaW9uGAMgASgDEisKBnN0YXR1cxgEIAEoDjIbLmRvY2tldC5jb21tb24udjEuSm9iU3RhdHVzEjEKCWxpZmVjeWNsZRgFIAEoDjIeLmRvY2tldC5jb21tb24udjEuSm9iTGlmZWN5Y2xlEg0KBXF1ZXVlGAYgASgJEi4KCmNoYW5nZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIokBChZSZWFkSm9iQ2hhbmdlc1Jlc3BvbnNlEisKB2NoYW5nZXMYASADKAsyGi5kb2NrZXQuc3RhdGUudjEuSm9iQ2hhbmdlEi8KCHBvc2l0aW9uGAIgASgLMh0uZG9ja2V0LnN0YXRlLnYxLkZlZWRQb3NpdGlvbhIRCgloZWxkX2JhY2sYAyABKAgiFQoTV2F0Y2hDaGFuZ2VzUmVxdWVzdCJDChRXYXRjaENoYW5nZXNSZXNwb25zZRIYChBjbGFpbWFibGVfcXVldWVzGAEgAygJEhEKCWFueV9xdWV1ZRgCIAEoCCKrAgoQQ2hhbmdlSm9iUmVxdWVzdBInCgZjYWxsZXIYASABKAsyFy5kb2NrZXQuc3RhdGUudjEuQ2FsbGVyEhEKCW9wZXJhdGlvbhgCIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkSFgoOcmVxdWVzdF9kaWdlc3QYBCABKAkSMgoPaWRlbXBvdGVuY3lfdHRsGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg4KBmpvYl9pZBgGIAEoCRIeChFleHBlY3RlZF9yZXZpc2lvbhgHIAEoA0gAiAEBEjAKBmFjdGlvbhgIIAEoDjIgLmRvY2tldC5zdGF0ZS52MS5Kb2JDaGFuZ2VBY3Rpb25CFAoSX2V4cGVjdGVkX3JldmlzaW9uIoUBChFDaGFuZ2VKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCL4BgoXSGFuZGxlV29ya2VyQ2FsbFJlcXVlc3QSDwoHc3ViamVjdBgBIAEoCRJFCg9yZWdpc3Rlcl93b3JrZXIYAiABKAsyKi5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlZ2lzdGVyV29ya2VyUmVxdWVzdEgAEjsKCmNsYWltX2pvYnMYAyABKAsyJS5kb2NrZXQuZXhlY3V0aW9uLnYxLkNsYWltSm9ic1JlcXVlc3RIABJBCg1yZW5ld19hdHRlbXB0GAQgASgLMiguZG9ja2V0LmV4ZWN1dGlvbi52MS5SZW5ld0F0dGVtcHRSZXF1ZXN0SAASRQoPcmVwb3J0X3Byb2dyZXNzGAUgASgLMiouZG9ja2V0LmV4ZWN1dGlvbi52MS5SZXBvcnRQcm9ncmVzc1JlcXVlc3RIABJFCg9zYXZlX2NoZWNrcG9pbnQYBiABKAsyKi5kb2NrZXQuZXhlY3V0aW9uLnYxLlNhdmVDaGVja3BvaW50UmVxdWVzdEgAEkEKDWFwcGVuZF9ldmVudHMYByABKAsyKC5kb2NrZXQuZXhlY3V0aW9uLnYxLkFwcGVuZEV2ZW50c1JlcXVlc3RIABJDCg5yZXBvcnRfb3V0Y29tZRgIIAEoCzIpLmRvY2tldC5leGVjdXRpb24udjEuUmVwb3J0T3V0Y29tZVJlcXVlc3RIABI9CgthY2tfc2lnbmFscxgKIAEoCzImLmRvY2tldC5leGVjdXRpb24udjEuQWNrU2lnbmFsc1JlcXVlc3RIABJHChByZXF1ZXN0X2FwcHJvdmFsGAsgASgLMisuZG9ja2V0LmV4ZWN1dGlvbi52MS5SZXF1ZXN0QXBwcm92YWxSZXF1ZXN0SAASPwoMYmVnaW5fZWZmZWN0GAwgASgLMicuZG9ja2V0LmV4ZWN1dGlvbi52MS5CZWdpbkVmZmVjdFJlcXVlc3RIABJDCg5hZHZhbmNlX2VmZmVjdBgNIAEoCzIpLmRvY2tldC5leGVjdXRpb24udjEuQWR2YW5jZUVmZmVjdFJlcXVlc3RIABJWChhsaXN0X3JlY292ZXJhYmxlX2VmZmVjdHMYDiABKAsyMi5kb2NrZXQuZXhlY3V0aW9uLnYxLkxpc3RSZWNvdmVyYWJsZUVmZmVjdHNSZXF1ZXN0SABCCQoHcmVxdWVzdCLCBwoYSGFuZGxlV29ya2VyQ2FsbFJlc3BvbnNlEkYKD3JlZ2lzdGVyX3dvcmtlchgBIAEoCzIrLmRvY2tldC5leGVjdXRpb24udjEuUmVnaXN0ZXJXb3JrZXJSZXNwb25zZUgAEjwKCmNsYWltX2pvYnMYAiABKAsyJi5kb2NrZXQuZXhlY3V0aW9uLnYxLkNsYWltSm9ic1Jlc3BvbnNlSAASQgoNcmVuZXdfYXR0ZW1wdBgDIAEoCzIpLmRvY2tldC5leGVjdXRpb24udjEuUmVuZXdBdHRlbXB0UmVzcG9uc2VIABJGCg9yZXBvcnRfcHJvZ3Jlc3MYBCABKAsyKy5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlcG9ydFByb2dyZXNzUmVzcG9uc2VIABJGCg9zYXZlX2NoZWNrcG9pbnQYBSABKAsyKy5kb2NrZXQuZXhlY3V0aW9uLnYxLlNhdmVDaGVja3BvaW50UmVzcG9uc2VIABJCCg1hcHBlbmRfZXZlbnRzGAYgASgLMikuZG9ja2V0LmV4ZWN1dGlvbi52MS5BcHBlbmRFdmVudHNSZXNwb25zZUgAEkQKDnJlcG9ydF9vdXRjb21lGAcgASgLMiouZG9ja2V0LmV4ZWN1dGlvbi52MS5SZXBvcnRPdXRjb21lUmVzcG9uc2VIABI+CgthY2tfc2lnbmFscxgKIAEoCzInLmRvY2tldC5leGVjdXRpb24udjEuQWNrU2lnbmFsc1Jlc3BvbnNlSAASSAoQcmVxdWVzdF9hcHByb3ZhbBgLIAEoCzIsLmRvY2tldC5leGVjdXRpb24udjEuUmVxdWVzdEFwcHJvdmFsUmVzcG9uc2VIABJACgxiZWdpbl9lZmZlY3QYDCABKAsyKC5kb2NrZXQuZXhlY3V0aW9uLnYxLkJlZ2luRWZmZWN0UmVzcG9uc2VIABJECg5hZHZhbmNlX2VmZmVjdBgNIAEoCzIqLmRvY2tldC5leGVjdXRpb24udjEuQWR2YW5jZUVmZmVjdFJlc3BvbnNlSAASVwoYbGlzdF9yZWNvdmVyYWJsZV9lZmZlY3RzGA4gASgLMjMuZG9ja2V0LmV4ZWN1dGlvbi52MS5MaXN0UmVjb3ZlcmFibGVFZmZlY3RzUmVzcG9uc2VIABI1ChFuZXh0X2NsYWltYWJsZV9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMY2xhaW1fcXVldWVzGAkgAygJQgoKCHJlc3BvbnNlIlYKFVJ1bk1haW50ZW5hbmNlUmVxdWVzdBIuCgR0YXNrGAEgASgOMiAuZG9ja2V0LnN0YXRlLnYxLk1haW50ZW5hbmNlVGFzaxINCgVsaW1pdBgCIAEoBSJaChZSdW5NYWludGVuYW5jZVJlc3BvbnNlEg8KB2hhbmRsZWQYASABKAUSLwoLbmV4dF9kdWVfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkYKEEFkbWl0Sm9ic1JlcXVlc3QSMgoIcmVxdWVzdHMYASADKAsyIC5kb2NrZXQuc3RhdGUudjEuQWRtaXRKb2JSZXF1ZXN0IkUKEUFkbWl0Sm9ic1Jlc3BvbnNlEjAKB3Jlc3VsdHMYASADKAsyHy5kb2NrZXQuc3RhdGUudjEuQWRtaXRKb2JSZXN1bHQidgoOQWRtaXRKb2JSZXN1bHQSNQoIcmVzcG9uc2UYASABKAsyIS5kb2NrZXQuc3RhdGUudjEuQWRtaXRKb2JSZXNwb25zZUgAEiMKBWVycm9yGAIgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXNIAEIICgZyZXN1bHQiUwoYSGFuZGxlV29ya2VyQ2FsbHNSZXF1ZXN0EjcKBWNhbGxzGAEgAygLMiguZG9ja2V0LnN0YXRlLnYxLkhhbmRsZVdvcmtlckNhbGxSZXF1ZXN0IlUKGUhhbmRsZVdvcmtlckNhbGxzUmVzcG9uc2USOAoHcmVzdWx0cxgBIAMoCzInLmRvY2tldC5zdGF0ZS52MS5IYW5kbGVXb3JrZXJDYWxsUmVzdWx0IoYBChZIYW5kbGVXb3JrZXJDYWxsUmVzdWx0Ej0KCHJlc3BvbnNlGAEgASgLMikuZG9ja2V0LnN0YXRlLnYxLkhhbmRsZVdvcmtlckNhbGxSZXNwb25zZUgAEiMKBWVycm9yGAIgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXNIAEIICgZyZXN1bHQilQMKFkhhbmRsZU93bmVyQ2FsbFJlcXVlc3QSJwoGY2FsbGVyGAEgASgLMhcuZG9ja2V0LnN0YXRlLnYxLkNhbGxlchIRCglvcGVyYXRpb24YAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJEhYKDnJlcXVlc3RfZGlnZXN0GAQgASgJEjIKD2lkZW1wb3RlbmN5X3R0bBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhJFCg9kZWNpZGVfYXBwcm92YWwYBiABKAsyKi5kb2NrZXQuYWRtaXNzaW9uLnYxLkRlY2lkZUFwcHJvdmFsUmVxdWVzdEgAEj0KC3NlbmRfc2lnbmFsGAcgASgLMiYuZG9ja2V0LmFkbWlzc2lvbi52MS5TZW5kU2lnbmFsUmVxdWVzdEgAEkkKEXJlY29uY2lsZV9zaWduYWxzGAggASgLMiwuZG9ja2V0LmFkbWlzc2lvbi52MS5SZWNvbmNpbGVTaWduYWxzUmVxdWVzdEgAQgkKB3JlcXVlc3Qi+QEKF0hhbmRsZU93bmVyQ2FsbFJlc3BvbnNlEkYKD2RlY2lkZV9hcHByb3ZhbBgBIAEoCzIrLmRvY2tldC5hZG1pc3Npb24udjEuRGVjaWRlQXBwcm92YWxSZXNwb25zZUgAEj4KC3NlbmRfc2lnbmFsGAIgASgLMicuZG9ja2V0LmFkbWlzc2lvbi52MS5TZW5kU2lnbmFsUmVzcG9uc2VIABJKChFyZWNvbmNpbGVfc2lnbmFscxgDIAEoCzItLmRvY2tldC5hZG1pc3Npb24udjEuUmVjb25jaWxlU2lnbmFsc1Jlc3BvbnNlSABCCgoIcmVzcG9uc2UqjQEKD0pvYkNoYW5nZUFjdGlvbhIhCh1KT0JfQ0hBTkdFX0FDVElPTl9VTlNQRUNJRklFRBAAEhwKGEpPQl9DSEFOR0VfQUNUSU9OX0NBTkNFTBABEhsKF0pPQl9DSEFOR0VfQUNUSU9OX1BBVVNFEAISHAoYSk9CX0NIQU5HRV9BQ1RJT05fUkVTVU1FEAMquwEKD01haW50ZW5hbmNlVGFzaxIgChxNQUlOVEVOQU5DRV9UQVNLX1VOU1BFQ0lGSUVEEAASLAooTUFJTlRFTkFOQ0VfVEFTS19TRVRUTEVfRVhQSVJFRF9BVFRFTVBUUxABEigKJE1BSU5URU5BTkNFX1RBU0tfUkVRVUVVRV9EVUVfUkVUUklFUxACEi4KKk1BSU5URU5BTkNFX1RBU0tfU1dFRVBfSURFTVBPVEVOQ1lfUkVDT1JEUxADMqoKCgxTdGF0ZVNlcnZpY2USTwoIQWRtaXRKb2ISIC5kb2NrZXQuc3RhdGUudjEuQWRtaXRKb2JSZXF1ZXN0GiEuZG9ja2V0LnN0YXRlLnYxLkFkbWl0Sm9iUmVzcG9uc2USTgoGR2V0Sm9iEh4uZG9ja2V0LnN0YXRlLnYxLkdldEpvYlJlcXVlc3QaHy5kb2NrZXQuc3RhdGUudjEuR2V0Sm9iUmVzcG9uc2UiA5ACARJUCghMaXN0Sm9icxIgLmRvY2tldC5zdGF0ZS52MS5MaXN0Sm9ic1JlcXVlc3QaIS5kb2NrZXQuc3RhdGUudjEuTGlzdEpvYnNSZXNwb25zZSIDkAIBEl4KDVRyYW5zaXRpb25Kb2ISJS5kb2NrZXQuc3RhdGUudjEuVHJhbnNpdGlvbkpvYlJlcXVlc3QaJi5kb2NrZXQuc3RhdGUudjEuVHJhbnNpdGlvbkpvYlJlc3BvbnNlEmMKDVJlYWRKb2JFdmVudHMSJS5kb2NrZXQuc3RhdGUudjEuUmVhZEpvYkV2ZW50c1JlcXVlc3QaJi5kb2NrZXQuc3RhdGUudjEuUmVhZEpvYkV2ZW50c1Jlc3BvbnNlIgOQAgESUQoIV2F0Y2hKb2ISIC5kb2NrZXQuc3RhdGUudjEuV2F0Y2hKb2JSZXF1ZXN0GiEuZG9ja2V0LnN0YXRlLnYxLldhdGNoSm9iUmVzcG9uc2UwARJmCg5SZWFkSm9iQ2hhbmdlcxImLmRvY2tldC5zdGF0ZS52MS5SZWFkSm9iQ2hhbmdlc1JlcXVlc3QaJy5kb2NrZXQuc3RhdGUudjEuUmVhZEpvYkNoYW5nZXNSZXNwb25zZSIDkAIBEl0KDFdhdGNoQ2hhbmdlcxIkLmRvY2tldC5zdGF0ZS52MS5XYXRjaENoYW5nZXNSZXF1ZXN0GiUuZG9ja2V0LnN0YXRlLnYxLldhdGNoQ2hhbmdlc1Jlc3BvbnNlMAESUgoJQ2hhbmdlSm9iEiEuZG9ja2V0LnN0YXRlLnYxLkNoYW5nZUpvYlJlcXVlc3QaIi5kb2NrZXQuc3RhdGUudjEuQ2hhbmdlSm9iUmVzcG9uc2USZwoQSGFuZGxlV29ya2VyQ2FsbBIoLmRvY2tldC5zdGF0ZS52MS5IYW5kbGVXb3JrZXJDYWxsUmVxdWVzdBopLmRvY2tldC5zdGF0ZS52MS5IYW5kbGVXb3JrZXJDYWxsUmVzcG9uc2USUgoJQWRtaXRKb2JzEiEuZG9ja2V0LnN0YXRlLnYxLkFkbWl0Sm9ic1JlcXVlc3QaIi5kb2NrZXQuc3RhdGUudjEuQWRtaXRKb2JzUmVzcG9uc2USagoRSGFuZGxlV29ya2VyQ2FsbHMSKS5kb2NrZXQuc3RhdGUudjEuSGFuZGxlV29ya2VyQ2FsbHNSZXF1ZXN0GiouZG9ja2V0LnN0YXRlLnYxLkhhbmRsZVdvcmtlckNhbGxzUmVzcG9uc2USYQoOUnVuTWFpbnRlbmFuY2USJi5kb2NrZXQuc3RhdGUudjEuUnVuTWFpbnRlbmFuY2VSZXF1ZXN0GicuZG9ja2V0LnN0YXRlLnYxLlJ1bk1haW50ZW5hbmNlUmVzcG9uc2USZAoPSGFuZGxlT3duZXJDYWxsEicuZG9ja2V0LnN0YXRlLnYxLkhhbmRsZU93bmVyQ2FsbFJlcXVlc3QaKC5kb2NrZXQuc3RhdGUudjEuSGFuZGxlT3duZXJDYWxsUmVzcG9uc2ViBnByb3RvMw", [file_docket_admission_v1_admission_service, file_docket_common_v1_event, file_docket_common_v1_job, file_docket_common_v1_job_status, file_docket_common_v1_progress, file_docket_common_v1_retry_policy, file_docket_execution_v1_execution_service, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_status]);
 
 /**
  * Caller is the authenticated subject a public service acts for.
@@ -1100,6 +1102,46 @@ export type HandleWorkerCallRequest = Message<"docket.state.v1.HandleWorkerCallR
      */
     value: ReportOutcomeRequest;
     case: "reportOutcome";
+  } | {
+    /**
+     * AckSignals.
+     *
+     * @generated from field: docket.execution.v1.AckSignalsRequest ack_signals = 10;
+     */
+    value: AckSignalsRequest;
+    case: "ackSignals";
+  } | {
+    /**
+     * RequestApproval.
+     *
+     * @generated from field: docket.execution.v1.RequestApprovalRequest request_approval = 11;
+     */
+    value: RequestApprovalRequest;
+    case: "requestApproval";
+  } | {
+    /**
+     * BeginEffect.
+     *
+     * @generated from field: docket.execution.v1.BeginEffectRequest begin_effect = 12;
+     */
+    value: BeginEffectRequest;
+    case: "beginEffect";
+  } | {
+    /**
+     * AdvanceEffect.
+     *
+     * @generated from field: docket.execution.v1.AdvanceEffectRequest advance_effect = 13;
+     */
+    value: AdvanceEffectRequest;
+    case: "advanceEffect";
+  } | {
+    /**
+     * ListRecoverableEffects.
+     *
+     * @generated from field: docket.execution.v1.ListRecoverableEffectsRequest list_recoverable_effects = 14;
+     */
+    value: ListRecoverableEffectsRequest;
+    case: "listRecoverableEffects";
   } | { case: undefined; value?: undefined };
 };
 
@@ -1178,6 +1220,46 @@ export type HandleWorkerCallResponse = Message<"docket.state.v1.HandleWorkerCall
      */
     value: ReportOutcomeResponse;
     case: "reportOutcome";
+  } | {
+    /**
+     * AckSignals.
+     *
+     * @generated from field: docket.execution.v1.AckSignalsResponse ack_signals = 10;
+     */
+    value: AckSignalsResponse;
+    case: "ackSignals";
+  } | {
+    /**
+     * RequestApproval.
+     *
+     * @generated from field: docket.execution.v1.RequestApprovalResponse request_approval = 11;
+     */
+    value: RequestApprovalResponse;
+    case: "requestApproval";
+  } | {
+    /**
+     * BeginEffect.
+     *
+     * @generated from field: docket.execution.v1.BeginEffectResponse begin_effect = 12;
+     */
+    value: BeginEffectResponse;
+    case: "beginEffect";
+  } | {
+    /**
+     * AdvanceEffect.
+     *
+     * @generated from field: docket.execution.v1.AdvanceEffectResponse advance_effect = 13;
+     */
+    value: AdvanceEffectResponse;
+    case: "advanceEffect";
+  } | {
+    /**
+     * ListRecoverableEffects.
+     *
+     * @generated from field: docket.execution.v1.ListRecoverableEffectsResponse list_recoverable_effects = 14;
+     */
+    value: ListRecoverableEffectsResponse;
+    case: "listRecoverableEffects";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -1421,6 +1503,133 @@ export type HandleWorkerCallResult = Message<"docket.state.v1.HandleWorkerCallRe
  */
 export const HandleWorkerCallResultSchema: GenMessage<HandleWorkerCallResult> = /*@__PURE__*/
   messageDesc(file_docket_state_v1_state_service, 34);
+
+/**
+ * HandleOwnerCallRequest is one owner RPC as the admission service received
+ * and validated it, with its idempotency binding.
+ *
+ * @generated from message docket.state.v1.HandleOwnerCallRequest
+ */
+export type HandleOwnerCallRequest = Message<"docket.state.v1.HandleOwnerCallRequest"> & {
+  /**
+   * The owner (or an admin).
+   *
+   * @generated from field: docket.state.v1.Caller caller = 1;
+   */
+  caller?: Caller | undefined;
+
+  /**
+   * The public RPC path without its leading slash; part of the key scope.
+   *
+   * @generated from field: string operation = 2;
+   */
+  operation: string;
+
+  /**
+   * The idempotency key; stored only hashed.
+   *
+   * @generated from field: string idempotency_key = 3;
+   */
+  idempotencyKey: string;
+
+  /**
+   * SHA-256 of the canonical request, 64 lowercase hex (SPEC section 2).
+   *
+   * @generated from field: string request_digest = 4;
+   */
+  requestDigest: string;
+
+  /**
+   * How long the binding is kept at least (minimum 24 hours).
+   *
+   * @generated from field: google.protobuf.Duration idempotency_ttl = 5;
+   */
+  idempotencyTtl?: Duration | undefined;
+
+  /**
+   * The public request, exactly as received.
+   *
+   * @generated from oneof docket.state.v1.HandleOwnerCallRequest.request
+   */
+  request: {
+    /**
+     * DecideApproval.
+     *
+     * @generated from field: docket.admission.v1.DecideApprovalRequest decide_approval = 6;
+     */
+    value: DecideApprovalRequest;
+    case: "decideApproval";
+  } | {
+    /**
+     * SendSignal.
+     *
+     * @generated from field: docket.admission.v1.SendSignalRequest send_signal = 7;
+     */
+    value: SendSignalRequest;
+    case: "sendSignal";
+  } | {
+    /**
+     * ReconcileSignals.
+     *
+     * @generated from field: docket.admission.v1.ReconcileSignalsRequest reconcile_signals = 8;
+     */
+    value: ReconcileSignalsRequest;
+    case: "reconcileSignals";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message docket.state.v1.HandleOwnerCallRequest.
+ * Use `create(HandleOwnerCallRequestSchema)` to create a new message.
+ */
+export const HandleOwnerCallRequestSchema: GenMessage<HandleOwnerCallRequest> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 35);
+
+/**
+ * HandleOwnerCallResponse is the public response to the call (on replay:
+ * the stored original with `replayed` set), to be returned as is.
+ *
+ * @generated from message docket.state.v1.HandleOwnerCallResponse
+ */
+export type HandleOwnerCallResponse = Message<"docket.state.v1.HandleOwnerCallResponse"> & {
+  /**
+   * The response matching the call's request.
+   *
+   * @generated from oneof docket.state.v1.HandleOwnerCallResponse.response
+   */
+  response: {
+    /**
+     * DecideApproval.
+     *
+     * @generated from field: docket.admission.v1.DecideApprovalResponse decide_approval = 1;
+     */
+    value: DecideApprovalResponse;
+    case: "decideApproval";
+  } | {
+    /**
+     * SendSignal.
+     *
+     * @generated from field: docket.admission.v1.SendSignalResponse send_signal = 2;
+     */
+    value: SendSignalResponse;
+    case: "sendSignal";
+  } | {
+    /**
+     * ReconcileSignals.
+     *
+     * @generated from field: docket.admission.v1.ReconcileSignalsResponse reconcile_signals = 3;
+     */
+    value: ReconcileSignalsResponse;
+    case: "reconcileSignals";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message docket.state.v1.HandleOwnerCallResponse.
+ * Use `create(HandleOwnerCallResponseSchema)` to create a new message.
+ */
+export const HandleOwnerCallResponseSchema: GenMessage<HandleOwnerCallResponse> = /*@__PURE__*/
+  messageDesc(file_docket_state_v1_state_service, 36);
 
 /**
  * JobChangeAction is an owner's change of a job.
@@ -1703,6 +1912,23 @@ export const StateService: GenService<{
     methodKind: "unary";
     input: typeof RunMaintenanceRequestSchema;
     output: typeof RunMaintenanceResponseSchema;
+  },
+  /**
+   * HandleOwnerCall decides one of the owner RPCs of the admission service
+   * that are not a plain ChangeJob (DecideApproval, SendSignal,
+   * ReconcileSignals) with SubmitJob's idempotency contract: bound to
+   * (subject, operation, key) and the request digest, the complete response
+   * stored in the transaction of the change. A job that is not the caller's
+   * (unless admin) is NOT_FOUND, exactly as a missing one. DecideApproval
+   * burns the decision's digest in the approval history (its own
+   * connections, committed first) before the job's transaction journals it.
+   *
+   * @generated from rpc docket.state.v1.StateService.HandleOwnerCall
+   */
+  handleOwnerCall: {
+    methodKind: "unary";
+    input: typeof HandleOwnerCallRequestSchema;
+    output: typeof HandleOwnerCallResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_docket_state_v1_state_service, 0);
