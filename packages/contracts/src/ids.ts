@@ -2,9 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { base32Lower } from './base32.js';
 
 /** The type prefixes of SPEC §2, in the order the SPEC lists them. */
-export const ID_PREFIXES = Object.freeze(['job', 'att', 'wkr', 'op', 'del', 'apr'] as const);
+export const ID_PREFIXES = Object.freeze(['job', 'att', 'wkr', 'op', 'del', 'apr', 'eff'] as const);
 
-/** `job` jobs, `att` attempts, `wkr` worker incarnations, `op` operations, `del` deletions, `apr` approvals. */
+/**
+ * `job` jobs, `att` attempts, `wkr` worker incarnations, `op` operations,
+ * `del` deletions, `apr` approvals, and `eff` effect-journal records (named
+ * by the Effect message; not in the SPEC's list, which it extends).
+ */
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 
 /**

@@ -18,6 +18,7 @@ describe('LIMITS', () => {
       queueNameMax: 128,
       idempotencyKeyMin: 16,
       idempotencyKeyMax: 128,
+      recoverableEffectsPage: 256,
     });
     expect(Object.isFrozen(LIMITS)).toBe(true);
   });

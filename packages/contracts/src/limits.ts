@@ -31,6 +31,8 @@ export const LIMITS = Object.freeze({
   idempotencyKeyMin: 16,
   /** Longest idempotency key, in characters. */
   idempotencyKeyMax: 128,
+  /** Most effects one ListRecoverableEffects returns (and its default). */
+  recoverableEffectsPage: 256,
 } as const);
 
 /** The name of one limit; `LIMIT_EXCEEDED` metadata names limits this way. */

@@ -6,6 +6,8 @@ export interface StateConfig {
   readonly listen: { readonly host: string; readonly port: number };
   /** External Postgres; undefined means embedded Postgres under dataDir. */
   readonly databaseUrl: string | undefined;
+  /** Where the approval history lives; undefined means the state database (its own schema and owner). */
+  readonly approvalDatabaseUrl: string | undefined;
   readonly dataDir: string;
   readonly authSecret: string;
   readonly maxConnections: number;
@@ -20,7 +22,7 @@ export interface StateConfig {
 export const STATE_DEFAULT_PORT = 7404;
 
 /**
- * Reads DOCKET_LISTEN, DOCKET_DATABASE_URL, DOCKET_DATA_DIR,
+ * Reads DOCKET_LISTEN, DOCKET_DATABASE_URL, DOCKET_APPROVAL_DATABASE_URL, DOCKET_DATA_DIR,
  * DOCKET_AUTH_SECRET, DOCKET_DB_POOL_SIZE, DOCKET_SHUTDOWN_GRACE_MS,
  * DOCKET_LEASE_MS and the batching settings (DOCKET_ADMIT_BATCH_MAX,
  * DOCKET_ADMIT_BATCHES_IN_FLIGHT, DOCKET_CLAIM_BATCH_MAX,
@@ -31,6 +33,7 @@ export function readStateConfig(env: NodeJS.ProcessEnv): StateConfig {
   return {
     listen: readListenAddress(env, STATE_DEFAULT_PORT),
     databaseUrl: env['DOCKET_DATABASE_URL'] || undefined,
+    approvalDatabaseUrl: env['DOCKET_APPROVAL_DATABASE_URL'] || undefined,
     dataDir: env['DOCKET_DATA_DIR'] || '.docket',
     authSecret: requireEnv(env, 'DOCKET_AUTH_SECRET'),
     maxConnections: readPositiveInteger(env, 'DOCKET_DB_POOL_SIZE', 10),

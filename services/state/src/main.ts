@@ -1,6 +1,7 @@
 import { runService } from '@docket/service-kit';
 import { readStateConfig } from './config.js';
 import { ChangeListenerHub } from './db/change-listener.js';
+import { ApprovalHistory } from './db/approval-history.js';
 import { openDatabase } from './db/database.js';
 import { resolveDatabaseUrl } from './db/embedded-database.js';
 import { MIGRATIONS } from './db/migrations/index.js';
@@ -22,14 +23,24 @@ runService('state', async (logger) => {
     logger.error('cannot reach or migrate the database', { error: (error as Error).name, code: (error as { code?: string }).code });
     throw new Error('the database is unavailable');
   }
+  let approvals: ApprovalHistory;
+  try {
+    approvals = await ApprovalHistory.open(config.approvalDatabaseUrl ?? database.url, logger);
+  } catch (error) {
+    await db.destroy();
+    await database.stop();
+    logger.error('cannot reach or prepare the approval history', { error: (error as Error).name, code: (error as { code?: string }).code });
+    throw new Error('the approval history is unavailable');
+  }
   const changes = new ChangeListenerHub(database.url, logger);
   await changes.start();
-  const server = await startStateServer(config, { db, pool }, changes, logger);
+  const server = await startStateServer(config, { db, pool }, changes, approvals, logger);
   return {
     server,
     graceMs: config.shutdownGraceMs,
     onStopped: async () => {
       await changes.stop();
+      await approvals.close();
       await db.destroy();
       await database.stop();
     },

@@ -5,6 +5,7 @@ import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js'
 import { startServer, type Logger, type RunningServer } from '@docket/service-kit';
 import type { StateConfig } from './config.js';
 import type { ChangeListenerHub } from './db/change-listener.js';
+import type { ApprovalHistory } from './db/approval-history.js';
 import { translateDatabaseError } from './db/database-errors.js';
 import type { Database } from './db/tables/index.js';
 import { batchedWrites } from './domain/batched-writes.js';
@@ -24,6 +25,7 @@ export function startStateServer(
   config: StateConfig,
   database: { readonly db: Kysely<Database>; readonly pool: pg.Pool },
   changes: ChangeListenerHub,
+  approvals: ApprovalHistory,
   logger: Logger,
 ): Promise<RunningServer> {
   return startServer({
@@ -35,6 +37,7 @@ export function startStateServer(
       writes: batchedWrites(database.pool, config.batching, { leaseMs: config.leaseMs }),
       changes,
       execution: { leaseMs: config.leaseMs },
+      approvals,
       logger,
     }),
     authenticate: { secret: config.authSecret, allowedRoles: ['service'] },

@@ -3,6 +3,7 @@ import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_se
 import { forwardDeadline, principalOf } from '@docket/service-kit';
 import { getJob, listJobs, submitJob, type AdmissionDependencies } from '../domain/admission.js';
 import { JOB_CHANGE_RPCS, changeJob } from '../domain/change-job.js';
+import { forwardOwnerCall } from '../domain/owner-call.js';
 
 /**
  * Registers docket.admission.v1.AdmissionService. RPCs that later work
@@ -17,6 +18,9 @@ export function admissionServiceRoutes(deps: AdmissionDependencies): (router: Co
       cancelJob: (request, ctx) => changeJob(deps, principalOf(ctx), JOB_CHANGE_RPCS.cancel, request, forwardDeadline(ctx)),
       pauseJob: (request, ctx) => changeJob(deps, principalOf(ctx), JOB_CHANGE_RPCS.pause, request, forwardDeadline(ctx)),
       resumeJob: (request, ctx) => changeJob(deps, principalOf(ctx), JOB_CHANGE_RPCS.resume, request, forwardDeadline(ctx)),
+      decideApproval: (request, ctx) => forwardOwnerCall(deps, principalOf(ctx), 'decideApproval', request, forwardDeadline(ctx)),
+      sendSignal: (request, ctx) => forwardOwnerCall(deps, principalOf(ctx), 'sendSignal', request, forwardDeadline(ctx)),
+      reconcileSignals: (request, ctx) => forwardOwnerCall(deps, principalOf(ctx), 'reconcileSignals', request, forwardDeadline(ctx)),
     });
   };
 }

@@ -15,9 +15,7 @@ export type ExecutionRoutesDependencies = ClaimDependencies;
 /**
  * Registers docket.execution.v1.ExecutionService. Every worker RPC is
  * authorised and applied by the state service (HandleWorkerCall) for the
- * token's subject; ClaimJobs adds the long-poll. AckSignals,
- * RequestApproval and the effect-journal RPCs are left out and answer
- * UNIMPLEMENTED.
+ * token's subject; ClaimJobs adds the long-poll.
  */
 export function executionServiceRoutes(deps: ExecutionRoutesDependencies): (router: ConnectRouter) => void {
   /** The handler of a worker RPC that the state service answers as is. */
@@ -44,6 +42,11 @@ export function executionServiceRoutes(deps: ExecutionRoutesDependencies): (rout
       saveCheckpoint: forwarded('saveCheckpoint'),
       appendEvents: forwarded('appendEvents'),
       reportOutcome: forwarded('reportOutcome'),
+      ackSignals: forwarded('ackSignals'),
+      requestApproval: forwarded('requestApproval'),
+      beginEffect: forwarded('beginEffect'),
+      advanceEffect: forwarded('advanceEffect'),
+      listRecoverableEffects: forwarded('listRecoverableEffects'),
     });
   };
 }

@@ -29,6 +29,9 @@ export function jobRowFromJson(row: JsonRow): JobRow {
     updated_at: date(row['updated_at']),
     lease_expires_at: nullableDate(row['lease_expires_at']),
     not_before: nullableDate(row['not_before']),
+    signal_count: int8(row['signal_count']),
+    signals_done_through: int8(row['signals_done_through']),
+    signals_delivered_through: int8(row['signals_delivered_through']),
   };
 }
 

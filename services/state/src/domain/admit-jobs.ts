@@ -172,6 +172,11 @@ function newJobRow(id: string, command: AdmitJobCommand, headHash: string, now: 
     lease_expires_at: null,
     cancel_requested: false,
     pause_requested: false,
+    pending_approval: null,
+    signal_count: '0',
+    signals_done_through: '0',
+    signals_delivered_through: '0',
+    unknown_signals: 0,
     not_before: null,
   };
 }

@@ -8,7 +8,10 @@ import {
 import type { JobRow } from '../db/queries/jobs.js';
 import type { AttemptStatusName, JsonObject } from '../db/tables/index.js';
 import type { JobTransition } from './apply-transition.js';
+import type { SignalMove } from '../db/queries/signals.js';
 import type { NewEvent } from './chain-events.js';
+import type { PendingApprovalRecord } from './pending-approval.js';
+import { planAttemptSignalsEnd } from './signal-inbox.js';
 
 /** How the current attempt of a running job ends. */
 export type AttemptEnding =
@@ -16,12 +19,14 @@ export type AttemptEnding =
   | { readonly kind: 'failed'; readonly failureClass: FailureClassName; readonly message: string; readonly safeDetails: JsonObject }
   | { readonly kind: 'cancelled' }
   | { readonly kind: 'paused' }
+  | { readonly kind: 'approval'; readonly approval: PendingApprovalRecord }
   | { readonly kind: 'lost'; readonly reason: 'lease_expired' | 'superseded' };
 
-/** The transition that ends an attempt, and the attempt's final status. */
+/** The transition that ends an attempt, the attempt's final status, and the signals it leaves UNKNOWN. */
 export interface PlannedEnding {
   readonly transition: JobTransition;
   readonly attemptStatus: AttemptStatusName;
+  readonly signalMoves: readonly SignalMove[];
 }
 
 /**
@@ -41,9 +46,32 @@ export interface PlannedEnding {
  *   lost-attempt policy decides: INTERRUPT ends INTERRUPTED, RETRY retries
  *   while attempts remain (class LOST_ATTEMPT), else FAILED.
  *
- * Every ending clears the job's authority and lease.
+ * - approval: RUNNING to PAUSED with `approval.requested`, the job keeping
+ *   the approval it waits for; refused while CANCELLING.
+ *
+ * Every ending clears the job's authority and lease, and the signals
+ * delivered to the attempt and not acknowledged become UNKNOWN
+ * (`planAttemptSignalsEnd`), journaled after the ending's events.
  */
 export function planAttemptEnding(job: JobRow, ending: AttemptEnding, now: Date, random: () => number = Math.random): PlannedEnding {
+  const planned = planStatusEnding(job, ending, now, random);
+  const signals = planAttemptSignalsEnd(job);
+  return {
+    attemptStatus: planned.attemptStatus,
+    transition: { ...planned.transition, events: [...planned.transition.events, ...signals.events], patch: { ...planned.transition.patch, ...signals.patch } },
+    signalMoves: signals.moves,
+  };
+}
+
+/** An ending's transition and attempt status, before the signals it leaves. */
+type StatusEnding = Omit<PlannedEnding, 'signalMoves'>;
+
+function planStatusEnding(
+  job: JobRow,
+  ending: AttemptEnding,
+  now: Date,
+  random: () => number,
+): StatusEnding {
   const attempt = { attempt_id: job.current_attempt_id, attempt_number: job.attempt_count };
   const tag = (type: string, payload: JsonObject = {}): NewEvent => ({
     type,
@@ -75,6 +103,18 @@ export function planAttemptEnding(job: JobRow, ending: AttemptEnding, now: Date,
     case 'paused':
       if (cancelling) return cancelledByOwner('PAUSED');
       return { attemptStatus: 'PAUSED', transition: { toStatus: 'PAUSED', events: [tag('job.paused', { by: 'worker' })], patch: released } };
+    case 'approval':
+      if (cancelling) {
+        throw new DocketError('ILLEGAL_TRANSITION', 'a CANCELLING job cannot ask for approval', { metadata: { from: job.status, to: 'PAUSED' } });
+      }
+      return {
+        attemptStatus: 'PAUSED',
+        transition: {
+          toStatus: 'PAUSED',
+          events: [tag('approval.requested', { approval_id: ending.approval.approval_id, request_digest: ending.approval.request_digest })],
+          patch: { ...released, pending_approval: { ...ending.approval } },
+        },
+      };
     case 'failed':
       return failureEnding('FAILED', ending.failureClass, ending.message, ending.safeDetails, [tag('attempt.failed', { failure_class: ending.failureClass })]);
     case 'lost': {
@@ -95,7 +135,7 @@ export function planAttemptEnding(job: JobRow, ending: AttemptEnding, now: Date,
     }
   }
 
-  function cancelledByOwner(attemptStatus: AttemptStatusName): PlannedEnding {
+  function cancelledByOwner(attemptStatus: AttemptStatusName): StatusEnding {
     return { attemptStatus, transition: { toStatus: 'CANCELLED', events: [tag('job.cancelled', { by: 'owner' })], patch: released } };
   }
 
@@ -105,7 +145,7 @@ export function planAttemptEnding(job: JobRow, ending: AttemptEnding, now: Date,
     message: string,
     safeDetails: JsonObject,
     events: NewEvent[],
-  ): PlannedEnding {
+  ): StatusEnding {
     const retry = !cancelling && isRetryableFailure(failureClass) && job.attempt_count < job.max_attempts;
     if (!retry) {
       return {

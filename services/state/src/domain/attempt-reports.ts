@@ -1,7 +1,10 @@
 import { create, toBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import {
+  DocketError,
   LIMITS,
+  newId,
+  notFound,
   canonicalJsonByteLength,
   containsNul,
   invalidField,
@@ -12,7 +15,16 @@ import {
 } from '@docket/contracts';
 import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
 import type { AttemptRef } from '@docket/proto/docket/common/v1/attempt_pb.js';
+import { EffectDisposition } from '@docket/proto/docket/common/v1/effect_pb.js';
 import {
+  AckSignalsRequestSchema,
+  AckSignalsResponseSchema,
+  AdvanceEffectRequestSchema,
+  AdvanceEffectResponseSchema,
+  BeginEffectRequestSchema,
+  BeginEffectResponseSchema,
+  RequestApprovalRequestSchema,
+  RequestApprovalResponseSchema,
   AppendEventsRequestSchema,
   AppendEventsResponseSchema,
   RenewAttemptRequestSchema,
@@ -32,14 +44,44 @@ import type { JsonObject } from '../db/tables/index.js';
 import { planTransition } from './apply-transition.js';
 import { planAttemptEnding, type AttemptEnding } from './attempt-ending.js';
 import { projectJob } from './job-projection.js';
+import { checkedJsonBytes } from './json-limits.js';
+import { advanceEffect, projectEffect, type EffectRow, type EffectTransition } from './effect-lifecycle.js';
+import { newEffect, parseAdvanceEffect, parseBeginEffect } from './effect-calls.js';
+import { planAcknowledgement, planDelivery, type InboxChange } from './signal-inbox.js';
+import type { SignalRow } from '../db/queries/signals.js';
 import type { JobWriteSet } from './job-write-set.js';
 import type { ExecutionSettings } from './register-worker.js';
 import { WORKER_OPERATION_TTL_MS, operationDigest } from './worker-operation.js';
 
-const MESSAGE_MAX = { progress: 1024, failure: 4096 } as const;
+const MESSAGE_MAX = { progress: 1024, failure: 4096, prompt: 4096 } as const;
 
-/** The attempt-scoped worker RPCs, by their HandleWorkerCall case. */
-export type AttemptReportCase = 'renewAttempt' | 'reportProgress' | 'saveCheckpoint' | 'appendEvents' | 'reportOutcome';
+/** The attempt-scoped worker RPCs that write, by their HandleWorkerCall case. */
+export type AttemptReportCase =
+  | 'renewAttempt'
+  | 'reportProgress'
+  | 'saveCheckpoint'
+  | 'appendEvents'
+  | 'reportOutcome'
+  | 'ackSignals'
+  | 'requestApproval'
+  | 'beginEffect'
+  | 'advanceEffect';
+
+/**
+ * What a batch read, after locking its jobs, for the calls that need more
+ * than the job row: each job's outstanding signals (for jobs that have
+ * any) and the effects the calls name.
+ */
+export interface ReportReads {
+  readonly signals: ReadonlyMap<string, readonly SignalRow[]>;
+  readonly effects: readonly EffectRow[];
+}
+
+/** The effects a call names, to be read with its batch. */
+export interface EffectNeeds {
+  readonly ids: readonly string[];
+  readonly keys: readonly string[];
+}
 
 /**
  * One attempt-scoped worker call, checked and ready to decide: who calls,
@@ -57,7 +99,9 @@ export interface AttemptReport<Res extends DescMessage = DescMessage> {
   readonly operationId: string;
   readonly digest: string;
   readonly responseSchema: Res;
-  perform(job: JobRow, writes: JobWriteSet, now: Date, settings: ExecutionSettings): MessageShape<Res>;
+  /** Effects to read before deciding (BeginEffect by key, AdvanceEffect by id). */
+  readonly effects?: EffectNeeds;
+  perform(job: JobRow, writes: JobWriteSet, now: Date, settings: ExecutionSettings, reads: ReportReads): MessageShape<Res>;
 }
 
 type ReportCall = Extract<HandleWorkerCallRequest['request'], { case: AttemptReportCase }>;
@@ -69,13 +113,18 @@ type ReportCall = Extract<HandleWorkerCallRequest['request'], { case: AttemptRep
 export function parseAttemptReport(subject: string, call: ReportCall): AttemptReport {
   switch (call.case) {
     case 'renewAttempt':
-      return report(subject, call.case, 'RenewAttempt', RenewAttemptRequestSchema, call.value, RenewAttemptResponseSchema, (job, writes, now, settings) => {
+      // The lease is extended and the job's outstanding signals are handed to the attempt.
+      return report(subject, call.case, 'RenewAttempt', RenewAttemptRequestSchema, call.value, RenewAttemptResponseSchema, (job, writes, now, settings, reads) => {
         const leaseExpiresAt = new Date(now.getTime() + settings.leaseMs);
-        writes.update({ ...job, lease_expires_at: leaseExpiresAt });
+        const renewed = { ...job, lease_expires_at: leaseExpiresAt };
+        const delivery = planDelivery(renewed, job.current_attempt_id ?? '', reads.signals.get(job.id) ?? []);
+        if (delivery.change.events.length === 0) writes.update(renewed);
+        else inboxTransition(writes, renewed, delivery.change, now);
         return create(RenewAttemptResponseSchema, {
           leaseExpiresAt: timestampFromDate(leaseExpiresAt),
           cancelRequested: job.status === 'CANCELLING',
           pauseRequested: job.pause_requested,
+          pendingSignals: delivery.signals,
         });
       });
     case 'reportProgress': {
@@ -124,14 +173,95 @@ export function parseAttemptReport(subject: string, call: ReportCall): AttemptRe
       const ending = endingOf(call.value);
       // The attempt ends (see `planAttemptEnding`) and the answer is the job.
       return report(subject, call.case, 'ReportOutcome', ReportOutcomeRequestSchema, call.value, ReportOutcomeResponseSchema, (job, writes, now) => {
-        const ended = planAttemptEnding(job, ending, now);
-        const planned = planTransition(job, ended.transition, now);
-        if (job.current_attempt_id) writes.endedAttempts.push({ id: job.current_attempt_id, status: ended.attemptStatus });
-        writes.transition(planned);
-        return create(ReportOutcomeResponseSchema, { job: projectJob(planned.job) });
+        return create(ReportOutcomeResponseSchema, { job: projectJob(endAttempt(writes, job, ending, now)) });
       });
     }
+    case 'ackSignals': {
+      const upTo = call.value.upToSequence;
+      // The signals delivered to this attempt up to `up_to_sequence` are acknowledged.
+      return report(subject, call.case, 'AckSignals', AckSignalsRequestSchema, call.value, AckSignalsResponseSchema, (job, writes, now) => {
+        const change = planAcknowledgement(job, upTo);
+        if (change.events.length > 0) inboxTransition(writes, job, change, now);
+        return create(AckSignalsResponseSchema, {});
+      });
+    }
+    case 'requestApproval': {
+      const { prompt } = call.value;
+      if (prompt.length < 1 || prompt.length > MESSAGE_MAX.prompt) throw invalidField('prompt', 'must be 1 to 4096 characters');
+      const details = call.value.details ?? {};
+      checkedJsonBytes(details, 'details', 'eventPayloadBytes');
+      // The attempt ends with the job PAUSED, waiting for the owner's decision.
+      const parsed: AttemptReport<typeof RequestApprovalResponseSchema> = report(subject, call.case, 'RequestApproval', RequestApprovalRequestSchema, call.value, RequestApprovalResponseSchema, (job, writes, now) => {
+        const approval = { approval_id: newId('apr'), prompt, details, request_digest: parsed.digest, requested_at: now.toISOString() };
+        endAttempt(writes, job, { kind: 'approval', approval }, now);
+        return create(RequestApprovalResponseSchema, { approvalId: approval.approval_id });
+      });
+      return parsed;
+    }
+    case 'beginEffect': {
+      const begin = parseBeginEffect(call.value);
+      return report(subject, call.case, 'BeginEffect', BeginEffectRequestSchema, call.value, BeginEffectResponseSchema, (job, writes, now, _settings, reads) => {
+        const key = begin.key.reveal();
+        const found = writes.effectByKey(job.id, key) ?? reads.effects.find((effect) => effect.job_id === job.id && effect.idempotency_key === key);
+        if (found) {
+          if (found.kind !== begin.kind || found.input_digest !== begin.inputDigest) {
+            throw new DocketError('IDEMPOTENCY_CONFLICT', 'the effect key is already bound to another kind or input digest');
+          }
+          return create(BeginEffectResponseSchema, { effect: projectEffect(found), disposition: EffectDisposition.REPLAYED });
+        }
+        const created = newEffect(job, begin, now);
+        effectTransition(writes, job, created, 'effect.prepared', now);
+        return create(BeginEffectResponseSchema, { effect: projectEffect(created), disposition: EffectDisposition.CREATED });
+      }, { ids: [], keys: [begin.key.reveal()] });
+    }
+    case 'advanceEffect': {
+      const advance = parseAdvanceEffect(call.value);
+      return report(subject, call.case, 'AdvanceEffect', AdvanceEffectRequestSchema, call.value, AdvanceEffectResponseSchema, (job, writes, now, _settings, reads) => {
+        const effect = writes.effect(advance.effectId) ?? reads.effects.find((candidate) => candidate.id === advance.effectId);
+        if (!effect || effect.job_id !== job.id) throw notFound('effect');
+        if (BigInt(effect.revision) !== advance.expectedRevision) {
+          throw new DocketError('REVISION_MISMATCH', 'the effect has changed since the expected revision', { metadata: { revision: effect.revision } });
+        }
+        const advanced = advanceEffect(effect, advance.transition, { attemptId: job.current_attempt_id ?? '', now });
+        effectTransition(writes, job, advanced, EFFECT_EVENT_TYPES[advance.transition.kind], now);
+        return create(AdvanceEffectResponseSchema, { effect: projectEffect(advanced) });
+      }, { ids: [advance.effectId], keys: [] });
+    }
   }
+}
+
+/** The journal event each effect transition records. */
+const EFFECT_EVENT_TYPES = {
+  signed: 'effect.signed',
+  committed: 'effect.committed',
+  recoverable: 'effect.recoverable',
+  resume: 'effect.resumed',
+  cancelled: 'effect.cancelled',
+} as const satisfies Record<EffectTransition['kind'], string>;
+
+/** Ends the job's current attempt (an outcome or an approval request) into `writes`; the job as left. */
+function endAttempt(writes: JobWriteSet, job: JobRow, ending: AttemptEnding, now: Date): JobRow {
+  const ended = planAttemptEnding(job, ending, now);
+  const planned = planTransition(job, ended.transition, now);
+  if (job.current_attempt_id) writes.endedAttempts.push({ id: job.current_attempt_id, status: ended.attemptStatus });
+  writes.transition(planned);
+  writes.signalMoves.push(...ended.signalMoves);
+  return planned.job;
+}
+
+/** An inbox change of a running job, journaled as its current attempt. */
+function inboxTransition(writes: JobWriteSet, job: JobRow, change: InboxChange, now: Date): void {
+  writes.transition(planTransition(job, { events: change.events.map((event) => attemptEvent(job, event.type, event.payload)), patch: change.patch }, now));
+  writes.signalMoves.push(...change.moves);
+}
+
+/** A created or advanced effect, journaled (`effect.*` with its id, kind, state and revision; never its key). */
+function effectTransition(writes: JobWriteSet, job: JobRow, effect: EffectRow, type: string, now: Date): void {
+  const payload: JsonObject = { effect_id: effect.id, kind: effect.kind, state: effect.state, revision: effect.revision };
+  if (effect.cancellation !== 'NOT_REQUESTED') payload['cancellation'] = effect.cancellation;
+  if (effect.recovery) payload['reason'] = effect.recovery['reason'] ?? null;
+  writes.transition(planTransition(job, { events: [attemptEvent(job, type, payload)] }, now));
+  writes.effects.set(effect.id, effect);
 }
 
 function report<Req extends DescMessage, Res extends DescMessage>(
@@ -142,9 +272,11 @@ function report<Req extends DescMessage, Res extends DescMessage>(
   request: MessageShape<Req> & { operationId: string; attempt?: AttemptRef | undefined },
   responseSchema: Res,
   perform: AttemptReport<Res>['perform'],
+  effects?: EffectNeeds,
 ): AttemptReport<Res> {
   const incarnation = request.attempt?.workerIncarnation ?? '';
   return {
+    ...(effects ? { effects } : {}),
     case: reportCase,
     subject,
     rpc,
@@ -206,11 +338,4 @@ function endingOf(request: ReportOutcomeRequest): AttemptEnding {
 
 function attemptEvent(job: JobRow, type: string, payload: JsonObject) {
   return { type, payload, ...(job.current_attempt_id ? { attemptId: job.current_attempt_id } : {}), fence: BigInt(job.fence) };
-}
-
-function checkedJsonBytes(value: JsonObject, field: string, limit: 'checkpointBytes' | 'resultBytes' | 'eventPayloadBytes'): number {
-  if (containsNul(value)) throw invalidField(field, 'must not contain the NUL character');
-  const bytes = canonicalJsonByteLength(value);
-  if (bytes > LIMITS[limit]) throw limitExceeded(limit, field);
-  return bytes;
 }

@@ -6,6 +6,7 @@ import type { JobRow, Viewer } from '../db/queries/jobs.js';
 import { applyTransition, type JobTransition } from './apply-transition.js';
 import { mutateIdempotently, type IdempotentRequest, type MutationOutcome } from './idempotent-mutation.js';
 import { projectJob } from './job-projection.js';
+import { pendingApprovalOf } from './pending-approval.js';
 import { lockJobForChange } from './transition-job.js';
 
 /** An owner's change of a job. */
@@ -24,7 +25,9 @@ export interface ChangeJobCommand {
  * Applies an owner's cancel, pause or resume with SubmitJob's idempotency
  * contract. A request that finds the job already where it asks for
  * (cancelling a CANCELLING job, pausing a PAUSED one or one whose pause is
- * already requested) changes nothing and answers the job as it is.
+ * already requested) changes nothing and answers the job as it is. A job
+ * that waits for an approval can be cancelled (the approval lapses) but
+ * not resumed.
  */
 export async function changeJob(db: Kysely<Database>, command: ChangeJobCommand): Promise<MutationOutcome> {
   return mutateIdempotently(db, command.request, async (tx, now) => {
@@ -51,7 +54,7 @@ export function planChange(job: JobRow, action: JobChangeActionName): JobTransit
       return {
         toStatus: 'CANCELLED',
         events: [{ type: 'job.cancelled', payload: { ...by, from: job.status } }],
-        patch: { not_before: null, pause_requested: false },
+        patch: { not_before: null, pause_requested: false, pending_approval: null },
       };
     case 'PAUSE':
       if (job.status === 'PAUSED' || (job.status === 'RUNNING' && job.pause_requested)) return undefined;
@@ -64,6 +67,12 @@ export function planChange(job: JobRow, action: JobChangeActionName): JobTransit
         return { events: [{ type: 'job.resumed', payload: { ...by, withdrawn: 'pause_requested' } }], patch: { pause_requested: false } };
       }
       if (job.status !== 'PAUSED') throw illegal(job.status, 'QUEUED');
+      if (pendingApprovalOf(job.pending_approval)) {
+        // Only DecideApproval may let a job that waits for approval go on.
+        throw new DocketError('ILLEGAL_TRANSITION', 'the job waits for an approval: decide it with DecideApproval', {
+          metadata: { from: job.status, to: 'QUEUED' },
+        });
+      }
       return { toStatus: 'QUEUED', events: [{ type: 'job.resumed', payload: by }], patch: { pause_requested: false } };
   }
 }

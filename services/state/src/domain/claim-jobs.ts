@@ -16,6 +16,8 @@ import { lockClaimContext, operationKeyOf } from '../db/queries/worker-call-read
 import type { IncarnationRow } from '../db/queries/workers.js';
 import { inWriteTransaction } from '../db/write-transaction.js';
 import { planTransition } from './apply-transition.js';
+import { planDelivery } from './signal-inbox.js';
+import { readOutstandingSignals, type SignalRow } from '../db/queries/signals.js';
 import { staleIncarnation } from './attempt-authority.js';
 import { recordOperation } from './attempt-reports.js';
 import type { ItemOutcome } from '@docket/service-kit';
@@ -111,7 +113,8 @@ export async function claimJobs(pool: pg.Pool, settings: ExecutionSettings, clai
       }
     }
 
-    // 4. Every claim's answer, in batch order.
+    // 4. Every claim's answer, in batch order; claimed jobs' outstanding signals go in their envelopes.
+    const inboxes = await readOutstandingSignals(client, [...picked.values()].flat());
     const emptyQueues = new Map<string, readonly string[]>();
     const decided = open.map((item): ItemOutcome<ClaimJobsResponse> => {
       if (!item.ok) return item;
@@ -121,7 +124,7 @@ export async function claimJobs(pool: pg.Pool, settings: ExecutionSettings, clai
         const earlier = recorded.get(key) ?? decidedHere.get(key);
         if (earlier) return { ok: true, value: replayOperation(earlier, 'ClaimJobs', claim.digest, ClaimJobsResponseSchema) };
         const jobs = picked.get(item.value) ?? [];
-        const response = create(ClaimJobsResponseSchema, { assignments: jobs.map((job) => startAttempt(writes, settings, incarnation, job, now)) });
+        const response = create(ClaimJobsResponseSchema, { assignments: jobs.map((job) => startAttempt(writes, settings, incarnation, job, inboxes.get(job.id) ?? [], now)) });
         if (response.assignments.length > 0) {
           const call = { incarnation: incarnation.id, operationId: claim.request.operationId, rpc: 'ClaimJobs', digest: claim.digest, responseSchema: ClaimJobsResponseSchema };
           decidedHere.set(key, recordOperation(writes, call, response, now));
@@ -184,7 +187,14 @@ function claimQueues(incarnation: IncarnationRow, requested: readonly string[]):
   return [...new Set(requested)];
 }
 
-function startAttempt(writes: JobWriteSet, settings: ExecutionSettings, incarnation: IncarnationRow, job: JobRow, now: Date): Assignment {
+function startAttempt(
+  writes: JobWriteSet,
+  settings: ExecutionSettings,
+  incarnation: IncarnationRow,
+  job: JobRow,
+  inbox: readonly SignalRow[],
+  now: Date,
+): Assignment {
   const attemptId = newId('att');
   const fence = BigInt(job.fence) + 1n;
   const attemptNumber = job.attempt_count + 1;
@@ -199,6 +209,16 @@ function startAttempt(writes: JobWriteSet, settings: ExecutionSettings, incarnat
     status: 'ACTIVE',
     started_at: now,
   });
+  const claimed = {
+    fence: fence.toString(),
+    attempt_count: attemptNumber,
+    current_attempt_id: attemptId,
+    current_worker_incarnation: incarnation.id,
+    lease_expires_at: leaseExpiresAt,
+    not_before: null,
+    progress: null,
+  };
+  const delivery = planDelivery({ ...job, ...claimed }, attemptId, inbox);
   writes.transition(
     planTransition(
       job,
@@ -208,23 +228,15 @@ function startAttempt(writes: JobWriteSet, settings: ExecutionSettings, incarnat
           {
             type: 'attempt.started',
             payload: { attempt_id: attemptId, attempt_number: attemptNumber, worker_incarnation: incarnation.id, worker_name: incarnation.name },
-            attemptId,
-            fence,
           },
-        ],
-        patch: {
-          fence: fence.toString(),
-          attempt_count: attemptNumber,
-          current_attempt_id: attemptId,
-          current_worker_incarnation: incarnation.id,
-          lease_expires_at: leaseExpiresAt,
-          not_before: null,
-          progress: null,
-        },
+          ...delivery.change.events,
+        ].map((event) => ({ ...event, attemptId, fence })),
+        patch: { ...claimed, ...delivery.change.patch },
       },
       now,
     ),
   );
+  writes.signalMoves.push(...delivery.change.moves);
   return create(AssignmentSchema, {
     authority: { attemptId, fence, workerIncarnation: incarnation.id, leaseExpiresAt: timestampFromDate(leaseExpiresAt) },
     envelope: {
@@ -236,6 +248,7 @@ function startAttempt(writes: JobWriteSet, settings: ExecutionSettings, incarnat
       input: job.input,
       attemptNumber,
       checkpoint: job.checkpoint ?? undefined,
+      pendingSignals: delivery.signals,
     },
   });
 }

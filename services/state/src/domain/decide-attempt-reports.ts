@@ -3,7 +3,10 @@ import type pg from 'pg';
 import { operationKeyOf, readReportContext } from '../db/queries/worker-call-reads.js';
 import { inWriteTransaction } from '../db/write-transaction.js';
 import { checkAuthority, staleIncarnation } from './attempt-authority.js';
-import { recordOperation, type AttemptReport } from './attempt-reports.js';
+import { recordOperation, type AttemptReport, type ReportReads } from './attempt-reports.js';
+import { readEffects, type EffectKey } from '../db/queries/effects.js';
+import { readOutstandingSignals } from '../db/queries/signals.js';
+import type { JobRow } from '../db/queries/jobs.js';
 import type { ItemOutcome } from '@docket/service-kit';
 import { JobWriteSet, writeDecidedBatch } from './job-write-set.js';
 import type { ExecutionSettings } from './register-worker.js';
@@ -45,6 +48,7 @@ export async function decideAttemptReports(
     );
     const recorded = context.operations;
     const byAttempt = new Map([...context.jobs.values()].flatMap((job) => (job.current_attempt_id ? [[job.current_attempt_id, job] as const] : [])));
+    const reads = await readReportNeeds(client, reports, byAttempt);
     const writes = new JobWriteSet();
     const decidedHere = new Map<string, { rpc: string; request_digest: string; response: Buffer }>();
 
@@ -58,7 +62,7 @@ export async function decideAttemptReports(
         if (earlier) return { ok: true, value: replayOperation(earlier, report.rpc, report.digest, report.responseSchema) };
         const lockedJob = report.attempt ? byAttempt.get(report.attempt.attemptId) : undefined;
         const job = checkAuthority(incarnation, report.attempt, lockedJob && writes.current(lockedJob), now);
-        const response = report.perform(job, writes, now, settings);
+        const response = report.perform(job, writes, now, settings, reads);
         decidedHere.set(key, recordOperation(writes, report, response, now));
         return { ok: true, value: response };
       } catch (error) {
@@ -68,6 +72,24 @@ export async function decideAttemptReports(
     await writeDecidedBatch(client, writes, now);
     return outcomes;
   });
+}
+
+/**
+ * What the batch's calls need beyond their job rows, read under the locks:
+ * the outstanding signals of the locked jobs that have any, and the
+ * effects the calls name (one round trip each, only when needed).
+ */
+async function readReportNeeds(client: pg.ClientBase, reports: readonly AttemptReport[], byAttempt: ReadonlyMap<string, JobRow>): Promise<ReportReads> {
+  const signals = await readOutstandingSignals(client, new Set(byAttempt.values()));
+  const ids: string[] = [];
+  const keys: EffectKey[] = [];
+  for (const report of reports) {
+    const job = report.attempt ? byAttempt.get(report.attempt.attemptId) : undefined;
+    if (!report.effects || !job) continue;
+    ids.push(...report.effects.ids);
+    keys.push(...report.effects.keys.map((key) => ({ job_id: job.id, idempotency_key: key })));
+  }
+  return { signals, effects: await readEffects(client, ids, keys) };
 }
 
 function operationKey(report: AttemptReport): { worker_incarnation: string; operation_id: string } {

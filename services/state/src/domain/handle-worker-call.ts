@@ -11,6 +11,7 @@ import type { Database } from '../db/tables/index.js';
 import { parseAttemptReport } from './attempt-reports.js';
 import type { BatchedWrites } from './batched-writes.js';
 import { parseClaim } from './claim-jobs.js';
+import { listRecoverableEffects } from './list-recoverable-effects.js';
 import { registerWorker, type ExecutionSettings } from './register-worker.js';
 
 /**
@@ -42,11 +43,19 @@ export async function handleWorkerCall(
     case 'reportProgress':
     case 'saveCheckpoint':
     case 'appendEvents':
-    case 'reportOutcome': {
+    case 'reportOutcome':
+    case 'ackSignals':
+    case 'requestApproval':
+    case 'beginEffect':
+    case 'advanceEffect': {
       const report = parseAttemptReport(subject, request);
       const response = await writes.reports.submit(report);
       return create(HandleWorkerCallResponseSchema, { response: { case: report.case, value: response } as HandleWorkerCallResponse['response'] });
     }
+    case 'listRecoverableEffects':
+      return create(HandleWorkerCallResponseSchema, {
+        response: { case: 'listRecoverableEffects', value: await listRecoverableEffects(db, subject, request.value) },
+      });
     default:
       throw invalidField('request', 'must be set');
   }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { fromBinary, toBinary } from '@bufbuild/protobuf';
+import { fromBinary, toBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import type { Kysely, Transaction } from 'kysely';
 import { DocketError, type IdempotencyKey, type RequestDigest } from '@docket/contracts';
 import { JobSchema, type Job } from '@docket/proto/docket/common/v1/job_pb.js';
@@ -30,6 +30,13 @@ export interface MutationOutcome {
   readonly idempotencyExpiresAt: Date;
 }
 
+/** A decided mutation whose stored response is any message (a job, a signal). */
+export interface StoredOutcome<S extends DescMessage> {
+  readonly value: MessageShape<S>;
+  readonly replayed: boolean;
+  readonly idempotencyExpiresAt: Date;
+}
+
 /** How often a binding that vanished mid-decision (it expired) is retried. */
 const ATTEMPTS = 3;
 
@@ -47,6 +54,23 @@ export async function mutateIdempotently(
   request: IdempotentRequest,
   mutate: (tx: Transaction<Database>, now: Date) => Promise<Job>,
 ): Promise<MutationOutcome> {
+  const outcome = await storeIdempotently(db, request, JobSchema, async (tx, now) => {
+    const job = await mutate(tx, now);
+    return { value: job, jobId: job.id };
+  });
+  return { job: outcome.value, replayed: outcome.replayed, idempotencyExpiresAt: outcome.idempotencyExpiresAt };
+}
+
+/**
+ * {@link mutateIdempotently} for a response of any message type: `mutate`
+ * answers the response to store and the job it belongs to.
+ */
+export async function storeIdempotently<S extends DescMessage>(
+  db: Kysely<Database>,
+  request: IdempotentRequest,
+  schema: S,
+  mutate: (tx: Transaction<Database>, now: Date) => Promise<{ readonly value: MessageShape<S>; readonly jobId: string }>,
+): Promise<StoredOutcome<S>> {
   const scope: IdempotencyScope = {
     subject: request.subject,
     operation: request.operation,
@@ -54,7 +78,7 @@ export async function mutateIdempotently(
   };
   for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
     const existing = await findIdempotencyRecord(db, scope);
-    if (existing) return replay(existing, request.digest);
+    if (existing) return replay(existing, request.digest, schema);
     const outcome = await db.transaction().execute(async (tx) => {
       const now = await transactionNow(tx);
       const idempotencyExpiresAt = new Date(now.getTime() + request.ttlMs);
@@ -70,20 +94,20 @@ export async function mutateIdempotently(
       });
       if (!bound) {
         const winner = await findIdempotencyRecord(tx, scope);
-        return winner ? replay(winner, request.digest) : undefined;
+        return winner ? replay(winner, request.digest, schema) : undefined;
       }
-      const job = await mutate(tx, now);
-      await storeIdempotentResponse(tx, scope, Buffer.from(toBinary(JobSchema, job)), job.id);
-      return { job, replayed: false, idempotencyExpiresAt };
+      const { value, jobId } = await mutate(tx, now);
+      await storeIdempotentResponse(tx, scope, Buffer.from(toBinary(schema, value)), jobId);
+      return { value, replayed: false, idempotencyExpiresAt };
     });
     if (outcome) return outcome;
   }
   throw new DocketError('UNAVAILABLE', 'the request could not be decided, retry with the same idempotency key');
 }
 
-function replay(record: IdempotencyRecord, digest: RequestDigest): MutationOutcome {
+function replay<S extends DescMessage>(record: IdempotencyRecord, digest: RequestDigest, schema: S): StoredOutcome<S> {
   if (record.request_digest !== digest) {
     throw new DocketError('IDEMPOTENCY_CONFLICT', 'the idempotency key is already bound to a different request');
   }
-  return { job: fromBinary(JobSchema, record.response), replayed: true, idempotencyExpiresAt: record.expires_at };
+  return { value: fromBinary(schema, record.response), replayed: true, idempotencyExpiresAt: record.expires_at };
 }

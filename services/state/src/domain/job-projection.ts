@@ -8,12 +8,14 @@ import { AttemptSummarySchema } from '@docket/proto/docket/common/v1/attempt_pb.
 import { LostAttemptPolicy, RetryPolicySchema } from '@docket/proto/docket/common/v1/retry_policy_pb.js';
 import type { NewJobRow } from '../db/queries/jobs.js';
 import type { JsonObject } from '../db/tables/index.js';
+import { pendingApprovalOf, projectPendingApproval } from './pending-approval.js';
 
 /**
  * The public projection of a job row (docket.common.v1.Job). Pure and
  * total: every stored status, lifecycle and policy has an enum value.
  */
 export function projectJob(row: NewJobRow): Job {
+  const pendingApproval = pendingApprovalOf(row.pending_approval);
   return create(JobSchema, {
     id: row.id,
     owner: row.owner,
@@ -50,6 +52,9 @@ export function projectJob(row: NewJobRow): Job {
       initialBackoff: durationFromMs(Number(row.initial_backoff_ms)),
       maxBackoff: durationFromMs(Number(row.max_backoff_ms)),
     }),
+    pendingApproval: pendingApproval ? projectPendingApproval(pendingApproval) : undefined,
+    unresolvedSignals: row.unknown_signals,
+    latestSignalSequence: BigInt(row.signal_count),
   });
 }
 

@@ -7,6 +7,10 @@ import type { AttemptStatusName, AttemptsTable, JobEventsTable, WorkerOperations
 import type { PlannedTransition, StoredHead } from './apply-transition.js';
 import { journalCorrupt } from './journal-verification.js';
 import { concurrentOperation } from './worker-operation.js';
+import { moveSignals, type SignalMove } from '../db/queries/signals.js';
+import { writeEffects } from '../db/queries/effects.js';
+import type { EffectRow } from './effect-lifecycle.js';
+import { inboxDisagrees } from './signal-inbox.js';
 
 /**
  * Everything a batch of worker calls writes, gathered in memory while the
@@ -27,6 +31,10 @@ export class JobWriteSet {
   readonly announcements: AnnouncedChange[] = [];
   /** Per job, the head its first transition of the batch chained after (checked by the write). */
   readonly expectedHeads = new Map<string, StoredHead>();
+  /** Range changes of the jobs' signal inboxes, in order. */
+  readonly signalMoves: SignalMove[] = [];
+  /** Effects created or advanced, latest version by id. */
+  readonly effects = new Map<string, EffectRow>();
 
   /** The job as this batch has left it so far, or as locked. */
   current(locked: JobRow): JobRow {
@@ -40,6 +48,16 @@ export class JobWriteSet {
     this.events.push(...planned.eventRows);
     this.changes.push(planned.job);
     this.announcements.push(announced(planned.job));
+  }
+
+  /** The effect as this batch has left it, if it touched it. */
+  effect(id: string): EffectRow | undefined {
+    return this.effects.get(id);
+  }
+
+  /** The effect this batch created or advanced for (job, key), if any. */
+  effectByKey(jobId: string, key: string): EffectRow | undefined {
+    return [...this.effects.values()].find((effect) => effect.job_id === jobId && effect.idempotency_key === key);
   }
 
   /** A change of columns that is not a transition (lease renewal, progress): no event, no feed entry. */
@@ -65,10 +83,13 @@ function announced(job: JobRow): AnnouncedChange {
  * Writes a decided batch (`writeJobSet`) and refuses to let it commit when
  * a journal's stored head moved (JOURNAL_CORRUPT for that job; the batch is
  * then decided again around it) or an operation id was recorded
- * concurrently (UNAVAILABLE; a retry replays it).
+ * concurrently (UNAVAILABLE; a retry replays it). Signal and effect
+ * changes, which only some batches carry, take one more statement each.
  */
 export async function writeDecidedBatch(client: pg.ClientBase, writes: JobWriteSet, now: Date): Promise<void> {
   const written = await writeJobSet(client, writes, now);
+  if (!(await moveSignals(client, writes.signalMoves))) throw inboxDisagrees();
+  await writeEffects(client, [...writes.effects.values()]);
   const [corrupt] = written.corruptJournals;
   if (corrupt !== undefined) {
     const job = writes.jobs.get(corrupt);

@@ -8,6 +8,8 @@ import type { Database, JsonObject } from '../db/tables/index.js';
 import { readJobEventRange, type JobEventRow } from '../db/queries/job-events.js';
 import { findVisibleJob, type Viewer } from '../db/queries/jobs.js';
 import { verifyJournalPage } from './journal-verification.js';
+import { verifyJournaledApprovals } from './journaled-approvals.js';
+import type { ApprovalHistory } from '../db/approval-history.js';
 
 /** A verified page of a job's journal. */
 export interface JournalPage {
@@ -24,9 +26,12 @@ export interface JournalPage {
  * REPEATABLE READ snapshot so that the row and the journal agree. A cursor
  * above the latest durable sequence is OUT_OF_RANGE, reason
  * CURSOR_BEYOND_LATEST: an unknown future position is not an empty page.
+ * Every read also checks the journal's approval decisions against the
+ * approval history (`verifyJournaledApprovals`).
  */
 export async function readJobEvents(
   db: Kysely<Database>,
+  approvals: ApprovalHistory,
   viewer: Viewer,
   jobId: string,
   afterSequence: bigint,
@@ -47,6 +52,7 @@ export async function readJobEvents(
       }
       const rows = await readJobEventRange(tx, jobId, afterSequence, afterSequence + BigInt(pageSize));
       const page = verifyJournalPage(job, afterSequence, rows, pageSize);
+      await verifyJournaledApprovals(tx, approvals, jobId);
       return { events: page.map(eventOf), latestSequence, status: job.status, requestDigest: job.request_digest };
     });
 }

@@ -4,17 +4,23 @@ import {
   coerceEventPageSize,
   coerceListPageSize,
   invalidField,
+  isIdOf,
   isValidId,
   parseIdempotencyKey,
   parseRequestDigest,
   type JobStatusName,
 } from '@docket/contracts';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
+import { ApprovalDecision } from '@docket/proto/docket/common/v1/approval_pb.js';
+import { SignalReconcileAction } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import { checkedJsonBytes } from '../domain/json-limits.js';
+import type { OwnerCallCommand } from '../domain/owner-calls.js';
 import {
   JobChangeAction,
   type AdmitJobRequest,
   type Caller,
   type ChangeJobRequest,
+  type HandleOwnerCallRequest,
   type ListJobsRequest,
   type ReadJobChangesRequest,
   type ReadJobEventsRequest,
@@ -58,8 +64,46 @@ export function parseChangeJobRequest(request: ChangeJobRequest): ChangeJobComma
   };
 }
 
+/** Signal names: 1 to 128 characters of [A-Za-z0-9._:-]. */
+const SIGNAL_NAME_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+/** The longest DecideApproval comment. */
+const COMMENT_MAX = 4096;
+
+/** DecideApproval, SendSignal or ReconcileSignals, bound like an admission. */
+export function parseOwnerCall(request: HandleOwnerCallRequest): OwnerCallCommand {
+  const idempotent = parseIdempotentRequest(request);
+  const viewer = viewerOf(request.caller);
+  const call = request.request;
+  switch (call.case) {
+    case 'decideApproval': {
+      const decision = ApprovalDecision[call.value.decision] as string | undefined;
+      if (decision !== 'ALLOW' && decision !== 'DENY') throw invalidField('decision', 'must be ALLOW or DENY');
+      if (!isIdOf('apr', call.value.approvalId)) throw invalidField('approval_id', 'must be a Docket approval id');
+      if (call.value.comment.length > COMMENT_MAX || call.value.comment.includes('\u0000')) throw invalidField('comment', 'must be at most 4096 characters');
+      return {
+        request: idempotent,
+        viewer,
+        call: { case: call.case, jobId: parseJobId(call.value.jobId), approvalId: call.value.approvalId, decision, comment: call.value.comment },
+      };
+    }
+    case 'sendSignal': {
+      if (!SIGNAL_NAME_PATTERN.test(call.value.name)) throw invalidField('name', 'must be 1 to 128 characters of [A-Za-z0-9._:-]');
+      const payload = call.value.payload ?? {};
+      checkedJsonBytes(payload, 'payload', 'eventPayloadBytes');
+      return { request: idempotent, viewer, call: { case: call.case, jobId: parseJobId(call.value.jobId), name: call.value.name, payload } };
+    }
+    case 'reconcileSignals': {
+      const action = SignalReconcileAction[call.value.action] as string | undefined;
+      if (action !== 'REDELIVER' && action !== 'DISCARD') throw invalidField('action', 'must be REDELIVER or DISCARD');
+      return { request: idempotent, viewer, call: { case: call.case, jobId: parseJobId(call.value.jobId), action } };
+    }
+    default:
+      throw invalidField('request', 'must be set');
+  }
+}
+
 /** The idempotency binding every effecting request carries. */
-function parseIdempotentRequest(request: AdmitJobRequest | ChangeJobRequest): IdempotentRequest {
+function parseIdempotentRequest(request: AdmitJobRequest | ChangeJobRequest | HandleOwnerCallRequest): IdempotentRequest {
   const viewer = viewerOf(request.caller);
   if (!OPERATION_PATTERN.test(request.operation)) {
     throw invalidField('operation', 'must be a Docket RPC path without its leading slash');

@@ -29,6 +29,8 @@ import type { Database } from '../db/tables/index.js';
 import type { BatchedWrites } from '../domain/batched-writes.js';
 import { changeJob } from '../domain/change-job.js';
 import { handleWorkerCall } from '../domain/handle-worker-call.js';
+import { handleOwnerCall } from '../domain/owner-calls.js';
+import type { ApprovalHistory } from '../db/approval-history.js';
 import { runMaintenance } from '../domain/maintenance.js';
 import type { ExecutionSettings } from '../domain/register-worker.js';
 import { readJobChanges } from '../domain/read-job-changes.js';
@@ -39,6 +41,7 @@ import {
   parseChangeJobRequest,
   parseJobId,
   parseListJobsRequest,
+  parseOwnerCall,
   parseReadJobChangesRequest,
   parseReadJobEventsRequest,
   parseTransitionJobRequest,
@@ -54,6 +57,7 @@ export interface StateRoutesDependencies {
   readonly writes: BatchedWrites;
   readonly changes: ChangeListenerHub;
   readonly execution: ExecutionSettings;
+  readonly approvals: ApprovalHistory;
   readonly logger: Logger;
 }
 
@@ -101,7 +105,7 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
       },
       async readJobEvents(request) {
         const query = parseReadJobEventsRequest(request);
-        const page = await readJobEvents(deps.db, query.viewer, query.jobId, query.afterSequence, query.pageSize);
+        const page = await readJobEvents(deps.db, deps.approvals, query.viewer, query.jobId, query.afterSequence, query.pageSize);
         return create(ReadJobEventsResponseSchema, { ...page, status: JobStatus[page.status] });
       },
       async *watchJob(request, ctx) {
@@ -145,6 +149,9 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
           replayed: outcome.replayed,
           idempotencyExpiresAt: timestampFromDate(outcome.idempotencyExpiresAt),
         });
+      },
+      async handleOwnerCall(request) {
+        return handleOwnerCall(deps, parseOwnerCall(request));
       },
       async handleWorkerCall(request) {
         return handleWorkerCall(deps.db, deps.writes, deps.execution, request);

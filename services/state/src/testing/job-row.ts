@@ -39,6 +39,11 @@ export function jobRow(overrides: Partial<JobRow> = {}): JobRow {
     lease_expires_at: new Date(at.getTime() + 30_000),
     cancel_requested: false,
     pause_requested: false,
+    pending_approval: null,
+    signal_count: '0',
+    signals_done_through: '0',
+    signals_delivered_through: '0',
+    unknown_signals: 0,
     not_before: null,
     ...overrides,
   };

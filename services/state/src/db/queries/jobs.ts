@@ -30,6 +30,7 @@ export async function insertJob(db: Queryable, row: NewJobRow): Promise<void> {
     checkpoint: jsonOrNull(row.checkpoint),
     result: jsonOrNull(row.result),
     failure: jsonOrNull(row.failure),
+    pending_approval: jsonOrNull(row.pending_approval),
   };
   await db.insertInto('jobs').values(values).execute();
 }
@@ -134,6 +135,11 @@ export type JobPatch = Partial<
     | 'checkpoint'
     | 'result'
     | 'failure'
+    | 'pending_approval'
+    | 'signal_count'
+    | 'signals_done_through'
+    | 'signals_delivered_through'
+    | 'unknown_signals'
   >
 >;
 
@@ -145,9 +151,9 @@ export type JobPatch = Partial<
  * ```
  */
 export async function updateJob(db: Queryable, jobId: string, patch: JobPatch): Promise<void> {
-  const { progress, checkpoint, result, failure, ...plain } = patch;
+  const { progress, checkpoint, result, failure, pending_approval, ...plain } = patch;
   const json = Object.fromEntries(
-    Object.entries({ progress, checkpoint, result, failure })
+    Object.entries({ progress, checkpoint, result, failure, pending_approval })
       .filter(([, value]) => value !== undefined)
       .map(([column, value]) => [column, jsonOrNull(value ?? null)]),
   );

@@ -57,3 +57,14 @@ export async function supersedeIncarnations(db: Queryable, subject: string, name
 export async function insertIncarnation(db: Queryable, row: IncarnationRow): Promise<void> {
   await db.insertInto('worker_incarnations').values(row).execute();
 }
+
+/**
+ * An incarnation of `subject`, if it exists.
+ *
+ * ```sql
+ * select * from worker_incarnations where id = $1 and subject = $2
+ * ```
+ */
+export async function findIncarnation(db: Queryable, subject: string, id: string): Promise<IncarnationRow | undefined> {
+  return db.selectFrom('worker_incarnations').selectAll().where('id', '=', id).where('subject', '=', subject).executeTakeFirst();
+}

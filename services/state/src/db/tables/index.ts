@@ -2,6 +2,8 @@ import type { IdempotencyRecordsTable } from './idempotency-records.js';
 import type { JobEventsTable } from './job-events.js';
 import type { JobChangesTable } from './job-changes.js';
 import type { JobsTable } from './jobs.js';
+import type { JobSignalsTable } from './signals.js';
+import type { JobEffectsTable } from './effects.js';
 import type {
   AttemptsTable,
   QueueSettingsTable,
@@ -14,6 +16,8 @@ export type { IdempotencyRecordsTable } from './idempotency-records.js';
 export type { JobChangesTable } from './job-changes.js';
 export type { JobEventsTable } from './job-events.js';
 export type { JobLifecycleName, JobsTable, LostAttemptPolicyName } from './jobs.js';
+export type { JobSignalsTable, SignalStateName } from './signals.js';
+export type { EffectCancellationName, EffectStateName, JobEffectsTable } from './effects.js';
 export type { Int8Column, JsonObject, JsonValue } from './json.js';
 export type {
   AttemptStatusName,
@@ -35,4 +39,6 @@ export interface Database {
   attempts: AttemptsTable;
   worker_operations: WorkerOperationsTable;
   queue_settings: QueueSettingsTable;
+  job_signals: JobSignalsTable;
+  job_effects: JobEffectsTable;
 }

@@ -50,4 +50,14 @@ export interface JobsTable {
   pause_requested: Generated<boolean>;
   /** RETRY_WAIT: when the retry scheduler may re-queue the job. */
   not_before: Date | null;
+  /** PAUSED for an approval: what the worker asked (see `PendingApprovalRecord`). */
+  pending_approval: NullableJsonbColumn<JsonObject>;
+  /** The last signal sequence accepted (see migration 0004 for the four counters). */
+  signal_count: Generated<string>;
+  /** Every signal up to this sequence is ACKNOWLEDGED or DISCARDED. */
+  signals_done_through: Generated<string>;
+  /** Signals after `signals_done_through` up to this one are DELIVERED to the current attempt. */
+  signals_delivered_through: Generated<string>;
+  /** How many signals after `signals_done_through` are UNKNOWN. */
+  unknown_signals: Generated<number>;
 }
