@@ -1,13 +1,12 @@
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { Code } from '@connectrpc/connect';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GENESIS_HASH, computeEventHash, type JsonValue } from '@docket/contracts';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import { docketVerify as runDocketVerify } from './support/docket-cli.js';
 import { clientFor, failureOf } from './support/clients.js';
-import { REPO_ROOT, startCluster, stopAll, type DocketCluster } from './support/cluster.js';
+import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
 import { createTestDatabase } from './support/database.js';
 import { JobWriter, submitJobs } from './support/job-writer.js';
 import { openSql } from './support/sql.js';
@@ -61,18 +60,8 @@ function readers(jobId: string) {
 }
 
 /** `docket verify` as a user runs it: the built CLI in a child process. */
-async function docketVerify(jobId: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(
-    process.execPath,
-    [join(REPO_ROOT, 'packages/cli/dist/main.js'), 'verify', jobId, '--events-url', cluster.events.url, '--token', adminToken],
-    { env: { PATH: process.env['PATH'] ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
-  return { code, stdout, stderr };
+function docketVerify(jobId: string) {
+  return runDocketVerify(cluster.events.url, adminToken, jobId);
 }
 
 interface EventRow {
