@@ -8,18 +8,19 @@ const OTHER_JOB = 'job_01jdv2y0000000000000000000';
 const DIGEST = 'ab'.repeat(32);
 const OTHER_DIGEST = 'cd'.repeat(32);
 
-/** A correctly chained journal of `count` events, as the events service returns them. */
-function journal(count: number, jobId = JOB, requestDigest = DIGEST): JournalEvent[] {
+/** A correctly chained journal of `count` events (or of these types after job.admitted), as the events service returns them. */
+function journal(count: number, jobId = JOB, requestDigest = DIGEST, typed: readonly { type: string; payload: { [k: string]: string } }[] = []): JournalEvent[] {
   const events: JournalEvent[] = [];
   let previousHash = GENESIS_HASH;
   for (let sequence = 1n; sequence <= BigInt(count); sequence += 1n) {
+    const given = typed[Number(sequence) - 2];
     const { requestDigest: _digest, sequence: _sequence, ...sealed } = sealEvent({
       jobId,
       requestDigest,
       sequence,
       previousHash,
-      type: sequence === 1n ? 'job.admitted' : 'worker.step',
-      payload: { step: Number(sequence), note: `n${sequence}` },
+      type: sequence === 1n ? 'job.admitted' : (given?.type ?? 'worker.step'),
+      payload: given?.payload ?? { step: Number(sequence), note: `n${sequence}` },
       occurredAt: new Date(Date.UTC(2026, 10, 29, 10, 0, 0, Number(sequence))),
     });
     events.push({ ...sealed, sequence });
@@ -54,6 +55,25 @@ function swapPositions<T>(items: readonly T[], index: number): T[] {
   [copy[index], copy[index + 1]] = [copy[index + 1]!, copy[index]!];
   return copy;
 }
+
+describe('verifyJournalPages: approvals', () => {
+  const requested = { type: 'approval.requested', payload: { approval_id: 'apr_one', request_digest: DIGEST } };
+  const decided = { type: 'approval.decided', payload: { approval_id: 'apr_one', decision: 'ALLOW', digest: OTHER_DIGEST } };
+
+  it('accepts a decision of an approval the journal requested', async () => {
+    const rows = journal(3, JOB, DIGEST, [requested, decided]);
+    expect(await verifyJournalPages({ jobId: JOB, requestDigest: DIGEST }, served(rows))).toMatchObject({ intact: true });
+  });
+
+  it.each([
+    ['a decision nothing requested', [decided], 2n],
+    ['a second decision of the same approval', [requested, decided, decided], 4n],
+    ['a decision without a well-formed digest', [requested, { ...decided, payload: { ...decided.payload, digest: 'AB' } }], 3n],
+  ])('breaks at %s', async (_name, typed, at) => {
+    const rows = journal(typed.length + 1, JOB, DIGEST, typed);
+    expect(await verifyJournalPages({ jobId: JOB, requestDigest: DIGEST }, served(rows))).toMatchObject({ intact: false, why: 'approval_mismatch', brokenSequence: at });
+  });
+});
 
 describe('verifyJournalPages', () => {
   it('reports an intact journal read in one page or many, with its count and head', async () => {

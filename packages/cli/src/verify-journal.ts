@@ -52,6 +52,13 @@ export type JournalBreakReason =
   | 'beyond_latest'
   /** The announced latest sequence fell below what was already read. */
   | 'latest_went_back'
+  /**
+   * An `approval.decided` that does not decide an approval the journal
+   * requested before, decides one twice, or carries no well-formed digest.
+   * (That each decision's digest is burned in the approval history is
+   * checked by the server on every read: `refused_by_server`.)
+   */
+  | 'approval_mismatch'
   /** The server itself refused the read as DATA_LOSS / JOURNAL_CORRUPT. */
   | 'refused_by_server';
 
@@ -105,6 +112,7 @@ export async function verifyJournalPages(
   let headHash = GENESIS_HASH;
   let lastSequence = 0n;
   let goal: bigint | undefined;
+  const approvals = new ApprovalLedger();
   const broken = (brokenSequence: bigint, why: JournalBreakReason, detail: string): JournalVerdict => ({
     intact: false,
     jobId: target.jobId,
@@ -134,6 +142,10 @@ export async function verifyJournalPages(
         'beyond_latest',
         `the page holds events after the latest sequence it announces (${page.latestSequence})`,
       );
+    }
+    const unmatched = withinLatest.find((event) => !approvals.accepts(event));
+    if (unmatched) {
+      return broken(unmatched.sequence, 'approval_mismatch', `event ${unmatched.sequence} decides an approval the journal did not request, or decides it twice`);
     }
     headHash = segment.headHash;
     lastSequence = segment.lastSequence;
@@ -170,6 +182,30 @@ export function formatJournalVerdict(verdict: JournalVerdict): string {
   return verdict.intact
     ? `intact: ${verdict.jobId}, ${verdict.eventCount} events, head ${verdict.headHash}`
     : `broken at sequence ${verdict.brokenSequence}: ${verdict.detail}`;
+}
+
+/**
+ * The approvals a journal requested and decided so far: each
+ * `approval.requested` opens one, each `approval.decided` (with a digest
+ * of 64 lowercase hex) must close an open one.
+ */
+class ApprovalLedger {
+  readonly #open = new Set<string>();
+  readonly #decided = new Set<string>();
+
+  accepts(event: JournalEvent): boolean {
+    const id = event.payload['approval_id'];
+    if (event.type === 'approval.requested') {
+      if (typeof id !== 'string' || this.#open.has(id) || this.#decided.has(id)) return false;
+      this.#open.add(id);
+    } else if (event.type === 'approval.decided') {
+      const digest = event.payload['digest'];
+      if (typeof id !== 'string' || !this.#open.has(id) || typeof digest !== 'string' || !HASH_PATTERN.test(digest)) return false;
+      this.#open.delete(id);
+      this.#decided.add(id);
+    }
+    return true;
+  }
 }
 
 function verifySegment(
