@@ -3,7 +3,9 @@ import { join } from 'node:path';
 import { Code } from '@connectrpc/connect';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { durationFromMs } from '@bufbuild/protobuf/wkt';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { clientFor, failureOf, type SeenFailure } from './support/clients.js';
 import { REPO_ROOT, startCluster, stopAll, type DocketCluster } from './support/cluster.js';
 import { createTestDatabase } from './support/database.js';
@@ -60,6 +62,22 @@ describe('what leaves a service', () => {
     failures.push(await failureOf(admission.getJob({ jobId: 'job_aaaaaaaaaaaaaaaaaaaaaaaaaa' })));
     failures.push(await failureOf(admission.listJobs({ pageToken: 'forged.token' })));
     failures.push(await failureOf(clientFor(AdmissionService, cluster.admission.url, 'Bearer-garbage').getJob({ jobId: 'x' })));
+
+    // Worker effect keys and owner decision keys: refused calls never echo them.
+    const worker = clientFor(ExecutionService, cluster.execution.url, await cluster.tokenFor('leaky-worker', 'worker'));
+    const { workerIncarnation } = await worker.registerWorker({ workerName: 'leaks', queues: ['effects'], maxConcurrency: 1 });
+    const { job: effectJob } = await admission.submitJob({ idempotencyKey: newIdempotencyKey('effect-job'), queue: 'effects' });
+    const { assignments } = await worker.claimJobs({ workerIncarnation, maxJobs: 1, wait: durationFromMs(3_000), operationId: 'op_leaks_claim_0001' });
+    const authority = assignments[0]!.authority!;
+    const attempt = { attemptId: authority.attemptId, fence: authority.fence, workerIncarnation };
+    const effectKey = newIdempotencyKey('effect-secret');
+    secrets.push(effectKey);
+    await worker.beginEffect({ attempt, kind: 'payment.capture', idempotencyKey: effectKey, inputDigest: 'a'.repeat(64), operationId: 'op_leaks_begin_0001' });
+    failures.push(await failureOf(worker.beginEffect({ attempt, kind: 'email.send', idempotencyKey: effectKey, inputDigest: 'a'.repeat(64), operationId: 'op_leaks_begin_0002' })));
+    failures.push(await failureOf(worker.beginEffect({ attempt, kind: 'k', idempotencyKey: 'not a key, secret!', inputDigest: 'a'.repeat(64), operationId: 'op_leaks_begin_0003' })));
+    const decideKey = newIdempotencyKey('decide-secret');
+    secrets.push(decideKey, 'not a key, secret!');
+    failures.push(await failureOf(admission.decideApproval({ idempotencyKey: decideKey, jobId: effectJob!.id, approvalId: 'apr_aaaaaaaaaaaaaaaaaaaaaaaaaa', decision: 1 })));
 
     // A database failure nobody planned for: the table disappears under the service.
     await sql.query('alter table jobs rename to jobs_hidden');
