@@ -48,7 +48,8 @@ export interface OwnerCallDependencies {
  */
 export async function handleOwnerCall(deps: OwnerCallDependencies, command: OwnerCallCommand): Promise<HandleOwnerCallResponse> {
   const { call } = command;
-  const stamped = <T>(outcome: StoredOutcome<never> | { replayed: boolean; idempotencyExpiresAt: Date }, fields: T) => ({
+  /** The public response: the stored value, whether it is a replay, and how long the key is kept. */
+  const stamped = <T>(outcome: { readonly replayed: boolean; readonly idempotencyExpiresAt: Date }, fields: T) => ({
     ...fields,
     replayed: outcome.replayed,
     idempotencyExpiresAt: timestampFromDate(outcome.idempotencyExpiresAt),
