@@ -48,6 +48,7 @@ async function waitingJob(label: string) {
   await worker.register(`${label}-${queue}`, [queue], 2);
   const job = await harness.submit({ queue, input: { amount: 5 } });
   const [assignment] = await worker.claim({ waitMs: 3_000 });
+  expect(assignment?.envelope?.lastApproval).toBeUndefined();
   const attempt = attemptOf(assignment!);
   await worker.expectOk('saveCheckpoint', { attempt, operationId: newOperationId(), checkpoint: { step: 'before-ship' } });
   const operationId = newOperationId();
@@ -105,6 +106,7 @@ describe('DecideApproval', () => {
     expect(next?.envelope?.jobId).toBe(jobId);
     expect(next!.authority!.fence).toBeGreaterThan(fence);
     expect(next?.envelope?.checkpoint).toEqual({ step: 'before-ship' });
+    expect(next?.envelope?.lastApproval).toMatchObject({ approvalId, decision: ApprovalDecision.ALLOW, prompt: 'Ship 5 units?', details: { amount: 5 } });
     const decided = (await harness.journal(jobId)).find((event) => event.type === 'approval.decided');
     expect(decided?.payload).toMatchObject({ approval_id: approvalId, decision: 'ALLOW', comment: 'looks right' });
     const { rows } = await harness.sql.query(`select digest, decision, job_id from ${HISTORY} where approval_id = $1`, [approvalId]);

@@ -173,6 +173,7 @@ function newJobRow(id: string, command: AdmitJobCommand, headHash: string, now: 
     cancel_requested: false,
     pause_requested: false,
     pending_approval: null,
+    last_approval: null,
     signal_count: '0',
     signals_done_through: '0',
     signals_delivered_through: '0',

@@ -17,6 +17,7 @@ import type { IncarnationRow } from '../db/queries/workers.js';
 import { inWriteTransaction } from '../db/write-transaction.js';
 import { planTransition } from './apply-transition.js';
 import { planDelivery } from './signal-inbox.js';
+import { projectLastApproval } from './pending-approval.js';
 import { readOutstandingSignals, type SignalRow } from '../db/queries/signals.js';
 import { staleIncarnation } from './attempt-authority.js';
 import { recordOperation } from './attempt-reports.js';
@@ -249,6 +250,7 @@ function startAttempt(
       attemptNumber,
       checkpoint: job.checkpoint ?? undefined,
       pendingSignals: delivery.signals,
+      lastApproval: projectLastApproval(job.last_approval),
     },
   });
 }

@@ -11,14 +11,14 @@ import {
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { HandleOwnerCallResponseSchema, type HandleOwnerCallResponse } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { approvalSpent, type ApprovalHistory } from '../db/approval-history.js';
-import type { JobRow, Viewer } from '../db/queries/jobs.js';
+import type { Viewer } from '../db/queries/jobs.js';
 import { insertSignal, moveSignalsIn, type SignalRow } from '../db/queries/signals.js';
 import type { Database, JsonObject } from '../db/tables/index.js';
 import { applyTransition, type JobTransition } from './apply-transition.js';
 import { storeIdempotently, type IdempotentRequest, type StoredOutcome } from './idempotent-mutation.js';
 import { projectJob } from './job-projection.js';
 import { markApprovalSpent } from './mark-approval-spent.js';
-import { pendingApprovalOf } from './pending-approval.js';
+import { pendingApprovalOf, type PendingApprovalRecord } from './pending-approval.js';
 import { inboxDisagrees, planReconcile, planSignal, projectSignal, type ReconcileActionName } from './signal-inbox.js';
 import { lockJobForChange } from './transition-job.js';
 
@@ -134,7 +134,7 @@ async function decideApproval(
         decided_by: command.request.subject,
       });
       burned = true;
-      const decided = await applyTransition(tx, job, decisionTransition(job, call, command.request.digest), now);
+      const decided = await applyTransition(tx, job, decisionTransition(pending, call, command.request.digest, now), now);
       return { value: projectJob(decided.job), jobId: job.id };
     });
   } catch (error) {
@@ -144,17 +144,26 @@ async function decideApproval(
   }
 }
 
-function decisionTransition(job: JobRow, call: Extract<OwnerCall, { case: 'decideApproval' }>, digest: string): JobTransition {
+function decisionTransition(
+  pending: PendingApprovalRecord,
+  call: Extract<OwnerCall, { case: 'decideApproval' }>,
+  digest: string,
+  now: Date,
+): JobTransition {
   const decided = {
     type: 'approval.decided',
     payload: { approval_id: call.approvalId, decision: call.decision, digest, ...(call.comment ? { comment: call.comment } : {}) },
   };
-  if (call.decision === 'ALLOW') return { toStatus: 'QUEUED', events: [decided], patch: { pending_approval: null, pause_requested: false } };
+  const last = { approval_id: call.approvalId, decision: call.decision, prompt: pending.prompt, details: pending.details, decided_at: now.toISOString() };
+  if (call.decision === 'ALLOW') {
+    return { toStatus: 'QUEUED', events: [decided], patch: { pending_approval: null, last_approval: last, pause_requested: false } };
+  }
   return {
     toStatus: 'FAILED',
     events: [decided, { type: 'job.failed', payload: { failure_class: 'APPROVAL_DENIED' } }],
     patch: {
       pending_approval: null,
+      last_approval: last,
       pause_requested: false,
       failure: { failure_class: 'APPROVAL_DENIED', message: 'the approval was denied', safe_details: {}, retryable: false },
     },

@@ -1,6 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { PendingApprovalSchema, type PendingApproval } from '@docket/proto/docket/common/v1/job_pb.js';
+import { ApprovalDecision, DecidedApprovalSchema, type DecidedApproval } from '@docket/proto/docket/common/v1/approval_pb.js';
 import type { JsonObject } from '../db/tables/index.js';
 
 /**
@@ -23,6 +24,18 @@ export type PendingApprovalRecord = {
 export function pendingApprovalOf(column: JsonObject | null): PendingApprovalRecord | undefined {
   if (column === null || typeof column['approval_id'] !== 'string') return undefined;
   return column as unknown as PendingApprovalRecord;
+}
+
+/** The latest decided approval as the job row keeps it, in the public form of an envelope's `last_approval`. */
+export function projectLastApproval(column: JsonObject | null): DecidedApproval | undefined {
+  if (column === null || typeof column['approval_id'] !== 'string') return undefined;
+  return create(DecidedApprovalSchema, {
+    approvalId: column['approval_id'],
+    decision: column['decision'] === 'ALLOW' ? ApprovalDecision.ALLOW : ApprovalDecision.DENY,
+    prompt: String(column['prompt'] ?? ''),
+    details: (column['details'] as JsonObject | undefined) ?? {},
+    decidedAt: typeof column['decided_at'] === 'string' ? timestampFromDate(new Date(column['decided_at'])) : undefined,
+  });
 }
 
 /** The public form (docket.common.v1.PendingApproval). */

@@ -40,6 +40,7 @@ export function jobRow(overrides: Partial<JobRow> = {}): JobRow {
     cancel_requested: false,
     pause_requested: false,
     pending_approval: null,
+    last_approval: null,
     signal_count: '0',
     signals_done_through: '0',
     signals_delivered_through: '0',

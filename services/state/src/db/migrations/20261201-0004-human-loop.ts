@@ -3,7 +3,8 @@ import type { Migration } from './migration.js';
 /**
  * Approvals, signals and the effect journal (SPEC sections 5 and 7).
  *
- * The job row keeps the approval it waits for and four signal counters
+ * The job row keeps the approval it waits for, the latest one decided
+ * (which the next attempts see in their envelopes), and four signal counters
  * that make every signal change a range update: `signal_count` (the last
  * sequence accepted), `signals_done_through` (every signal up to it is
  * ACKNOWLEDGED or DISCARDED), `signals_delivered_through` (signals after
@@ -21,6 +22,7 @@ export const humanLoop: Migration = {
   sql: `
 alter table jobs
   add column pending_approval jsonb,
+  add column last_approval jsonb,
   add column signal_count bigint not null default 0,
   add column signals_done_through bigint not null default 0,
   add column signals_delivered_through bigint not null default 0,

@@ -29,14 +29,14 @@ const WRITE_JOB_SET = new PreparedStatement<{ recorded: string; corrupt: string[
        lease_expires_at = u.lease_expires_at, cancel_requested = u.cancel_requested,
        pause_requested = u.pause_requested, not_before = u.not_before, progress = u.progress,
        checkpoint = u.checkpoint, result = u.result, failure = u.failure,
-       pending_approval = u.pending_approval, signal_count = u.signal_count,
+       pending_approval = u.pending_approval, last_approval = u.last_approval, signal_count = u.signal_count,
        signals_done_through = u.signals_done_through, signals_delivered_through = u.signals_delivered_through,
        unknown_signals = u.unknown_signals
      from json_to_recordset($1::json) as u(
        id text, status text, revision bigint, event_count bigint, head_hash text, updated_at timestamptz,
        fence bigint, attempt_count integer, current_attempt_id text, current_worker_incarnation text,
        lease_expires_at timestamptz, cancel_requested boolean, pause_requested boolean, not_before timestamptz,
-       progress jsonb, checkpoint jsonb, result jsonb, failure jsonb, pending_approval jsonb, signal_count bigint,
+       progress jsonb, checkpoint jsonb, result jsonb, failure jsonb, pending_approval jsonb, last_approval jsonb, signal_count bigint,
        signals_done_through bigint, signals_delivered_through bigint, unknown_signals integer)
      where j.id = u.id
    ),
@@ -106,6 +106,7 @@ function mutableColumns(job: JobRow) {
     result: job.result,
     failure: job.failure,
     pending_approval: job.pending_approval,
+    last_approval: job.last_approval,
     signal_count: job.signal_count,
     signals_done_through: job.signals_done_through,
     signals_delivered_through: job.signals_delivered_through,

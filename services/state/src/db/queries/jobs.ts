@@ -31,6 +31,7 @@ export async function insertJob(db: Queryable, row: NewJobRow): Promise<void> {
     result: jsonOrNull(row.result),
     failure: jsonOrNull(row.failure),
     pending_approval: jsonOrNull(row.pending_approval),
+    last_approval: jsonOrNull(row.last_approval),
   };
   await db.insertInto('jobs').values(values).execute();
 }
@@ -136,6 +137,7 @@ export type JobPatch = Partial<
     | 'result'
     | 'failure'
     | 'pending_approval'
+    | 'last_approval'
     | 'signal_count'
     | 'signals_done_through'
     | 'signals_delivered_through'
@@ -151,9 +153,9 @@ export type JobPatch = Partial<
  * ```
  */
 export async function updateJob(db: Queryable, jobId: string, patch: JobPatch): Promise<void> {
-  const { progress, checkpoint, result, failure, pending_approval, ...plain } = patch;
+  const { progress, checkpoint, result, failure, pending_approval, last_approval, ...plain } = patch;
   const json = Object.fromEntries(
-    Object.entries({ progress, checkpoint, result, failure, pending_approval })
+    Object.entries({ progress, checkpoint, result, failure, pending_approval, last_approval })
       .filter(([, value]) => value !== undefined)
       .map(([column, value]) => [column, jsonOrNull(value ?? null)]),
   );

@@ -52,6 +52,8 @@ export interface JobsTable {
   not_before: Date | null;
   /** PAUSED for an approval: what the worker asked (see `PendingApprovalRecord`). */
   pending_approval: NullableJsonbColumn<JsonObject>;
+  /** The latest decided approval: `{approval_id, decision, prompt, details, decided_at}`, for the envelopes of later attempts. */
+  last_approval: NullableJsonbColumn<JsonObject>;
   /** The last signal sequence accepted (see migration 0004 for the four counters). */
   signal_count: Generated<string>;
   /** Every signal up to this sequence is ACKNOWLEDGED or DISCARDED. */

@@ -2,14 +2,69 @@
 // @generated from file docket/common/v1/approval.proto (package docket.common.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenEnum, GenFile } from "@bufbuild/protobuf/codegenv2";
-import { enumDesc, fileDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file docket/common/v1/approval.proto.
  */
 export const file_docket_common_v1_approval: GenFile = /*@__PURE__*/
-  fileDesc("Ch9kb2NrZXQvY29tbW9uL3YxL2FwcHJvdmFsLnByb3RvEhBkb2NrZXQuY29tbW9uLnYxKm4KEEFwcHJvdmFsRGVjaXNpb24SIQodQVBQUk9WQUxfREVDSVNJT05fVU5TUEVDSUZJRUQQABIbChdBUFBST1ZBTF9ERUNJU0lPTl9BTExPVxABEhoKFkFQUFJPVkFMX0RFQ0lTSU9OX0RFTlkQAmIGcHJvdG8z");
+  fileDesc("Ch9kb2NrZXQvY29tbW9uL3YxL2FwcHJvdmFsLnByb3RvEhBkb2NrZXQuY29tbW9uLnYxIsYBCg9EZWNpZGVkQXBwcm92YWwSEwoLYXBwcm92YWxfaWQYASABKAkSNAoIZGVjaXNpb24YAiABKA4yIi5kb2NrZXQuY29tbW9uLnYxLkFwcHJvdmFsRGVjaXNpb24SDgoGcHJvbXB0GAMgASgJEigKB2RldGFpbHMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei4KCmRlY2lkZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKm4KEEFwcHJvdmFsRGVjaXNpb24SIQodQVBQUk9WQUxfREVDSVNJT05fVU5TUEVDSUZJRUQQABIbChdBUFBST1ZBTF9ERUNJU0lPTl9BTExPVxABEhoKFkFQUFJPVkFMX0RFQ0lTSU9OX0RFTlkQAmIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+
+/**
+ * DecidedApproval is the latest approval of a job that the owner decided,
+ * as a worker sees it in the execution envelope: the attempt that runs after
+ * an ALLOW knows its approval was granted (and for what, by `details`),
+ * without relying on anything it saved before asking.
+ *
+ * @generated from message docket.common.v1.DecidedApproval
+ */
+export type DecidedApproval = Message<"docket.common.v1.DecidedApproval"> & {
+  /**
+   * The approval's id (prefix `apr_`).
+   *
+   * @generated from field: string approval_id = 1;
+   */
+  approvalId: string;
+
+  /**
+   * ALLOW (a DENY ends the job, so no later attempt sees one).
+   *
+   * @generated from field: docket.common.v1.ApprovalDecision decision = 2;
+   */
+  decision: ApprovalDecision;
+
+  /**
+   * The prompt the worker asked with.
+   *
+   * @generated from field: string prompt = 3;
+   */
+  prompt: string;
+
+  /**
+   * The details the worker asked with.
+   *
+   * @generated from field: google.protobuf.Struct details = 4;
+   */
+  details?: JsonObject | undefined;
+
+  /**
+   * When the decision was journaled, by the database clock.
+   *
+   * @generated from field: google.protobuf.Timestamp decided_at = 5;
+   */
+  decidedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message docket.common.v1.DecidedApproval.
+ * Use `create(DecidedApprovalSchema)` to create a new message.
+ */
+export const DecidedApprovalSchema: GenMessage<DecidedApproval> = /*@__PURE__*/
+  messageDesc(file_docket_common_v1_approval, 0);
 
 /**
  * ApprovalDecision is an owner's or admin's answer to an approval a worker
