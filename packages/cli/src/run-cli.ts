@@ -1,11 +1,13 @@
+import { approveCommand, denyCommand } from './approval-commands.js';
 import { UsageError, type CliContext, type Command } from './command.js';
 import { devCommand } from './dev-command.js';
+import { signalCommand, signalsCommand } from './signal-commands.js';
 import { tokenCommand } from './token-command.js';
 import { verifyCommand } from './verify-command.js';
 import { workerCommand } from './worker-command.js';
 
 /** The subcommands, in the order `docket help` lists them. */
-const COMMANDS: readonly Command[] = [devCommand, tokenCommand, verifyCommand, workerCommand];
+const COMMANDS: readonly Command[] = [devCommand, tokenCommand, verifyCommand, workerCommand, approveCommand, denyCommand, signalCommand, signalsCommand];
 
 const HELP_FLAGS = new Set(['-h', '--help']);
 

@@ -1,10 +1,7 @@
 import { parseArgs } from 'node:util';
-import { createClient, type Interceptor } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
-import { mintToken } from '@docket/auth';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import { resolveAuthSecret } from './auth-secret.js';
 import { UsageError, type CliContext, type Command } from './command.js';
+import { callerToken, parseServiceUrl, serviceClient } from './service-client.js';
 import { DEFAULT_SERVICE_PORTS } from './service-names.js';
 import { classifyReadFailure } from './verify-failure.js';
 import { formatJournalVerdict, verifyJournalPages } from './verify-journal.js';
@@ -18,9 +15,6 @@ export const VERIFY_EXIT = Object.freeze({ intact: 0, broken: 1, unverifiable: 2
 
 /** The subject of the admin token `docket verify` mints when given none. */
 const MINTED_SUBJECT = 'docket-verify';
-
-/** Lifetime of that token: long enough for a very long journal, short enough not to matter if it leaks. */
-const MINTED_TTL_SECONDS = 3_600;
 
 /**
  * `docket verify <job_id>`: re-reads a job's entire journal from the events
@@ -61,7 +55,7 @@ unavailable, token refused, bad arguments).
   async run(args, context) {
     const { jobId, eventsUrl, token } = parseOrUsage(args);
     try {
-      const reader = eventsReader(eventsUrl, token ?? (await defaultToken(context)));
+      const reader: JournalReader = serviceClient(EventService, eventsUrl, token ?? (await callerToken(context, MINTED_SUBJECT)));
       return await verifyJob(reader, jobId, eventsUrl, context);
     } catch (error) {
       context.err(`docket verify: ${(error as Error).message}\n`);
@@ -106,32 +100,8 @@ function parseOrUsage(args: readonly string[]): { jobId: string; eventsUrl: stri
   const [jobId, ...extra] = parsed.positionals;
   if (jobId === undefined || jobId === '') throw new UsageError('a job id is required');
   if (extra.length > 0) throw new UsageError(`one job id at a time (also got ${extra.join(' ')})`);
-  const eventsUrl = parsed.values['events-url'] ?? DEFAULT_EVENTS_URL;
-  if (!URL.canParse(eventsUrl) || !/^https?:$/.test(new URL(eventsUrl).protocol)) {
-    throw new UsageError('--events-url must be an http:// or https:// URL');
-  }
+  const eventsUrl = parseServiceUrl(parsed.values['events-url'] ?? DEFAULT_EVENTS_URL, '--events-url');
   const token = parsed.values.token;
   if (token === '') throw new UsageError('--token must not be empty');
   return { jobId, eventsUrl, token };
-}
-
-/** An EventService client over gRPC (h2c for http://) that presents `token` as a bearer. */
-function eventsReader(eventsUrl: string, token: string): JournalReader {
-  const bearer: Interceptor = (next) => (request) => {
-    request.header.set('authorization', `Bearer ${token}`);
-    return next(request);
-  };
-  return createClient(EventService, createGrpcTransport({ baseUrl: eventsUrl, interceptors: [bearer] }));
-}
-
-/** DOCKET_TOKEN, else a short-lived admin token signed with the local secret. */
-async function defaultToken(context: CliContext): Promise<string> {
-  const fromEnv = context.env['DOCKET_TOKEN'];
-  if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
-  return mintToken({
-    secret: await resolveAuthSecret(context.env, context.cwd),
-    subject: MINTED_SUBJECT,
-    role: 'admin',
-    ttlSeconds: MINTED_TTL_SECONDS,
-  });
 }

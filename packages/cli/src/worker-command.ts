@@ -17,7 +17,8 @@ export interface WorkerArguments {
 
 /**
  * `docket worker`: a sample worker running the built-in demo handler
- * (count to N with progress and checkpoints, honouring pause and cancel).
+ * (count to N with progress and checkpoints, honouring pause and cancel;
+ * optionally asking for approval, taking signals and recording an effect).
  * Runs until SIGTERM or Ctrl-C (drain; a second one stops at once), or
  * until a later registration of its name supersedes it. Exit code 0 after
  * a drain or stop, 1 when superseded or refused.
@@ -34,6 +35,19 @@ every input.delay_ms (default 200), reporting progress after each step and
 saving a checkpoint every 5 steps. A paused job saves a checkpoint and
 stops; resumed, it continues from there under a new fence. A cancelled job
 stops. Prints one line per job transition.
+
+More of the input:
+  approve_at <n>  at step n (0 to count), save a checkpoint and ask the
+                  job's owner for approval; the worker prints
+                  "<job> waiting for approval <approval_id>". After
+                  docket approve <job> the next attempt continues from
+                  step n without asking again; docket deny <job> fails it.
+  effect true     once counted, record the count exactly once through the
+                  effect journal (in an in-process stand-in for an
+                  external system); the result gains external_id.
+Signals sent with docket signal <job> <name> are printed as
+"<job> signal <sequence> <name>"; "add" with --payload '{"n":5}' counts
+five steps further at once.
 
 Submit a demo job, for example with buf curl:
   buf curl --http2-prior-knowledge --protocol grpc \\

@@ -1,4 +1,4 @@
-import { abortKindOf, permanentFailure, type JobContext, type JobHandler, type JobResult } from '@docket/worker-sdk';
+import { abortKindOf, permanentFailure, type EffectSteps, type JobContext, type JobHandler, type JobResult, type JobSignal } from '@docket/worker-sdk';
 
 /** Options of {@link demoHandler}. */
 export interface DemoHandlerOptions {
@@ -6,6 +6,8 @@ export interface DemoHandlerOptions {
   readonly say: (line: string) => void;
   /** Save a checkpoint every this many steps; default 5. */
   readonly checkpointEvery?: number;
+  /** The external system `input.effect` records the count in; default one {@link DemoLedger} per handler. */
+  readonly ledger?: DemoLedger;
 }
 
 /** Most steps a demo job may count to. */
@@ -13,6 +15,49 @@ export const DEMO_COUNT_MAX = 1_000_000;
 
 /** Longest pause between steps, in ms. */
 export const DEMO_DELAY_MAX_MS = 60_000;
+
+/** The effect kind the demo records its count under. */
+export const DEMO_EFFECT_KIND = 'demo.record';
+
+/**
+ * A stand-in for an external system, in this process: it accepts a record
+ * under an idempotency key (the same key always gets the same id, as a real
+ * payment or e-mail API would deduplicate) and confirms it. Enough to show
+ * the effect journal at work; a real one lives elsewhere and survives the
+ * worker.
+ */
+export class DemoLedger {
+  private readonly byKey = new Map<string, string>();
+  private readonly confirmedIds = new Set<string>();
+
+  /** Accepts a record under `key` unless it already holds one; the record's id. */
+  submit(key: string): string {
+    let id = this.byKey.get(key);
+    if (id === undefined) {
+      id = `ledger-${String(this.byKey.size + 1).padStart(6, '0')}`;
+      this.byKey.set(key, id);
+    }
+    return id;
+  }
+
+  /** Confirms the record `id` (idempotent). */
+  confirm(id: string): void {
+    this.confirmedIds.add(id);
+  }
+
+  /** Whether `id` was confirmed. */
+  confirmed(id: string): boolean {
+    return this.confirmedIds.has(id);
+  }
+
+  /** The effect steps that record in this ledger. */
+  steps(): EffectSteps {
+    return {
+      sign: ({ key }) => this.submit(key),
+      commit: ({ externalId }) => this.confirm(externalId),
+    };
+  }
+}
 
 /**
  * The `docket worker` demo: counts from where the last checkpoint left off
@@ -24,19 +69,48 @@ export const DEMO_DELAY_MAX_MS = 60_000;
  * cancelled); at worker shutdown it saves a checkpoint and gives the
  * attempt up, so the retry resumes. A bad input fails the job at once
  * (INVALID_INPUT). The result is `{counted, resumed_from}`.
+ *
+ * - `input.approve_at` (a step from 0 to count): on reaching it, the job
+ *   saves the checkpoint `{at}` and asks its owner for approval (`docket
+ *   approve` / `docket deny`) with details `{at: approve_at, count}`,
+ *   ending the attempt. After ALLOW the next attempt sees that approval in
+ *   `job.lastApproval`, continues from `at` and does not ask again; a
+ *   retry of an attempt lost before its request was durable sees no such
+ *   approval and asks again. After DENY the job has failed.
+ * - Signals (`docket signal`): each one is printed as `<job> signal <seq>
+ *   <name>`; `add` with payload `{"n": <whole number>}` advances the count
+ *   by n more steps at the next step (never past count). Others are only
+ *   printed.
+ * - `input.effect` true: once counted, the job records the count exactly
+ *   once through the effect journal (kind {@link DEMO_EFFECT_KIND}, key
+ *   `demo-record-<job id>`) in the in-process {@link DemoLedger}, and the
+ *   result gains `external_id`. A retry after the record committed replays
+ *   it instead of recording again.
  */
 export function demoHandler(options: DemoHandlerOptions): JobHandler {
   const every = options.checkpointEvery ?? 5;
+  const ledger = options.ledger ?? new DemoLedger();
   return async (job) => {
-    const { count, delayMs } = demoInput(job.input);
+    const { count, delayMs, approveAt, effect } = demoInput(job.input);
     const from = resumePoint(job, count);
+    // Granted when the owner allowed this job's approval for exactly this step (never judged from the checkpoint).
+    const approved = approveAt !== undefined && job.lastApproval?.decision === 'ALLOW' && job.lastApproval.details['at'] === approveAt;
+    const extra = consumeSignals(job, options.say);
     if (from > 0) options.say(`${job.jobId} resuming at ${from}/${count} (attempt ${job.attemptNumber}, fence ${job.fence})`);
+    if (approved && from === approveAt) options.say(`${job.jobId} approved: continuing from ${from}/${count}`);
     await job.emit('worker.demo_started', { from, count });
     let at = from;
-    while (at < count && !job.signal.aborted) {
+    for (;;) {
+      if (approveAt !== undefined && !approved && at >= approveAt && !job.signal.aborted) {
+        await job.saveCheckpoint({ at });
+        const { approvalId } = await job.requestApproval(`Let job ${job.jobId} continue past step ${at} of ${count}?`, { at: approveAt, count });
+        options.say(`${job.jobId} waiting for approval ${approvalId}`);
+        return undefined; // the attempt has ended; after ALLOW the next one continues from the checkpoint
+      }
+      if (at >= count || job.signal.aborted) break;
       await sleep(delayMs, job.signal);
       if (job.signal.aborted) break;
-      at += 1;
+      at = Math.min(count, at + 1 + extra.take());
       await job.progress(at, count, `counted to ${at} of ${count}`);
       if (at % every === 0 && at < count) await job.saveCheckpoint({ at });
     }
@@ -55,13 +129,48 @@ export function demoHandler(options: DemoHandlerOptions): JobHandler {
       case 'lost':
         options.say(`${job.jobId} lost its lease at ${at}/${count}: stopped`);
         return undefined;
+      case 'approval': // only after requestApproval, which returned above
+        return undefined;
       case undefined:
-        return { counted: count, resumed_from: from } satisfies JobResult;
+        break;
     }
+    const result = { counted: count, resumed_from: from } satisfies JobResult;
+    if (!effect) return result;
+    const recorded = await job.effect(DEMO_EFFECT_KIND, `demo-record-${job.jobId}`, { counted: count }, ledger.steps());
+    options.say(`${job.jobId} recorded its count${recorded.replayed ? ' (replayed: it was recorded before)' : ''}`);
+    return { ...result, external_id: recorded.externalId } satisfies JobResult;
   };
 }
 
-function demoInput(input: JobContext['input']): { count: number; delayMs: number } {
+/**
+ * Takes the job's signals alongside the counting, printing each, and sums
+ * the `n` of `add` signals for the counting loop to {@link take}. Not
+ * awaited: the iteration ends when the attempt does.
+ */
+function consumeSignals(job: JobContext, say: (line: string) => void): { take(): number } {
+  let added = 0;
+  void (async () => {
+    for await (const signal of job.signals) {
+      say(`${job.jobId} signal ${signal.sequence} ${signal.name}${signal.redelivered ? ' (redelivered: an earlier attempt may have applied it)' : ''}`);
+      added += addedSteps(signal);
+    }
+  })();
+  return {
+    take() {
+      const steps = added;
+      added = 0;
+      return steps;
+    },
+  };
+}
+
+/** The steps an `add` signal adds: its payload's `n`, a whole number from 1 to {@link DEMO_COUNT_MAX}; 0 for anything else. */
+function addedSteps(signal: JobSignal): number {
+  const n = signal.payload['n'];
+  return signal.name === 'add' && typeof n === 'number' && Number.isInteger(n) && n > 0 && n <= DEMO_COUNT_MAX ? n : 0;
+}
+
+function demoInput(input: JobContext['input']): { count: number; delayMs: number; approveAt: number | undefined; effect: boolean } {
   const count = input['count'] ?? 10;
   if (typeof count !== 'number' || !Number.isInteger(count) || count < 1 || count > DEMO_COUNT_MAX) {
     throw permanentFailure('INVALID_INPUT', `count must be a whole number from 1 to ${DEMO_COUNT_MAX}`, { field: 'count' });
@@ -70,7 +179,13 @@ function demoInput(input: JobContext['input']): { count: number; delayMs: number
   if (typeof delayMs !== 'number' || !Number.isInteger(delayMs) || delayMs < 0 || delayMs > DEMO_DELAY_MAX_MS) {
     throw permanentFailure('INVALID_INPUT', `delay_ms must be a whole number from 0 to ${DEMO_DELAY_MAX_MS}`, { field: 'delay_ms' });
   }
-  return { count, delayMs };
+  const approveAt = input['approve_at'] ?? undefined;
+  if (approveAt !== undefined && (typeof approveAt !== 'number' || !Number.isInteger(approveAt) || approveAt < 0 || approveAt > count)) {
+    throw permanentFailure('INVALID_INPUT', 'approve_at must be a whole number from 0 to count', { field: 'approve_at' });
+  }
+  const effect = input['effect'] ?? false;
+  if (typeof effect !== 'boolean') throw permanentFailure('INVALID_INPUT', 'effect must be true or false', { field: 'effect' });
+  return { count, delayMs, approveAt, effect };
 }
 
 function resumePoint(job: JobContext, count: number): number {

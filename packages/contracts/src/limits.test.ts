@@ -19,6 +19,8 @@ describe('LIMITS', () => {
       idempotencyKeyMin: 16,
       idempotencyKeyMax: 128,
       recoverableEffectsPage: 256,
+      approvalPromptLength: 4096,
+      effectExternalIdLength: 256,
     });
     expect(Object.isFrozen(LIMITS)).toBe(true);
   });

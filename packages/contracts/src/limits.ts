@@ -33,6 +33,10 @@ export const LIMITS = Object.freeze({
   idempotencyKeyMax: 128,
   /** Most effects one ListRecoverableEffects returns (and its default). */
   recoverableEffectsPage: 256,
+  /** Longest RequestApproval prompt, in characters. */
+  approvalPromptLength: 4096,
+  /** Longest external id of an effect, in characters. */
+  effectExternalIdLength: 256,
 } as const);
 
 /** The name of one limit; `LIMIT_EXCEEDED` metadata names limits this way. */

@@ -11,8 +11,12 @@
  *   `stop()`). Return a result if the work is done; otherwise stop, and the
  *   attempt is settled as lost when its lease expires (the job's
  *   lost-attempt policy decides what happens next).
+ * - `approval`: the handler's `requestApproval` was recorded: the job is
+ *   PAUSED waiting for its owner and this attempt has ended. Return; nothing
+ *   more is reported, and the owner's ALLOW re-queues the job for a new
+ *   attempt.
  */
-export type AbortKind = 'cancel' | 'pause' | 'lost' | 'shutdown';
+export type AbortKind = 'cancel' | 'pause' | 'lost' | 'shutdown' | 'approval';
 
 /**
  * The `reason` of an aborted job signal. An `Error`, so that
@@ -35,6 +39,7 @@ const ABORT_MESSAGES: Readonly<Record<AbortKind, string>> = {
   pause: 'a pause was requested',
   lost: 'the attempt lost its authority',
   shutdown: 'the worker is shutting down',
+  approval: 'the attempt ended waiting for approval',
 };
 
 /** The kind of an aborted job signal, or `undefined` when it is not aborted (or by something else). */

@@ -1,8 +1,12 @@
 import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
-import { newId } from '@docket/contracts';
+import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { LIMITS, newId } from '@docket/contracts';
+import { ApprovalDecision, type DecidedApproval } from '@docket/proto/docket/common/v1/approval_pb.js';
+import { EffectDisposition, EffectRecoveryReason, type Effect } from '@docket/proto/docket/common/v1/effect_pb.js';
 import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import type {
+  AdvanceEffectRequestSchema,
   Assignment,
   ReportOutcomeRequest,
   ReportOutcomeRequestSchema,
@@ -10,11 +14,14 @@ import type {
 import { JobAbortedError, type AbortKind } from './abort-reason.js';
 import { callWithRetry, type RetrySchedule } from './call-retry.js';
 import { DocketWorkerError } from './docket-worker-error.js';
+import { effectRecordOf, type EffectRecord } from './effect-record.js';
+import { runEffect, type EffectJournal, type EffectResult, type EffectSteps, type EffectTransition } from './effect-runner.js';
 import type { ExecutionClient } from './execution-client.js';
-import type { JobContext, JobHandler, JobResult } from './job-context.js';
+import type { ApprovalRequested, JobContext, JobHandler, JobResult, LastApproval } from './job-context.js';
 import { toJsonObject } from './json-object.js';
 import { linkedSignal } from './linked-signal.js';
 import { planOutcome, type DescribeError, type HandlerSettlement, type OutcomePlan } from './outcome-plan.js';
+import { SignalInbox, jobSignalOf } from './signal-inbox.js';
 import type { WorkerLogger } from './worker-logger.js';
 import type { WorkerStats } from './worker-stats.js';
 
@@ -29,6 +36,8 @@ export interface AttemptEnvironment {
   readonly renewIntervalMs: number;
   /** Deadline of each try of each call. */
   readonly callTimeoutMs: number;
+  /** How often to renew while the handler waits on `job.signals`. */
+  readonly signalPollMs: number;
   readonly describeError: DescribeError | undefined;
   /** Counters shared by every attempt of the worker. */
   readonly stats: WorkerStats;
@@ -41,14 +50,20 @@ export interface AttemptEnvironment {
 /** Retries of the job helpers (progress, checkpoint, events): about 8 s at most. */
 const HELPER_RETRIES: RetrySchedule = { tries: 8, initialDelayMs: 100, maxDelayMs: 2_000 };
 
-/** Retries of ReportOutcome: longer, since a lost outcome costs the whole attempt. Replays answer after the lease is gone. */
+/** Retries of ReportOutcome and RequestApproval: longer, since each ends the attempt. Replays answer after the lease is gone. */
 const OUTCOME_RETRIES: RetrySchedule = { tries: 12, initialDelayMs: 200, maxDelayMs: 5_000 };
 
 /** Retries of one renewal: until the lease would have expired. */
 const RENEW_RETRIES: RetrySchedule = { tries: Infinity, initialDelayMs: 50, maxDelayMs: 1_000 };
 
-/** Precedence of stop requests: the strongest one seen decides the outcome. */
-const STRENGTH: Readonly<Record<AbortKind, number>> = { shutdown: 1, pause: 2, cancel: 3, lost: 4 };
+/** Precedence of stop requests: the strongest one seen decides the outcome. A recorded approval request ends the attempt for good. */
+const STRENGTH: Readonly<Record<AbortKind, number>> = { shutdown: 1, pause: 2, cancel: 3, lost: 4, approval: 5 };
+
+/** The most recoverable effects one ListRecoverableEffects returns. */
+const RECOVERABLE_EFFECTS_MAX: number = LIMITS.recoverableEffectsPage;
+
+/** The longest approval prompt, in characters. */
+const APPROVAL_PROMPT_MAX: number = LIMITS.approvalPromptLength;
 
 
 /**
@@ -56,9 +71,13 @@ const STRENGTH: Readonly<Record<AbortKind, number>> = { shutdown: 1, pause: 2, c
  * it renews the lease on a timer (one per attempt), also while it waits in
  * the prefetch buffer and while its outcome waits for a report slot, until
  * the report is sent; it turns cancel/pause/lost into an abort of the job's
- * signal. `runHandler` runs the handler with a {@link JobContext} and plans
- * the outcome (`planOutcome`); `conclude` reports it. Its worker's
- * {@link AttemptPipeline} decides when each step runs.
+ * signal, and hands the signals of the claim and of every renewal to the
+ * job's {@link SignalInbox} (renewing every `signalPollMs` while the
+ * handler waits on it). `runHandler` runs the handler with a
+ * {@link JobContext} and plans the outcome (`planOutcome`); `conclude`
+ * reports it. A recorded approval request ends the attempt early: no more
+ * renewals, nothing reported. Its worker's {@link AttemptPipeline} decides
+ * when each step runs.
  */
 export class AttemptRun {
   readonly jobId: string;
@@ -75,7 +94,18 @@ export class AttemptRun {
   /** `Date.now()` by which the lease has surely expired unless renewed (the send time of the last successful claim/renewal plus the lease). */
   private leaseDeadline: number;
   private renewTimer: NodeJS.Timeout | undefined;
+  /** `Date.now()` at which the armed renewal fires. */
+  private renewDueAt = 0;
+  /** Whether a renewal is in flight (its retries included). */
+  private renewing = false;
   private checkpoint: JsonObject | undefined;
+  private readonly inbox: SignalInbox;
+  /**
+   * While a RequestApproval is in flight: resolves with whether it was
+   * recorded. A STALE_AUTHORITY seen meanwhile is judged only then, since a
+   * recorded request is what ended the authority.
+   */
+  private approvalInFlight: Promise<boolean> | undefined;
 
   constructor(assignment: Assignment, env: AttemptEnvironment, claimedAt: number) {
     const envelope = assignment.envelope;
@@ -88,6 +118,14 @@ export class AttemptRun {
     this.fence = authority.fence;
     this.checkpoint = envelope.checkpoint;
     this.leaseDeadline = claimedAt + env.leaseMs;
+    this.inbox = new SignalInbox({
+      acknowledge: (upTo) => this.acknowledgeSignals(upTo),
+      onWaiting: (waiting) => {
+        if (waiting) this.pollSoon();
+      },
+    });
+    this.inbox.deliver(envelope.pendingSignals.map(jobSignalOf));
+    this.controller.signal.addEventListener('abort', () => this.inbox.end(), { once: true });
   }
 
   /** The stop request that decides the outcome, if any. */
@@ -132,6 +170,8 @@ export class AttemptRun {
       settlement = { status: 'threw', error };
     }
     this.handlerState = 'settled';
+    this.inbox.end();
+    await this.inbox.flush(); // before the outcome ends the attempt: no acknowledgement is accepted after it
     const plan = planOutcome(settlement, this.strongest, this.env.describeError);
     if (plan.kind === 'failure' && plan.unexpected && settlement.status === 'threw') {
       this.env.logger.warn(`${this.jobId}: the handler threw; reporting INTERNAL without its text`, {
@@ -148,7 +188,14 @@ export class AttemptRun {
    */
   async conclude(plan: OutcomePlan): Promise<void> {
     this.stopRenewing();
-    const outcome = this.strongest === 'lost' ? ({ kind: 'none', why: 'lost' } as const) : plan;
+    const outcome =
+      this.strongest === 'lost' || this.strongest === 'approval' ? ({ kind: 'none', why: this.strongest } as const) : plan;
+    if (outcome.kind === 'none' && outcome.why === 'approval') {
+      this.env.logger.debug?.(`${this.jobId}: the handler ended after its approval request; nothing to report`, {
+        event: 'attempt.ended_for_approval', jobId: this.jobId, attemptId: this.attemptId,
+      });
+      return;
+    }
     if (outcome.kind === 'none') {
       const abandoned = `${this.jobId} abandoned at shutdown${this.handlerState === 'waiting' ? ' before it started' : ''} (settled when its lease expires)`;
       this.env.logger.info(
@@ -184,6 +231,11 @@ export class AttemptRun {
       progress: (completed: number, total?: number, message?: string) => this.progress(completed, total, message),
       saveCheckpoint: (value: JobResult) => this.saveCheckpoint(value),
       emit: (type: `worker.${string}`, payload?: JobResult) => this.emit(type, payload),
+      requestApproval: (prompt: string, details?: JobResult) => this.requestApproval(prompt, details),
+      lastApproval: lastApprovalOf(envelope.lastApproval),
+      signals: this.inbox,
+      effect: (kind: string, key: string, input: JobResult, steps: EffectSteps) => this.effect(kind, key, input, steps),
+      recoverableEffects: (limit?: number) => this.recoverableEffects(limit),
     });
   }
 
@@ -225,15 +277,131 @@ export class AttemptRun {
     return response.firstSequence;
   }
 
-  /** One helper call under the attempt's authority, with a fresh operation id kept across retries. */
-  private async attemptCall<T>(rpc: string, send: (operationId: string) => Promise<T>): Promise<T> {
+  /**
+   * Asks for approval and ends the attempt once the request is recorded
+   * (see `JobContext.requestApproval`). Signals the handler took are
+   * acknowledged first: no acknowledgement is accepted after the request.
+   * Retried like an outcome, since it ends the attempt too.
+   */
+  private async requestApproval(prompt: string, details?: JobResult): Promise<ApprovalRequested> {
+    const length = typeof prompt === 'string' ? [...prompt].length : 0;
+    if (length < 1 || length > APPROVAL_PROMPT_MAX) {
+      throw DocketWorkerError.local('INVALID_OPTION', `the approval prompt must be 1 to ${APPROVAL_PROMPT_MAX} characters`);
+    }
+    const body = details === undefined ? undefined : toJsonObject(details, 'the approval details');
+    this.assertUsable('RequestApproval');
+    if (this.approvalInFlight) throw DocketWorkerError.local('INVALID_OPTION', 'requestApproval is already in progress for this attempt');
+    let settle!: (recorded: boolean) => void;
+    this.approvalInFlight = new Promise((resolve) => (settle = resolve));
+    try {
+      await this.inbox.flush();
+      const response = await this.callUnderAuthority(
+        'RequestApproval',
+        (operationId) =>
+          this.env.client.requestApproval(
+            { attempt: this.ref, operationId, prompt, ...(body ? { details: body } : {}) },
+            { timeoutMs: this.env.callTimeoutMs },
+          ),
+        OUTCOME_RETRIES,
+      );
+      this.endForApproval(response.approvalId);
+      settle(true);
+      return Object.freeze({ approvalId: response.approvalId });
+    } catch (error) {
+      this.approvalInFlight = undefined;
+      settle(false);
+      throw error;
+    }
+  }
+
+  /** The recorded approval request ended the attempt: stop renewing, stop the handler, end its signals. */
+  private endForApproval(approvalId: string): void {
+    this.strongest = 'approval';
+    this.stopRenewing();
+    if (!this.controller.signal.aborted) this.controller.abort(new JobAbortedError('approval'));
+    this.inbox.end();
+    this.env.logger.info(`${this.jobId} waiting for approval ${approvalId} (attempt ${this.attemptId} ended; the job is PAUSED)`, {
+      event: 'attempt.approval_requested', jobId: this.jobId, attemptId: this.attemptId, fence: this.fence, approvalId,
+    });
+  }
+
+  /** AckSignals for the inbox; rejects (so the inbox tries again later) when it did not land. */
+  private async acknowledgeSignals(upTo: bigint): Promise<void> {
+    if (this.strongest === 'lost' || this.strongest === 'approval' || this.env.closed.aborted) {
+      throw DocketWorkerError.local('ATTEMPT_ENDED', 'AckSignals after the attempt ended');
+    }
+    try {
+      await this.callUnderAuthority('AckSignals', (operationId) =>
+        this.env.client.ackSignals({ attempt: this.ref, operationId, upToSequence: upTo }, { timeoutMs: this.env.callTimeoutMs }),
+      );
+    } catch (error) {
+      const failure = DocketWorkerError.fromCall('AckSignals', error);
+      this.env.logger.warn(`${this.jobId}: acknowledging signals up to ${upTo} failed (${failure.reason ?? failure.code}); tried again with the next signal taken`, {
+        event: 'signals.ack_failed', jobId: this.jobId, attemptId: this.attemptId, upTo, code: failure.code, reason: failure.reason,
+      });
+      throw failure;
+    }
+  }
+
+  private effect(kind: string, key: string, input: JobResult, steps: EffectSteps): Promise<EffectResult> {
+    return runEffect(this.effectJournal(), { kind, key, input }, steps, this.controller.signal, { logger: this.env.logger, jobId: this.jobId });
+  }
+
+  /** The effect-journal RPCs under this attempt's authority, for `runEffect`. */
+  private effectJournal(): EffectJournal {
+    const recordOf = (rpc: string, effect: Effect | undefined): EffectRecord => {
+      if (!effect) throw new DocketWorkerError(13 /* INTERNAL */, undefined, `${rpc} returned no effect`);
+      return effectRecordOf(effect);
+    };
+    return {
+      begin: async (kind, key, inputDigest) => {
+        const response = await this.attemptCall('BeginEffect', (operationId) =>
+          this.env.client.beginEffect({ attempt: this.ref, operationId, kind, idempotencyKey: key, inputDigest }, { timeoutMs: this.env.callTimeoutMs }),
+        );
+        return { record: recordOf('BeginEffect', response.effect), created: response.disposition === EffectDisposition.CREATED };
+      },
+      advance: async (record, transition) => {
+        const response = await this.attemptCall('AdvanceEffect', (operationId) =>
+          this.env.client.advanceEffect(
+            { attempt: this.ref, operationId, effectId: record.effectId, expectedRevision: record.revision, transition: transitionOf(transition) },
+            { timeoutMs: this.env.callTimeoutMs },
+          ),
+        );
+        return recordOf('AdvanceEffect', response.effect);
+      },
+    };
+  }
+
+  private async recoverableEffects(limit = RECOVERABLE_EFFECTS_MAX): Promise<readonly EffectRecord[]> {
+    if (!Number.isInteger(limit) || limit < 1 || limit > RECOVERABLE_EFFECTS_MAX) {
+      throw DocketWorkerError.local('INVALID_OPTION', `limit must be an integer from 1 to ${RECOVERABLE_EFFECTS_MAX}`);
+    }
+    const response = await this.attemptCall('ListRecoverableEffects', () =>
+      this.env.client.listRecoverableEffects({ attempt: this.ref, limit }, { timeoutMs: this.env.callTimeoutMs }),
+    );
+    return Object.freeze(response.effects.map(effectRecordOf));
+  }
+
+  /** Refuses a helper call once the handler settled, the attempt ended or the worker stopped. */
+  private assertUsable(rpc: string): void {
     if (this.handlerState === 'settled') throw DocketWorkerError.local('ATTEMPT_ENDED', `${rpc} after the handler settled`);
     if (this.strongest === 'lost') throw DocketWorkerError.local('ATTEMPT_ENDED', `${rpc} after the attempt lost its authority`);
+    if (this.strongest === 'approval') throw DocketWorkerError.local('ATTEMPT_ENDED', `${rpc} after the attempt ended for approval`);
     if (this.env.closed.aborted) throw DocketWorkerError.local('ATTEMPT_ENDED', `${rpc} after the worker stopped`);
+  }
+
+  /** One helper call under the attempt's authority, with a fresh operation id kept across retries. */
+  private async attemptCall<T>(rpc: string, send: (operationId: string) => Promise<T>): Promise<T> {
+    this.assertUsable(rpc);
+    return this.callUnderAuthority(rpc, send);
+  }
+
+  /** Sends `rpc` with a fresh operation id, retried with it while the call may have been applied; a refusal ends the attempt when it says so. */
+  private async callUnderAuthority<T>(rpc: string, send: (operationId: string) => Promise<T>, schedule = HELPER_RETRIES): Promise<T> {
     const operationId = newId('op');
     try {
       return await callWithRetry(() => send(operationId), {
-        schedule: HELPER_RETRIES,
+        schedule,
         signal: this.env.closed,
         onRetry: (error, tryNumber, backoffMs) => this.logRetry(rpc, error, tryNumber, backoffMs),
       });
@@ -246,11 +414,23 @@ export class AttemptRun {
 
   /** STALE_AUTHORITY / STALE_INCARNATION mean the attempt is gone: stop the handler quietly. */
   private onRefusal(failure: DocketWorkerError): void {
-    if (failure.reason === 'STALE_AUTHORITY') this.requestStop('lost');
+    if (failure.reason === 'STALE_AUTHORITY') this.noteStaleAuthority();
     if (failure.reason === 'STALE_INCARNATION') {
       this.requestStop('lost');
       this.env.onIncarnationStale();
     }
+  }
+
+  /** The attempt is lost, unless an approval request in flight is what ended it (then it is judged when that request settles). */
+  private noteStaleAuthority(): void {
+    const approval = this.approvalInFlight;
+    if (!approval) {
+      this.requestStop('lost');
+      return;
+    }
+    void approval.then((recorded) => {
+      if (!recorded) this.requestStop('lost');
+    });
   }
 
   private noteRequests(cancelRequested: boolean, pauseRequested: boolean): void {
@@ -267,7 +447,23 @@ export class AttemptRun {
   private scheduleRenewal(first = false): void {
     if (this.renewalStop.signal.aborted) return;
     const interval = first ? this.env.renewIntervalMs * (1 - Math.random() / 4) : this.env.renewIntervalMs;
-    this.renewTimer = setTimeout(() => void this.renew(), interval);
+    this.armRenewal(this.inbox.waiting ? Math.min(interval, this.env.signalPollMs) : interval);
+  }
+
+  private armRenewal(ms: number): void {
+    if (this.renewTimer) clearTimeout(this.renewTimer);
+    this.renewDueAt = Date.now() + ms;
+    this.renewTimer = setTimeout(() => void this.renew(), ms);
+  }
+
+  /**
+   * The handler started waiting on its signals: bring the next renewal
+   * forward to `signalPollMs` from now (renewals then keep that pace while
+   * it waits; see {@link scheduleRenewal}), so new signals arrive sooner.
+   */
+  private pollSoon(): void {
+    if (this.renewing || this.renewTimer === undefined || this.renewalStop.signal.aborted) return;
+    if (this.renewDueAt - Date.now() > this.env.signalPollMs) this.armRenewal(this.env.signalPollMs);
   }
 
   private stopRenewing(): void {
@@ -284,6 +480,15 @@ export class AttemptRun {
    */
   private async renew(): Promise<void> {
     if (this.renewalStop.signal.aborted) return;
+    this.renewing = true;
+    try {
+      await this.renewOnce();
+    } finally {
+      this.renewing = false;
+    }
+  }
+
+  private async renewOnce(): Promise<void> {
     const operationId = newId('op');
     const started = performance.now();
     let sentAt = Date.now();
@@ -310,9 +515,11 @@ export class AttemptRun {
       this.env.stats.renewals++;
       this.env.stats.renewalLatencyMs += performance.now() - started;
       this.leaseDeadline = sentAt + this.env.leaseMs;
+      this.inbox.deliver(response.pendingSignals.map(jobSignalOf));
       this.noteRequests(response.cancelRequested, response.pauseRequested);
       this.scheduleRenewal();
     } catch (error) {
+      if (this.approvalInFlight) await this.approvalInFlight; // a recorded approval request ends the lease: not a loss
       if (this.renewalStop.signal.aborted) return;
       const failure = DocketWorkerError.fromCall('RenewAttempt', error);
       this.env.logger.warn(`${this.jobId}: renewal failed (${failure.reason ?? failure.code}); the lease is lost`, {
@@ -369,6 +576,27 @@ export class AttemptRun {
   }
 }
 
+function transitionOf(transition: EffectTransition): MessageInitShape<typeof AdvanceEffectRequestSchema>['transition'] {
+  switch (transition.kind) {
+    case 'signed':
+      return { case: 'signed', value: { externalId: transition.externalId } };
+    case 'committed':
+      return { case: 'committed', value: { externalId: transition.externalId } };
+    case 'recoverable':
+      return {
+        case: 'recoverable',
+        value: {
+          reason: EffectRecoveryReason[transition.reason],
+          ...(transition.retryNotBefore ? { retryNotBefore: timestampFromDate(transition.retryNotBefore) } : {}),
+        },
+      };
+    case 'resume':
+      return { case: 'resume', value: {} };
+    case 'cancelled':
+      return { case: 'cancelled', value: {} };
+  }
+}
+
 function outcomeOf(plan: Exclude<OutcomePlan, { kind: 'none' }>): ReportOutcomeRequest['outcome'] {
   switch (plan.kind) {
     case 'success':
@@ -401,4 +629,16 @@ function describePlan(plan: Exclude<OutcomePlan, { kind: 'none' }>): string {
     case 'paused':
       return 'paused';
   }
+}
+
+/** The envelope's last decided approval, as the handler sees it. */
+function lastApprovalOf(approval: DecidedApproval | undefined): LastApproval | undefined {
+  if (!approval) return undefined;
+  return Object.freeze({
+    approvalId: approval.approvalId,
+    decision: approval.decision === ApprovalDecision.ALLOW ? 'ALLOW' : 'DENY',
+    prompt: approval.prompt,
+    details: approval.details ?? {},
+    decidedAt: approval.decidedAt ? timestampDate(approval.decidedAt) : undefined,
+  });
 }

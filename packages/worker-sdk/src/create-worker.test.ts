@@ -1,201 +1,13 @@
-import { create, type JsonObject } from '@bufbuild/protobuf';
-import { durationFromMs, durationMs } from '@bufbuild/protobuf/wkt';
-import { Code, ConnectError, createRouterTransport, type HandlerContext } from '@connectrpc/connect';
+import type { JsonObject } from '@bufbuild/protobuf';
+import { Code } from '@connectrpc/connect';
 import { afterEach, describe, expect, it } from 'vitest';
-import { JobSchema } from '@docket/proto/docket/common/v1/job_pb.js';
-import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
-import { ExecutionService, type ReportOutcomeRequest } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
 import { abortKindOf } from './abort-reason.js';
 import { createWorker, type Worker } from './create-worker.js';
 import { delay } from './delay.js';
 import { permanentFailure } from './job-failure.js';
 import type { JobHandler } from './job-context.js';
+import { FakeExecution } from './testing/fake-execution.js';
 import type { WorkerOptions } from './worker-options.js';
-
-/** A fault to inject into the next call of one RPC. */
-type Fault = { code: Code; reason?: string; afterApplying?: boolean };
-
-interface FakeJob {
-  id: string;
-  input: JsonObject;
-  checkpoint: JsonObject | undefined;
-  fence: bigint;
-  attempt?: { id: string; fence: bigint; incarnation: string; expiresAt: number } | undefined;
-  status: 'QUEUED' | 'RUNNING' | 'CANCELLING' | 'DONE';
-  pauseRequested: boolean;
-  attempts: number;
-}
-
-/**
- * An in-memory ExecutionService with the contract's authority and
- * operation-id rules, enough to drive the SDK without Postgres: leases
- * judged by its own clock, replays by operation id, injected faults.
- */
-class FakeExecution {
-  readonly leaseMs: number;
-  readonly jobs: FakeJob[] = [];
-  readonly calls: { rpc: string; operationId: string; jobId?: string; at: number }[] = [];
-  readonly outcomes: { jobId: string; outcome: ReportOutcomeRequest['outcome'] }[] = [];
-  readonly claimMaxJobs: number[] = [];
-  readonly registeredConcurrency: number[] = [];
-  /** How long each ReportOutcome answer is held after the outcome is recorded. */
-  reportAnswerDelayMs = 0;
-  /** Most ReportOutcome calls pending at once. */
-  mostReportsPending = 0;
-  private reportsPending = 0;
-  readonly faults = new Map<string, Fault[]>();
-  private readonly replies = new Map<string, unknown>();
-  private incarnations: string[] = [];
-  private wake = new Set<() => void>();
-  private nextId = 0;
-
-  constructor(leaseMs = 300) {
-    this.leaseMs = leaseMs;
-  }
-
-  submit(input: JsonObject = {}): FakeJob {
-    const job: FakeJob = { id: `job_${String(++this.nextId).padStart(8, '0')}`, input, checkpoint: undefined, fence: 0n, status: 'QUEUED', pauseRequested: false, attempts: 0 };
-    this.jobs.push(job);
-    for (const wake of this.wake) wake();
-    return job;
-  }
-
-  cancel(job: FakeJob): void {
-    if (job.status === 'RUNNING') job.status = 'CANCELLING';
-  }
-
-  supersede(): void {
-    this.incarnations = [];
-  }
-
-  countOf(rpc: string, jobId?: string): number {
-    return this.calls.filter((call) => call.rpc === rpc && (jobId === undefined || call.jobId === jobId)).length;
-  }
-
-  transport() {
-    return createRouterTransport(({ service }) => {
-      service(ExecutionService, {
-        registerWorker: (request) => {
-          this.registeredConcurrency.push(request.maxConcurrency);
-          const incarnation = `wkr_${String(++this.nextId).padStart(8, '0')}`;
-          this.incarnations.push(incarnation);
-          return { workerIncarnation: incarnation, generation: BigInt(this.incarnations.length), leaseDuration: durationFromMs(this.leaseMs) };
-        },
-        claimJobs: (request, context) =>
-          this.once('ClaimJobs', request.operationId, undefined, async () => {
-            this.checkIncarnation(request.workerIncarnation);
-            this.claimMaxJobs.push(request.maxJobs);
-            const until = Date.now() + (request.wait ? durationMs(request.wait) : 0);
-            for (;;) {
-              const claimable = this.jobs.filter((job) => job.status === 'QUEUED').slice(0, Math.max(1, request.maxJobs));
-              if (claimable.length > 0 || Date.now() >= until || context.signal.aborted) {
-                return {
-                  assignments: claimable.map((job) => {
-                    job.fence += 1n;
-                    job.attempts += 1;
-                    job.status = 'RUNNING';
-                    job.attempt = { id: `att_${String(++this.nextId).padStart(8, '0')}`, fence: job.fence, incarnation: request.workerIncarnation, expiresAt: Date.now() + this.leaseMs };
-                    const ref = { attemptId: job.attempt.id, fence: job.fence, workerIncarnation: request.workerIncarnation };
-                    return {
-                      authority: ref,
-                      envelope: { jobId: job.id, ...ref, queue: 'default', input: job.input, attemptNumber: job.attempts, ...(job.checkpoint ? { checkpoint: job.checkpoint } : {}) },
-                    };
-                  }),
-                };
-              }
-              await this.waitForWork(until - Date.now(), context);
-            }
-          }),
-        renewAttempt: (request, context) =>
-          this.attemptCall('RenewAttempt', request, context, (job) => {
-            job.attempt!.expiresAt = Date.now() + this.leaseMs;
-            return { cancelRequested: job.status === 'CANCELLING', pauseRequested: job.pauseRequested };
-          }),
-        reportProgress: (request, context) =>
-          this.attemptCall('ReportProgress', request, context, (job) => ({ cancelRequested: job.status === 'CANCELLING', pauseRequested: job.pauseRequested })),
-        saveCheckpoint: (request, context) =>
-          this.attemptCall('SaveCheckpoint', request, context, (job) => {
-            job.checkpoint = request.checkpoint;
-            return {};
-          }),
-        appendEvents: (request, context) => this.attemptCall('AppendEvents', request, context, () => ({ firstSequence: 7n, lastSequence: 7n })),
-        reportOutcome: (request, context) =>
-          this.answerLate(() => this.attemptCall('ReportOutcome', request, context, (job) => {
-            this.outcomes.push({ jobId: job.id, outcome: request.outcome });
-            job.attempt = undefined;
-            if (request.outcome.case === 'paused') {
-              job.status = 'QUEUED';
-              job.pauseRequested = false;
-            } else {
-              job.status = 'DONE';
-            }
-            return { job: create(JobSchema, { id: job.id, status: request.outcome.case === 'success' ? JobStatus.SUCCEEDED : JobStatus.FAILED }) };
-          })),
-      });
-    });
-  }
-
-  /** Runs one ReportOutcome, counting it as pending until its answer, which comes `reportAnswerDelayMs` late. */
-  private async answerLate<T>(report: () => Promise<T>): Promise<T> {
-    this.mostReportsPending = Math.max(this.mostReportsPending, ++this.reportsPending);
-    try {
-      const answer = await report();
-      await delay(this.reportAnswerDelayMs);
-      return answer;
-    } finally {
-      this.reportsPending--;
-    }
-  }
-
-  private checkIncarnation(incarnation: string): void {
-    if (!this.incarnations.includes(incarnation)) throw refusal(Code.FailedPrecondition, 'STALE_INCARNATION');
-  }
-
-  private attemptCall<T>(
-    rpc: string,
-    request: { attempt?: { attemptId: string; fence: bigint; workerIncarnation: string } | undefined; operationId: string },
-    _context: HandlerContext,
-    apply: (job: FakeJob) => T,
-  ): Promise<T> {
-    const job = this.jobs.find((candidate) => candidate.attempt?.id === request.attempt?.attemptId);
-    return this.once(rpc, request.operationId, job?.id, async () => {
-      this.checkIncarnation(request.attempt?.workerIncarnation ?? '');
-      const live = job?.attempt && job.attempt.fence === request.attempt?.fence && job.attempt.expiresAt > Date.now();
-      if (!job || !live) throw refusal(Code.FailedPrecondition, 'STALE_AUTHORITY');
-      return apply(job);
-    });
-  }
-
-  /** Replays by operation id and applies injected faults (before or after applying the call). */
-  private async once<T>(rpc: string, operationId: string, jobId: string | undefined, apply: () => Promise<T>): Promise<T> {
-    this.calls.push({ rpc, operationId, ...(jobId ? { jobId } : {}), at: Date.now() });
-    const key = `${rpc}/${operationId}`;
-    const fault = this.faults.get(rpc)?.shift();
-    if (fault && !fault.afterApplying) throw refusal(fault.code, fault.reason);
-    if (!this.replies.has(key)) this.replies.set(key, await apply());
-    if (fault) throw refusal(fault.code, fault.reason);
-    return this.replies.get(key) as T;
-  }
-
-  private waitForWork(ms: number, context: HandlerContext): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.wake.delete(done);
-        context.signal.removeEventListener('abort', done);
-        resolve();
-      };
-      const timer = setTimeout(done, Math.max(1, ms));
-      this.wake.add(done);
-      context.signal.addEventListener('abort', done);
-    });
-  }
-}
-
-function refusal(code: Code, reason?: string): ConnectError {
-  return new ConnectError('refused', code, undefined, reason ? [{ desc: ErrorInfoSchema, value: { reason, domain: 'docket' } }] : []);
-}
 
 const workers: Worker[] = [];
 afterEach(async () => {
@@ -497,6 +309,8 @@ describe('createWorker against an in-memory execution service', () => {
     expect(() => createWorker({ ...base, claimBatchSize: 101 })).toThrow(/claimBatchSize/);
     expect(() => createWorker({ ...base, prefetch: -1 })).toThrow(/prefetch/);
     expect(() => createWorker({ ...base, prefetch: 1.5 })).toThrow(/prefetch/);
+    expect(() => createWorker({ ...base, signalPollMs: 5 })).toThrow(/signalPollMs/);
+    expect(() => createWorker({ ...base, signalPollMs: 60_001 })).toThrow(/signalPollMs/);
     expect(() => createWorker({ name: 'w', queues: ['default'], concurrency: 1, handler: () => undefined })).toThrow(/token/);
   });
 });

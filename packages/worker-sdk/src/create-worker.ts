@@ -324,6 +324,7 @@ class DocketWorker implements Worker {
       leaseMs,
       renewIntervalMs: Math.max(20, Math.round(leaseMs * this.options.leaseRenewFraction)),
       callTimeoutMs: this.options.callTimeoutMs,
+      signalPollMs: this.options.signalPollMs,
       describeError: this.options.describeError,
       stats: this.stats,
       closed: this.closed.signal,

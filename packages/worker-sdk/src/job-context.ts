@@ -1,10 +1,36 @@
 import type { JsonObject } from '@bufbuild/protobuf';
+import type { EffectRecord } from './effect-record.js';
+import type { EffectResult, EffectSteps } from './effect-runner.js';
+import type { JobSignal } from './signal-inbox.js';
 
 /**
  * What a handler returns on success: a JSON object (or nothing, for `{}`),
  * stored as the job's result (at most 1 MiB of canonical JSON).
  */
 export type JobResult = { readonly [key: string]: unknown };
+
+/**
+ * What `job.requestApproval` resolves with once the request is durable. An
+ * object (a {@link JobResult}), so a handler can end with
+ * `return job.requestApproval(...)`; the SDK ignores it as a result.
+ */
+export type ApprovalRequested = {
+  /** The approval's id (`apr_...`), which the owner's DecideApproval names. */
+  readonly approvalId: string;
+};
+
+/**
+ * The job's latest approval its owner decided, as the claim delivered it:
+ * after `requestApproval` and an ALLOW, every later attempt sees which
+ * approval was granted, and for what (`prompt`, `details`).
+ */
+export type LastApproval = {
+  readonly approvalId: string;
+  readonly decision: 'ALLOW' | 'DENY';
+  readonly prompt: string;
+  readonly details: JsonObject;
+  readonly decidedAt: Date | undefined;
+};
 
 /**
  * Runs one attempt of one job. Resolve (with a {@link JobResult} or
@@ -15,6 +41,8 @@ export type JobResult = { readonly [key: string]: unknown };
  * Watch `job.signal`: when it aborts, stop (see `JobAbortedError.kind`).
  * Whatever the handler does after a `cancel`, the SDK reports the job
  * cancelled; after a `pause`, paused (unless it throws a `JobFailure`).
+ * Once `job.requestApproval` has resolved, nothing the handler returns or
+ * throws is reported: the attempt has ended.
  */
 export type JobHandler = (job: JobContext) => Promise<JobResult | void> | JobResult | void;
 
@@ -74,4 +102,88 @@ export interface JobContext {
    * sequence number.
    */
   emit(type: `worker.${string}`, payload?: JobResult): Promise<bigint>;
+  /**
+   * Asks the job's owner to decide before the work goes on, and ends this
+   * attempt. Resolves with `{ approvalId }` (`apr_...`) once the request is
+   * durable: the job is then PAUSED waiting for the owner's
+   * DecideApproval, this attempt holds no lease any more, `signal` aborts
+   * with kind `approval`, `signals` ends, every other helper rejects
+   * (ATTEMPT_ENDED), and whatever the handler returns or throws afterwards
+   * is ignored (no outcome is reported). So return at once:
+   *
+   * ```ts
+   * const granted = job.lastApproval?.decision === 'ALLOW' && job.lastApproval.details['step'] === 'ship';
+   * if (!granted) {
+   *   await job.saveCheckpoint(progressSoFar);
+   *   return job.requestApproval('Ship it?', { step: 'ship', amount: 5 });
+   * }
+   * ```
+   *
+   * Save a checkpoint first. The owner's ALLOW re-queues the job: a later
+   * claim runs the handler again in a new attempt (`attemptNumber` grows,
+   * `fence` too) from that checkpoint, and {@link lastApproval} names the
+   * approval that was granted, which is how a handler knows it may go on.
+   * Decide that from `lastApproval`, never from a mark saved before asking:
+   * a worker lost before its request was durable leaves no decision, so
+   * its retry asks again. A DENY fails the job (class APPROVAL_DENIED) and
+   * no attempt follows.
+   *
+   * Signals the handler took are acknowledged before the request. The
+   * request is refused (a `DocketWorkerError`, FAILED_PRECONDITION
+   * ILLEGAL_TRANSITION) while the job is CANCELLING; the attempt goes on
+   * then. `prompt`: 1 to 4096 characters, shown to humans (no secrets);
+   * `details`: a JSON object of at most 64 KiB, non-secret.
+   */
+  requestApproval(prompt: string, details?: JobResult): Promise<ApprovalRequested>;
+  /** The job's latest decided approval (see {@link requestApproval}); `undefined` if none was ever decided. */
+  readonly lastApproval: LastApproval | undefined;
+  /**
+   * The signals the job's owner sends (SendSignal), each yielded once, in
+   * sequence order, for `for await (const s of job.signals)`. They arrive
+   * with the claim and with every lease renewal; while the handler waits
+   * on the iterator, the SDK renews every `signalPollMs` (default 1 s) so a
+   * new signal arrives within about that. Signals that arrive while the
+   * handler is not iterating are kept until it does.
+   *
+   * A signal is acknowledged (AckSignals) once the handler has taken it:
+   * when it asks for the next one, ends the loop, settles, or requests
+   * approval. The iteration ends when the attempt does: `signal` aborted or
+   * the handler settled (so a consuming loop must not be awaited by the
+   * handler before it returns; run it alongside the work). A signal taken
+   * but whose acknowledgement had not landed when the attempt was lost
+   * becomes UNKNOWN: the job accepts no new signal until the owner
+   * reconciles, and after ReconcileSignals REDELIVER it comes back to a
+   * later attempt with `redelivered: true` (the earlier attempt may have
+   * acted on it). Iterate from one place only.
+   */
+  readonly signals: AsyncIterable<JobSignal>;
+  /**
+   * Performs an external side effect exactly once per `key` across every
+   * attempt of the job, through the job's effect journal: BeginEffect
+   * binds `key` (16 to 128 characters of `[A-Za-z0-9._~-]`, the same in
+   * every attempt) to `kind` and the digest of `input`; then `sign` submits
+   * the request and returns the external id, and `commit` confirms it, each
+   * recorded (SIGNED, COMMITTED). A later call with the same key (in this
+   * attempt or a replacement after a lost one) continues from the recorded
+   * state instead of repeating: already COMMITTED, it resolves with the
+   * stored external id (`replayed: true`) and runs no step; SIGNED, it runs
+   * only `commit`. A step that throws leaves the effect RECOVERABLE and
+   * rethrows; a cancel seen before a step records the cancellation and
+   * rejects with the signal's reason, and a step that fails after a cancel
+   * records the cancellation too (see {@link EffectSteps}). `sign` and
+   * `commit` may still run twice for one key (a crash after the external
+   * call and before it is recorded), so the external system must
+   * deduplicate by `key`. The same key with another kind or input is
+   * refused (ALREADY_EXISTS, IDEMPOTENCY_CONFLICT). The SDK never logs keys
+   * or external ids.
+   */
+  effect(kind: string, key: string, input: JobResult, steps: EffectSteps): Promise<EffectResult>;
+  /**
+   * The job's unfinished effects (every one not COMMITTED: PREPARED or
+   * SIGNED ones a lost attempt left in flight, and RECOVERABLE ones),
+   * oldest first, at most `limit` (1 to 256, default 256): what a
+   * replacement attempt has to finish, by calling `effect` with the same
+   * key, or resolve otherwise.
+   */
+  recoverableEffects(limit?: number): Promise<readonly EffectRecord[]>;
 }

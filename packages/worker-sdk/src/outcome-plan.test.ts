@@ -61,6 +61,12 @@ describe('planOutcome', () => {
     }
   });
 
+  it('reports nothing once an approval request ended the attempt, whatever the handler did next', () => {
+    for (const settlement of [returned({ done: true }), returned('not an object'), threw(new Error('x')), threw(permanentFailure('INVALID_INPUT', 'bad'))]) {
+      expect(planOutcome(settlement, 'approval')).toEqual({ kind: 'none', why: 'approval' });
+    }
+  });
+
   it('at shutdown reports finished work and typed failures, and leaves the rest to lease expiry', () => {
     expect(planOutcome(returned({ ok: 1 }), 'shutdown')).toEqual({ kind: 'success', result: { ok: 1 } });
     expect(planOutcome(threw(retryableFailure('TIMEOUT', 'slow')), 'shutdown')).toMatchObject({ kind: 'failure', failureClass: 'TIMEOUT' });

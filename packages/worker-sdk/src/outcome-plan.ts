@@ -22,7 +22,7 @@ export type OutcomePlan =
     }
   | { readonly kind: 'cancelled' }
   | { readonly kind: 'paused' }
-  | { readonly kind: 'none'; readonly why: 'lost' | 'shutdown' };
+  | { readonly kind: 'none'; readonly why: 'lost' | 'shutdown' | 'approval' };
 
 /**
  * Maps a handler error that is not a `JobFailure` to one the worker is
@@ -36,8 +36,10 @@ export const GENERIC_FAILURE_MESSAGE = 'the job handler failed';
 
 /**
  * Decides the outcome of an attempt from how its handler ended and the
- * strongest stop request seen while it ran (`lost` > `cancel` > `pause` >
- * `shutdown`):
+ * strongest stop request seen while it ran (`approval` > `lost` > `cancel` >
+ * `pause` > `shutdown`):
+ * - `approval`: nothing (the recorded approval request ended the attempt;
+ *   whatever the handler returned or threw afterwards is ignored).
  * - `lost`: nothing (the attempt's authority is gone; reporting would only
  *   be refused as STALE_AUTHORITY).
  * - `cancel`: `cancelled`, however the handler ended.
@@ -53,6 +55,7 @@ export const GENERIC_FAILURE_MESSAGE = 'the job handler failed';
  * A result that is not a JSON object is an INTERNAL failure.
  */
 export function planOutcome(settlement: HandlerSettlement, stop: AbortKind | undefined, describeError?: DescribeError): OutcomePlan {
+  if (stop === 'approval') return { kind: 'none', why: 'approval' };
   if (stop === 'lost') return { kind: 'none', why: 'lost' };
   if (stop === 'cancel') return { kind: 'cancelled' };
   const failure = settlement.status === 'threw' && isJobFailure(settlement.error) ? settlement.error : undefined;
@@ -89,6 +92,7 @@ export function planUnstarted(stop: AbortKind): OutcomePlan {
       return { kind: 'paused' };
     case 'lost':
     case 'shutdown':
+    case 'approval': // cannot happen: only a running handler requests approval
       return { kind: 'none', why: stop };
   }
 }

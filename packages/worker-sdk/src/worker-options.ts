@@ -66,6 +66,13 @@ export interface WorkerOptions {
   readonly drainGraceMs?: number;
   /** Deadline of each try of each unary call other than ClaimJobs; default 10 000 ms. */
   readonly callTimeoutMs?: number;
+  /**
+   * While a handler waits on `job.signals`, renew its lease this often (in
+   * ms) instead of at the lease timer's pace, so new signals arrive sooner;
+   * default 1 000, 10 to 60 000. RenewAttempt is cheap; it also extends the
+   * lease.
+   */
+  readonly signalPollMs?: number;
   /** Drain on the first SIGTERM or SIGINT, stop at once on the second; default false. */
   readonly handleSignals?: boolean;
   /** Where the SDK logs; default silent. */
@@ -93,6 +100,7 @@ export interface ResolvedWorkerOptions {
   readonly claimWaitMs: number;
   readonly drainGraceMs: number;
   readonly callTimeoutMs: number;
+  readonly signalPollMs: number;
   readonly handleSignals: boolean;
   readonly logger: WorkerLogger | undefined;
   readonly describeError: DescribeError | undefined;
@@ -135,6 +143,8 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
   if (!(drainGraceMs >= 0) || !Number.isFinite(drainGraceMs)) bad('drainGraceMs must be a non-negative number');
   const callTimeoutMs = options.callTimeoutMs ?? 10_000;
   if (!(callTimeoutMs >= 100) || !Number.isFinite(callTimeoutMs)) bad('callTimeoutMs must be at least 100');
+  const signalPollMs = options.signalPollMs ?? 1_000;
+  if (!Number.isInteger(signalPollMs) || signalPollMs < 10 || signalPollMs > 60_000) bad('signalPollMs must be an integer from 10 to 60000');
   return {
     url,
     token: options.token,
@@ -149,6 +159,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     claimWaitMs,
     drainGraceMs,
     callTimeoutMs,
+    signalPollMs,
     handleSignals: options.handleSignals ?? false,
     logger: options.logger,
     describeError: options.describeError,
