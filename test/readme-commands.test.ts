@@ -178,8 +178,13 @@ const KINDS = {
   streamById: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} -d '[^']*<job id>[^']*' ${EVENTS}/StreamJobEvents$`) },
   cancelById: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} -d '\\{"idempotencyKey":"[^"]+","jobId":"<job id>"\\}' ${ADMISSION}/CancelJob$`) },
   worker: { pattern: /^npx docket worker(\s+#.*)?$/ },
-  submitDemo: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} -d '\\{"idempotencyKey":"demo-[^']*"queue":"default"[^']*' ${ADMISSION}/SubmitJob$`) },
-  exportJob: { pattern: /^export JOB=<job\.id from the response>$/ },
+  submitDemo: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} -d '\\{"idempotencyKey":"demo-count-[^']*"queue":"default"[^']*' ${ADMISSION}/SubmitJob$`) },
+  submitApproval: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} -d '\\{"idempotencyKey":"demo-approve-[^']*"queue":"default"[^']*"approve_at":3[^']*"effect":true[^']*' ${ADMISSION}/SubmitJob$`) },
+  /** After each demo SubmitJob. */
+  exportJob: { pattern: /^export JOB=<job\.id from the response>$/, count: 2 },
+  approve: { pattern: /^npx docket approve \$JOB --comment "[^"]+"$/ },
+  signalAdd: { pattern: /^npx docket signal \$JOB add --payload '\{"n":\d+\}'$/ },
+  verify: { pattern: /^npx docket verify \$JOB$/ },
   getJobEnv: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} ${JOB_BODY} ${ADMISSION}/GetJob$`) },
   streamEnv: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} ${JOB_BODY} ${EVENTS}/StreamJobEvents$`) },
   changeFunction: { pattern: /^change\(\) \{\n[\s\S]*\n\}$/ },
@@ -196,6 +201,8 @@ const INLINE_KINDS = {
   token: /^npx docket token --subject \S+ --role \S+$/,
   /** The same worker as the ```sh block, started in the background: that is how the test runs it. */
   workerInBackground: /^npx docket worker &$/,
+  /** Run on a second approval demo job: it ends FAILED, class APPROVAL_DENIED. */
+  deny: /^npx docket deny \$JOB$/,
 } satisfies Record<string, RegExp>;
 
 type Classified = Record<Kind, ReadmeCommand[]>;
@@ -579,6 +586,44 @@ describe('README.md commands, run as written', () => {
     for (const type of ['attempt.started', 'checkpoint.saved', 'worker.demo_started']) expect(types).toContain(type);
     expect(types.at(-1)).toBe('job.cancelled');
     expect(frames.progress, 'live progress frames').toBeGreaterThan(0);
+  });
+
+  it('an approval demo job waits PAUSED; npx docket approve lets it go on; npx docket signal reaches it; it commits its effect; npx docket verify passes', async () => {
+    const id = admittedId(succeeded(await run(the('submitApproval').text)));
+    const exported = await run(`${withJobId(the('exportJob').text, id)}\nprintenv JOB`);
+    job = exported.stdout.trim();
+    expect(job).toBe(id);
+    await worker!.waitFor(new RegExp(`${id} waiting for approval apr_`), 'the worker to ask for approval', 15_000);
+    const paused = await jobUntil((j) => j.status === 'JOB_STATUS_PAUSED' && j.pendingApproval !== undefined, 'the job to wait for approval');
+    expect(paused.pendingApproval.details).toMatchObject({ at: 3 });
+
+    const approved = await run(the('approve').text);
+    expect(approved.code, describeShell(approved)).toBe(0);
+    expect(approved.stdout).toMatch(new RegExp(`allowed ${paused.pendingApproval.approvalId} of ${id}`));
+    await worker!.waitFor(new RegExp(`${id} approved: continuing from 3/20`), 'the next attempt to continue after the approval', 15_000);
+
+    const signalled = await run(the('signalAdd').text);
+    expect(signalled.code, describeShell(signalled)).toBe(0);
+    expect(signalled.stdout).toMatch(new RegExp(`signal 1 "add" to ${id}`));
+    await worker!.waitFor(new RegExp(`${id} signal 1 add`), 'the worker to take the signal', 15_000);
+
+    const done = await jobUntil((j) => j.status === 'JOB_STATUS_SUCCEEDED', 'the approved job to succeed', 30_000);
+    expect(done.result).toMatchObject({ counted: 20 });
+    expect(typeof done.result.external_id).toBe('string');
+    const verified = await run(the('verify').text);
+    expect(verified.code, describeShell(verified)).toBe(0);
+    expect(verified.stdout).toMatch(new RegExp(`^intact: ${id}, \\d+ events`));
+  });
+
+  it('npx docket deny (inline) fails a job that waits for approval with class APPROVAL_DENIED', async () => {
+    const anotherKey = the('submitApproval').text.replace(/"idempotencyKey":"[^"]+"/, '"idempotencyKey":"demo-approve-0002"');
+    expect(anotherKey).not.toBe(the('submitApproval').text);
+    job = admittedId(succeeded(await run(anotherKey)));
+    await jobUntil((j) => j.status === 'JOB_STATUS_PAUSED' && j.pendingApproval !== undefined, 'the second approval job to wait');
+    const denied = await run(inline.deny);
+    expect(denied.code, describeShell(denied)).toBe(0);
+    const failed = await getJobEnv();
+    expect([failed.status, failed.failure?.failureClass]).toEqual(['JOB_STATUS_FAILED', 'FAILURE_CLASS_APPROVAL_DENIED']);
   });
 
   let succeededId: string;
