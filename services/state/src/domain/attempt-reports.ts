@@ -53,7 +53,7 @@ import type { JobWriteSet } from './job-write-set.js';
 import type { ExecutionSettings } from './register-worker.js';
 import { WORKER_OPERATION_TTL_MS, operationDigest } from './worker-operation.js';
 
-const MESSAGE_MAX = { progress: 1024, failure: 4096, prompt: 4096 } as const;
+const MESSAGE_MAX = { progress: 1024, failure: 4096, prompt: LIMITS.approvalPromptLength } as const;
 
 /** The attempt-scoped worker RPCs that write, by their HandleWorkerCall case. */
 export type AttemptReportCase =
@@ -69,8 +69,8 @@ export type AttemptReportCase =
 
 /**
  * What a batch read, after locking its jobs, for the calls that need more
- * than the job row: each job's outstanding signals (for jobs that have
- * any) and the effects the calls name.
+ * than the job row: the outstanding signals of the jobs it renews (for
+ * jobs that have any) and the effects the calls name.
  */
 export interface ReportReads {
   readonly signals: ReadonlyMap<string, readonly SignalRow[]>;

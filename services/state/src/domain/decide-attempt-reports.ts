@@ -76,20 +76,23 @@ export async function decideAttemptReports(
 
 /**
  * What the batch's calls need beyond their job rows, read under the locks:
- * the outstanding signals of the locked jobs that have any, and the
- * effects the calls name (one round trip each, only when needed).
+ * the outstanding signals of renewed jobs that have any (renewals hand
+ * them out), and the effects the calls name (one round trip each, only
+ * when needed).
  */
 async function readReportNeeds(client: pg.ClientBase, reports: readonly AttemptReport[], byAttempt: ReadonlyMap<string, JobRow>): Promise<ReportReads> {
-  const signals = await readOutstandingSignals(client, new Set(byAttempt.values()));
+  const renewed = new Set<JobRow>();
   const ids: string[] = [];
   const keys: EffectKey[] = [];
   for (const report of reports) {
     const job = report.attempt ? byAttempt.get(report.attempt.attemptId) : undefined;
-    if (!report.effects || !job) continue;
+    if (!job) continue;
+    if (report.case === 'renewAttempt') renewed.add(job);
+    if (!report.effects) continue;
     ids.push(...report.effects.ids);
     keys.push(...report.effects.keys.map((key) => ({ job_id: job.id, idempotency_key: key })));
   }
-  return { signals, effects: await readEffects(client, ids, keys) };
+  return { signals: await readOutstandingSignals(client, renewed), effects: await readEffects(client, ids, keys) };
 }
 
 function operationKey(report: AttemptReport): { worker_incarnation: string; operation_id: string } {

@@ -1,5 +1,5 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
-import { invalidField, newId, parseIdempotencyKey, parseRequestDigest, type IdempotencyKey } from '@docket/contracts';
+import { LIMITS, invalidField, newId, parseIdempotencyKey, parseRequestDigest, type IdempotencyKey } from '@docket/contracts';
 import { EffectRecoveryReason } from '@docket/proto/docket/common/v1/effect_pb.js';
 import type { AdvanceEffectRequest, BeginEffectRequest } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import type { JobRow } from '../db/queries/jobs.js';
@@ -7,8 +7,6 @@ import type { EffectRecoveryReasonName, EffectRow, EffectTransition } from './ef
 
 /** Effect kinds: 1 to 128 characters of [A-Za-z0-9._-]. */
 const KIND_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
-/** The longest external id. */
-const EXTERNAL_ID_MAX = 256;
 /** Effect ids as this service mints them. */
 const EFFECT_ID_PATTERN = /^eff_[A-Za-z0-9_-]{4,124}$/;
 
@@ -65,7 +63,7 @@ function transitionOf(transition: AdvanceEffectRequest['transition']): EffectTra
 }
 
 function externalId(value: string, field: string): string {
-  if (value.length < 1 || value.length > EXTERNAL_ID_MAX || value.includes('\u0000')) throw invalidField(field, 'must be 1 to 256 characters');
+  if (value.length < 1 || value.length > LIMITS.effectExternalIdLength || value.includes('\u0000')) throw invalidField(field, 'must be 1 to 256 characters');
   return value;
 }
 
