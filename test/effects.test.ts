@@ -9,12 +9,11 @@ import {
   EffectState,
   type Effect,
 } from '@docket/proto/docket/common/v1/effect_pb.js';
-import type { AdvanceEffectRequest } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
 import { createTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
-import { attemptOf, newOperationId, type AttemptRefInit, type RawWorker } from './support/raw-worker.js';
+import { attemptOf, newOperationId, type AttemptRefInit, type RawWorker, type RequestOf } from './support/raw-worker.js';
 
 /*
  * The effect journal (SPEC section 5, source design 004) through the real
@@ -57,7 +56,7 @@ async function holder(label: string, retry = false): Promise<{ worker: RawWorker
   return { worker, attempt: attemptOf(assignment!), jobId: job.id, queue };
 }
 
-type Transition = AdvanceEffectRequest['transition'];
+type Transition = NonNullable<RequestOf<'advanceEffect'>['transition']>;
 const T = {
   signed: (externalId = 'ext-1'): Transition => ({ case: 'signed', value: { externalId } }),
   committed: (externalId = 'ext-1'): Transition => ({ case: 'committed', value: { externalId } }),
