@@ -16,15 +16,15 @@ import type { LostAttemptPolicy, RetryPolicy } from "../../common/v1/retry_polic
 import { file_docket_common_v1_retry_policy } from "../../common/v1/retry_policy_pb.js";
 import type { Signal } from "../../common/v1/signal_pb.js";
 import { file_docket_common_v1_signal } from "../../common/v1/signal_pb.js";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file docket/admission/v1/admission_service.proto.
  */
 export const file_docket_admission_v1_admission_service: GenFile = /*@__PURE__*/
-  fileDesc("Citkb2NrZXQvYWRtaXNzaW9uL3YxL2FkbWlzc2lvbl9zZXJ2aWNlLnByb3RvEhNkb2NrZXQuYWRtaXNzaW9uLnYxIqkCChBTdWJtaXRKb2JSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRINCgVxdWV1ZRgCIAEoCRImCgVpbnB1dBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFbGFiZWwYBCABKAkSEAoIcHJpb3JpdHkYBSABKAUSLQoJcnVuX2FmdGVyGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgxyZXRyeV9wb2xpY3kYByABKAsyHS5kb2NrZXQuY29tbW9uLnYxLlJldHJ5UG9saWN5EkAKE2xvc3RfYXR0ZW1wdF9wb2xpY3kYCCABKA4yIy5kb2NrZXQuY29tbW9uLnYxLkxvc3RBdHRlbXB0UG9saWN5IoUBChFTdWJtaXRKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIfCg1HZXRKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSI0Cg5HZXRKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYiJiCglKb2JGaWx0ZXISLQoIc3RhdHVzZXMYASADKA4yGy5kb2NrZXQuY29tbW9uLnYxLkpvYlN0YXR1cxINCgVxdWV1ZRgCIAEoCRIXCg9pbmNsdWRlX2RlbGV0ZWQYAyABKAgiaAoPTGlzdEpvYnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEi4KBmZpbHRlchgDIAEoCzIeLmRvY2tldC5hZG1pc3Npb24udjEuSm9iRmlsdGVyImYKEExpc3RKb2JzUmVzcG9uc2USIwoEam9icxgBIAMoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIUCgxldmVudF9jdXJzb3IYAyABKAkicQoQQ2FuY2VsSm9iUmVxdWVzdBIXCg9pZGVtcG90ZW5jeV9rZXkYASABKAkSDgoGam9iX2lkGAIgASgJEh4KEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDSACIAQFCFAoSX2V4cGVjdGVkX3JldmlzaW9uIoUBChFDYW5jZWxKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJwCg9QYXVzZUpvYlJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEg4KBmpvYl9pZBgCIAEoCRIeChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoA0gAiAEBQhQKEl9leHBlY3RlZF9yZXZpc2lvbiKEAQoQUGF1c2VKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJxChBSZXN1bWVKb2JSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRIOCgZqb2JfaWQYAiABKAkSHgoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKANIAIgBAUIUChJfZXhwZWN0ZWRfcmV2aXNpb24ihQEKEVJlc3VtZUpvYlJlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhAKCHJlcGxheWVkGAIgASgIEjoKFmlkZW1wb3RlbmN5X2V4cGlyZXNfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInUKFFNvZnREZWxldGVKb2JSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRIOCgZqb2JfaWQYAiABKAkSHgoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKANIAIgBAUIUChJfZXhwZWN0ZWRfcmV2aXNpb24iiQEKFVNvZnREZWxldGVKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJyChFSZXN0b3JlSm9iUmVxdWVzdBIXCg9pZGVtcG90ZW5jeV9rZXkYASABKAkSDgoGam9iX2lkGAIgASgJEh4KEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDSACIAQFCFAoSX2V4cGVjdGVkX3JldmlzaW9uIoYBChJSZXN0b3JlSm9iUmVzcG9uc2USIgoDam9iGAEgASgLMhUuZG9ja2V0LmNvbW1vbi52MS5Kb2ISEAoIcmVwbGF5ZWQYAiABKAgSOgoWaWRlbXBvdGVuY3lfZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPwoUSGFyZERlbGV0ZUpvYlJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEg4KBmpvYl9pZBgCIAEoCSKTAQoVSGFyZERlbGV0ZUpvYlJlc3BvbnNlEiwKCGRlbGV0aW9uGAEgASgLMhouZG9ja2V0LmNvbW1vbi52MS5EZWxldGlvbhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIpChJHZXREZWxldGlvblJlcXVlc3QSEwoLZGVsZXRpb25faWQYASABKAkiQwoTR2V0RGVsZXRpb25SZXNwb25zZRIsCghkZWxldGlvbhgBIAEoCzIaLmRvY2tldC5jb21tb24udjEuRGVsZXRpb24inAEKFURlY2lkZUFwcHJvdmFsUmVxdWVzdBIXCg9pZGVtcG90ZW5jeV9rZXkYASABKAkSDgoGam9iX2lkGAIgASgJEhMKC2FwcHJvdmFsX2lkGAMgASgJEjQKCGRlY2lzaW9uGAQgASgOMiIuZG9ja2V0LmNvbW1vbi52MS5BcHByb3ZhbERlY2lzaW9uEg8KB2NvbW1lbnQYBSABKAkiigEKFkRlY2lkZUFwcHJvdmFsUmVzcG9uc2USIgoDam9iGAEgASgLMhUuZG9ja2V0LmNvbW1vbi52MS5Kb2ISEAoIcmVwbGF5ZWQYAiABKAgSOgoWaWRlbXBvdGVuY3lfZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAidAoRU2VuZFNpZ25hbFJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEg4KBmpvYl9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEigKB3BheWxvYWQYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IowBChJTZW5kU2lnbmFsUmVzcG9uc2USKAoGc2lnbmFsGAEgASgLMhguZG9ja2V0LmNvbW1vbi52MS5TaWduYWwSEAoIcmVwbGF5ZWQYAiABKAgSOgoWaWRlbXBvdGVuY3lfZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAifgoXUmVjb25jaWxlU2lnbmFsc1JlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEg4KBmpvYl9pZBgCIAEoCRI6CgZhY3Rpb24YAyABKA4yKi5kb2NrZXQuYWRtaXNzaW9uLnYxLlNpZ25hbFJlY29uY2lsZUFjdGlvbiKMAQoYUmVjb25jaWxlU2lnbmFsc1Jlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhAKCHJlcGxheWVkGAIgASgIEjoKFmlkZW1wb3RlbmN5X2V4cGlyZXNfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKowBChVTaWduYWxSZWNvbmNpbGVBY3Rpb24SJwojU0lHTkFMX1JFQ09OQ0lMRV9BQ1RJT05fVU5TUEVDSUZJRUQQABIlCiFTSUdOQUxfUkVDT05DSUxFX0FDVElPTl9SRURFTElWRVIQARIjCh9TSUdOQUxfUkVDT05DSUxFX0FDVElPTl9ESVNDQVJEEAIyhgoKEEFkbWlzc2lvblNlcnZpY2USWgoJU3VibWl0Sm9iEiUuZG9ja2V0LmFkbWlzc2lvbi52MS5TdWJtaXRKb2JSZXF1ZXN0GiYuZG9ja2V0LmFkbWlzc2lvbi52MS5TdWJtaXRKb2JSZXNwb25zZRJWCgZHZXRKb2ISIi5kb2NrZXQuYWRtaXNzaW9uLnYxLkdldEpvYlJlcXVlc3QaIy5kb2NrZXQuYWRtaXNzaW9uLnYxLkdldEpvYlJlc3BvbnNlIgOQAgESXAoITGlzdEpvYnMSJC5kb2NrZXQuYWRtaXNzaW9uLnYxLkxpc3RKb2JzUmVxdWVzdBolLmRvY2tldC5hZG1pc3Npb24udjEuTGlzdEpvYnNSZXNwb25zZSIDkAIBEloKCUNhbmNlbEpvYhIlLmRvY2tldC5hZG1pc3Npb24udjEuQ2FuY2VsSm9iUmVxdWVzdBomLmRvY2tldC5hZG1pc3Npb24udjEuQ2FuY2VsSm9iUmVzcG9uc2USVwoIUGF1c2VKb2ISJC5kb2NrZXQuYWRtaXNzaW9uLnYxLlBhdXNlSm9iUmVxdWVzdBolLmRvY2tldC5hZG1pc3Npb24udjEuUGF1c2VKb2JSZXNwb25zZRJaCglSZXN1bWVKb2ISJS5kb2NrZXQuYWRtaXNzaW9uLnYxLlJlc3VtZUpvYlJlcXVlc3QaJi5kb2NrZXQuYWRtaXNzaW9uLnYxLlJlc3VtZUpvYlJlc3BvbnNlEmYKDVNvZnREZWxldGVKb2ISKS5kb2NrZXQuYWRtaXNzaW9uLnYxLlNvZnREZWxldGVKb2JSZXF1ZXN0GiouZG9ja2V0LmFkbWlzc2lvbi52MS5Tb2Z0RGVsZXRlSm9iUmVzcG9uc2USXQoKUmVzdG9yZUpvYhImLmRvY2tldC5hZG1pc3Npb24udjEuUmVzdG9yZUpvYlJlcXVlc3QaJy5kb2NrZXQuYWRtaXNzaW9uLnYxLlJlc3RvcmVKb2JSZXNwb25zZRJmCg1IYXJkRGVsZXRlSm9iEikuZG9ja2V0LmFkbWlzc2lvbi52MS5IYXJkRGVsZXRlSm9iUmVxdWVzdBoqLmRvY2tldC5hZG1pc3Npb24udjEuSGFyZERlbGV0ZUpvYlJlc3BvbnNlEmUKC0dldERlbGV0aW9uEicuZG9ja2V0LmFkbWlzc2lvbi52MS5HZXREZWxldGlvblJlcXVlc3QaKC5kb2NrZXQuYWRtaXNzaW9uLnYxLkdldERlbGV0aW9uUmVzcG9uc2UiA5ACARJpCg5EZWNpZGVBcHByb3ZhbBIqLmRvY2tldC5hZG1pc3Npb24udjEuRGVjaWRlQXBwcm92YWxSZXF1ZXN0GisuZG9ja2V0LmFkbWlzc2lvbi52MS5EZWNpZGVBcHByb3ZhbFJlc3BvbnNlEl0KClNlbmRTaWduYWwSJi5kb2NrZXQuYWRtaXNzaW9uLnYxLlNlbmRTaWduYWxSZXF1ZXN0GicuZG9ja2V0LmFkbWlzc2lvbi52MS5TZW5kU2lnbmFsUmVzcG9uc2USbwoQUmVjb25jaWxlU2lnbmFscxIsLmRvY2tldC5hZG1pc3Npb24udjEuUmVjb25jaWxlU2lnbmFsc1JlcXVlc3QaLS5kb2NrZXQuYWRtaXNzaW9uLnYxLlJlY29uY2lsZVNpZ25hbHNSZXNwb25zZWIGcHJvdG8z", [file_docket_common_v1_approval, file_docket_common_v1_deletion, file_docket_common_v1_job, file_docket_common_v1_job_status, file_docket_common_v1_retry_policy, file_docket_common_v1_signal, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Citkb2NrZXQvYWRtaXNzaW9uL3YxL2FkbWlzc2lvbl9zZXJ2aWNlLnByb3RvEhNkb2NrZXQuYWRtaXNzaW9uLnYxIqkCChBTdWJtaXRKb2JSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRINCgVxdWV1ZRgCIAEoCRImCgVpbnB1dBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFbGFiZWwYBCABKAkSEAoIcHJpb3JpdHkYBSABKAUSLQoJcnVuX2FmdGVyGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgxyZXRyeV9wb2xpY3kYByABKAsyHS5kb2NrZXQuY29tbW9uLnYxLlJldHJ5UG9saWN5EkAKE2xvc3RfYXR0ZW1wdF9wb2xpY3kYCCABKA4yIy5kb2NrZXQuY29tbW9uLnYxLkxvc3RBdHRlbXB0UG9saWN5IoUBChFTdWJtaXRKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIfCg1HZXRKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSI0Cg5HZXRKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYiJiCglKb2JGaWx0ZXISLQoIc3RhdHVzZXMYASADKA4yGy5kb2NrZXQuY29tbW9uLnYxLkpvYlN0YXR1cxINCgVxdWV1ZRgCIAEoCRIXCg9pbmNsdWRlX2RlbGV0ZWQYAyABKAgiaAoPTGlzdEpvYnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEi4KBmZpbHRlchgDIAEoCzIeLmRvY2tldC5hZG1pc3Npb24udjEuSm9iRmlsdGVyImYKEExpc3RKb2JzUmVzcG9uc2USIwoEam9icxgBIAMoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIUCgxldmVudF9jdXJzb3IYAyABKAkicQoQQ2FuY2VsSm9iUmVxdWVzdBIXCg9pZGVtcG90ZW5jeV9rZXkYASABKAkSDgoGam9iX2lkGAIgASgJEh4KEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDSACIAQFCFAoSX2V4cGVjdGVkX3JldmlzaW9uIoUBChFDYW5jZWxKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJwCg9QYXVzZUpvYlJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEg4KBmpvYl9pZBgCIAEoCRIeChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoA0gAiAEBQhQKEl9leHBlY3RlZF9yZXZpc2lvbiKEAQoQUGF1c2VKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJxChBSZXN1bWVKb2JSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRIOCgZqb2JfaWQYAiABKAkSHgoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKANIAIgBAUIUChJfZXhwZWN0ZWRfcmV2aXNpb24ihQEKEVJlc3VtZUpvYlJlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhAKCHJlcGxheWVkGAIgASgIEjoKFmlkZW1wb3RlbmN5X2V4cGlyZXNfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInUKFFNvZnREZWxldGVKb2JSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRIOCgZqb2JfaWQYAiABKAkSHgoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKANIAIgBAUIUChJfZXhwZWN0ZWRfcmV2aXNpb24iiQEKFVNvZnREZWxldGVKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJyChFSZXN0b3JlSm9iUmVxdWVzdBIXCg9pZGVtcG90ZW5jeV9rZXkYASABKAkSDgoGam9iX2lkGAIgASgJEh4KEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDSACIAQFCFAoSX2V4cGVjdGVkX3JldmlzaW9uIoYBChJSZXN0b3JlSm9iUmVzcG9uc2USIgoDam9iGAEgASgLMhUuZG9ja2V0LmNvbW1vbi52MS5Kb2ISEAoIcmVwbGF5ZWQYAiABKAgSOgoWaWRlbXBvdGVuY3lfZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPwoUSGFyZERlbGV0ZUpvYlJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEg4KBmpvYl9pZBgCIAEoCSKTAQoVSGFyZERlbGV0ZUpvYlJlc3BvbnNlEiwKCGRlbGV0aW9uGAEgASgLMhouZG9ja2V0LmNvbW1vbi52MS5EZWxldGlvbhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIpChJHZXREZWxldGlvblJlcXVlc3QSEwoLZGVsZXRpb25faWQYASABKAkiQwoTR2V0RGVsZXRpb25SZXNwb25zZRIsCghkZWxldGlvbhgBIAEoCzIaLmRvY2tldC5jb21tb24udjEuRGVsZXRpb24inAEKFURlY2lkZUFwcHJvdmFsUmVxdWVzdBIXCg9pZGVtcG90ZW5jeV9rZXkYASABKAkSDgoGam9iX2lkGAIgASgJEhMKC2FwcHJvdmFsX2lkGAMgASgJEjQKCGRlY2lzaW9uGAQgASgOMiIuZG9ja2V0LmNvbW1vbi52MS5BcHByb3ZhbERlY2lzaW9uEg8KB2NvbW1lbnQYBSABKAkiigEKFkRlY2lkZUFwcHJvdmFsUmVzcG9uc2USIgoDam9iGAEgASgLMhUuZG9ja2V0LmNvbW1vbi52MS5Kb2ISEAoIcmVwbGF5ZWQYAiABKAgSOgoWaWRlbXBvdGVuY3lfZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAidAoRU2VuZFNpZ25hbFJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEg4KBmpvYl9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEigKB3BheWxvYWQYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IowBChJTZW5kU2lnbmFsUmVzcG9uc2USKAoGc2lnbmFsGAEgASgLMhguZG9ja2V0LmNvbW1vbi52MS5TaWduYWwSEAoIcmVwbGF5ZWQYAiABKAgSOgoWaWRlbXBvdGVuY3lfZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAifgoXUmVjb25jaWxlU2lnbmFsc1JlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEg4KBmpvYl9pZBgCIAEoCRI6CgZhY3Rpb24YAyABKA4yKi5kb2NrZXQuYWRtaXNzaW9uLnYxLlNpZ25hbFJlY29uY2lsZUFjdGlvbiKMAQoYUmVjb25jaWxlU2lnbmFsc1Jlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhAKCHJlcGxheWVkGAIgASgIEjoKFmlkZW1wb3RlbmN5X2V4cGlyZXNfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjoKD1JldHJ5Sm9iUmVxdWVzdBIXCg9pZGVtcG90ZW5jeV9rZXkYASABKAkSDgoGam9iX2lkGAIgASgJIoQBChBSZXRyeUpvYlJlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhAKCHJlcGxheWVkGAIgASgIEjoKFmlkZW1wb3RlbmN5X2V4cGlyZXNfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIowBCg9SZXRlbnRpb25Qb2xpY3kSDQoFcXVldWUYASABKAkSNAoRc29mdF9kZWxldGVfYWZ0ZXIYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNAoRaGFyZF9kZWxldGVfYWZ0ZXIYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iUQoZU2V0UmV0ZW50aW9uUG9saWN5UmVxdWVzdBI0CgZwb2xpY3kYASABKAsyJC5kb2NrZXQuYWRtaXNzaW9uLnYxLlJldGVudGlvblBvbGljeSJSChpTZXRSZXRlbnRpb25Qb2xpY3lSZXNwb25zZRI0CgZwb2xpY3kYASABKAsyJC5kb2NrZXQuYWRtaXNzaW9uLnYxLlJldGVudGlvblBvbGljeSIzChNTZXRMZWdhbEhvbGRSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRIMCgRoZWxkGAIgASgIIjoKFFNldExlZ2FsSG9sZFJlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iKowBChVTaWduYWxSZWNvbmNpbGVBY3Rpb24SJwojU0lHTkFMX1JFQ09OQ0lMRV9BQ1RJT05fVU5TUEVDSUZJRUQQABIlCiFTSUdOQUxfUkVDT05DSUxFX0FDVElPTl9SRURFTElWRVIQARIjCh9TSUdOQUxfUkVDT05DSUxFX0FDVElPTl9ESVNDQVJEEAIyuwwKEEFkbWlzc2lvblNlcnZpY2USWgoJU3VibWl0Sm9iEiUuZG9ja2V0LmFkbWlzc2lvbi52MS5TdWJtaXRKb2JSZXF1ZXN0GiYuZG9ja2V0LmFkbWlzc2lvbi52MS5TdWJtaXRKb2JSZXNwb25zZRJWCgZHZXRKb2ISIi5kb2NrZXQuYWRtaXNzaW9uLnYxLkdldEpvYlJlcXVlc3QaIy5kb2NrZXQuYWRtaXNzaW9uLnYxLkdldEpvYlJlc3BvbnNlIgOQAgESXAoITGlzdEpvYnMSJC5kb2NrZXQuYWRtaXNzaW9uLnYxLkxpc3RKb2JzUmVxdWVzdBolLmRvY2tldC5hZG1pc3Npb24udjEuTGlzdEpvYnNSZXNwb25zZSIDkAIBEloKCUNhbmNlbEpvYhIlLmRvY2tldC5hZG1pc3Npb24udjEuQ2FuY2VsSm9iUmVxdWVzdBomLmRvY2tldC5hZG1pc3Npb24udjEuQ2FuY2VsSm9iUmVzcG9uc2USVwoIUGF1c2VKb2ISJC5kb2NrZXQuYWRtaXNzaW9uLnYxLlBhdXNlSm9iUmVxdWVzdBolLmRvY2tldC5hZG1pc3Npb24udjEuUGF1c2VKb2JSZXNwb25zZRJaCglSZXN1bWVKb2ISJS5kb2NrZXQuYWRtaXNzaW9uLnYxLlJlc3VtZUpvYlJlcXVlc3QaJi5kb2NrZXQuYWRtaXNzaW9uLnYxLlJlc3VtZUpvYlJlc3BvbnNlEmYKDVNvZnREZWxldGVKb2ISKS5kb2NrZXQuYWRtaXNzaW9uLnYxLlNvZnREZWxldGVKb2JSZXF1ZXN0GiouZG9ja2V0LmFkbWlzc2lvbi52MS5Tb2Z0RGVsZXRlSm9iUmVzcG9uc2USXQoKUmVzdG9yZUpvYhImLmRvY2tldC5hZG1pc3Npb24udjEuUmVzdG9yZUpvYlJlcXVlc3QaJy5kb2NrZXQuYWRtaXNzaW9uLnYxLlJlc3RvcmVKb2JSZXNwb25zZRJmCg1IYXJkRGVsZXRlSm9iEikuZG9ja2V0LmFkbWlzc2lvbi52MS5IYXJkRGVsZXRlSm9iUmVxdWVzdBoqLmRvY2tldC5hZG1pc3Npb24udjEuSGFyZERlbGV0ZUpvYlJlc3BvbnNlEmUKC0dldERlbGV0aW9uEicuZG9ja2V0LmFkbWlzc2lvbi52MS5HZXREZWxldGlvblJlcXVlc3QaKC5kb2NrZXQuYWRtaXNzaW9uLnYxLkdldERlbGV0aW9uUmVzcG9uc2UiA5ACARJpCg5EZWNpZGVBcHByb3ZhbBIqLmRvY2tldC5hZG1pc3Npb24udjEuRGVjaWRlQXBwcm92YWxSZXF1ZXN0GisuZG9ja2V0LmFkbWlzc2lvbi52MS5EZWNpZGVBcHByb3ZhbFJlc3BvbnNlEl0KClNlbmRTaWduYWwSJi5kb2NrZXQuYWRtaXNzaW9uLnYxLlNlbmRTaWduYWxSZXF1ZXN0GicuZG9ja2V0LmFkbWlzc2lvbi52MS5TZW5kU2lnbmFsUmVzcG9uc2USbwoQUmVjb25jaWxlU2lnbmFscxIsLmRvY2tldC5hZG1pc3Npb24udjEuUmVjb25jaWxlU2lnbmFsc1JlcXVlc3QaLS5kb2NrZXQuYWRtaXNzaW9uLnYxLlJlY29uY2lsZVNpZ25hbHNSZXNwb25zZRJXCghSZXRyeUpvYhIkLmRvY2tldC5hZG1pc3Npb24udjEuUmV0cnlKb2JSZXF1ZXN0GiUuZG9ja2V0LmFkbWlzc2lvbi52MS5SZXRyeUpvYlJlc3BvbnNlEnUKElNldFJldGVudGlvblBvbGljeRIuLmRvY2tldC5hZG1pc3Npb24udjEuU2V0UmV0ZW50aW9uUG9saWN5UmVxdWVzdBovLmRvY2tldC5hZG1pc3Npb24udjEuU2V0UmV0ZW50aW9uUG9saWN5UmVzcG9uc2USYwoMU2V0TGVnYWxIb2xkEiguZG9ja2V0LmFkbWlzc2lvbi52MS5TZXRMZWdhbEhvbGRSZXF1ZXN0GikuZG9ja2V0LmFkbWlzc2lvbi52MS5TZXRMZWdhbEhvbGRSZXNwb25zZWIGcHJvdG8z", [file_docket_common_v1_approval, file_docket_common_v1_deletion, file_docket_common_v1_job, file_docket_common_v1_job_status, file_docket_common_v1_retry_policy, file_docket_common_v1_signal, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * SubmitJobRequest describes a job to admit.
@@ -968,6 +968,197 @@ export const ReconcileSignalsResponseSchema: GenMessage<ReconcileSignalsResponse
   messageDesc(file_docket_admission_v1_admission_service, 26);
 
 /**
+ * RetryJobRequest asks to run an ended job again.
+ *
+ * @generated from message docket.admission.v1.RetryJobRequest
+ */
+export type RetryJobRequest = Message<"docket.admission.v1.RetryJobRequest"> & {
+  /**
+   * Scopes idempotency to (subject, RetryJob, key).
+   *
+   * @generated from field: string idempotency_key = 1;
+   */
+  idempotencyKey: string;
+
+  /**
+   * The job's id.
+   *
+   * @generated from field: string job_id = 2;
+   */
+  jobId: string;
+};
+
+/**
+ * Describes the message docket.admission.v1.RetryJobRequest.
+ * Use `create(RetryJobRequestSchema)` to create a new message.
+ */
+export const RetryJobRequestSchema: GenMessage<RetryJobRequest> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 27);
+
+/**
+ * RetryJobResponse is the re-queued job.
+ *
+ * @generated from message docket.admission.v1.RetryJobResponse
+ */
+export type RetryJobResponse = Message<"docket.admission.v1.RetryJobResponse"> & {
+  /**
+   * The job as changed by this request (on replay: as it was then).
+   *
+   * @generated from field: docket.common.v1.Job job = 1;
+   */
+  job?: Job | undefined;
+
+  /**
+   * True when this is the stored response of an earlier identical request.
+   *
+   * @generated from field: bool replayed = 2;
+   */
+  replayed: boolean;
+
+  /**
+   * The idempotency binding is kept at least until this time.
+   *
+   * @generated from field: google.protobuf.Timestamp idempotency_expires_at = 3;
+   */
+  idempotencyExpiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message docket.admission.v1.RetryJobResponse.
+ * Use `create(RetryJobResponseSchema)` to create a new message.
+ */
+export const RetryJobResponseSchema: GenMessage<RetryJobResponse> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 28);
+
+/**
+ * RetentionPolicy is how long a queue's ended jobs are kept.
+ *
+ * @generated from message docket.admission.v1.RetentionPolicy
+ */
+export type RetentionPolicy = Message<"docket.admission.v1.RetentionPolicy"> & {
+  /**
+   * The queue it applies to.
+   *
+   * @generated from field: string queue = 1;
+   */
+  queue: string;
+
+  /**
+   * Terminal jobs whose last change is older than this are soft-deleted;
+   * unset keeps them.
+   *
+   * @generated from field: google.protobuf.Duration soft_delete_after = 2;
+   */
+  softDeleteAfter?: Duration | undefined;
+
+  /**
+   * Soft-deleted jobs whose soft deletion is older than this are
+   * hard-deleted; unset keeps them.
+   *
+   * @generated from field: google.protobuf.Duration hard_delete_after = 3;
+   */
+  hardDeleteAfter?: Duration | undefined;
+};
+
+/**
+ * Describes the message docket.admission.v1.RetentionPolicy.
+ * Use `create(RetentionPolicySchema)` to create a new message.
+ */
+export const RetentionPolicySchema: GenMessage<RetentionPolicy> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 29);
+
+/**
+ * SetRetentionPolicyRequest sets (or, with neither age, clears) a queue's policy.
+ *
+ * @generated from message docket.admission.v1.SetRetentionPolicyRequest
+ */
+export type SetRetentionPolicyRequest = Message<"docket.admission.v1.SetRetentionPolicyRequest"> & {
+  /**
+   * The policy; at least one second for each age that is set.
+   *
+   * @generated from field: docket.admission.v1.RetentionPolicy policy = 1;
+   */
+  policy?: RetentionPolicy | undefined;
+};
+
+/**
+ * Describes the message docket.admission.v1.SetRetentionPolicyRequest.
+ * Use `create(SetRetentionPolicyRequestSchema)` to create a new message.
+ */
+export const SetRetentionPolicyRequestSchema: GenMessage<SetRetentionPolicyRequest> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 30);
+
+/**
+ * SetRetentionPolicyResponse is the policy as stored.
+ *
+ * @generated from message docket.admission.v1.SetRetentionPolicyResponse
+ */
+export type SetRetentionPolicyResponse = Message<"docket.admission.v1.SetRetentionPolicyResponse"> & {
+  /**
+   * The policy now in force (both ages unset: none).
+   *
+   * @generated from field: docket.admission.v1.RetentionPolicy policy = 1;
+   */
+  policy?: RetentionPolicy | undefined;
+};
+
+/**
+ * Describes the message docket.admission.v1.SetRetentionPolicyResponse.
+ * Use `create(SetRetentionPolicyResponseSchema)` to create a new message.
+ */
+export const SetRetentionPolicyResponseSchema: GenMessage<SetRetentionPolicyResponse> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 31);
+
+/**
+ * SetLegalHoldRequest places or releases a job's legal hold.
+ *
+ * @generated from message docket.admission.v1.SetLegalHoldRequest
+ */
+export type SetLegalHoldRequest = Message<"docket.admission.v1.SetLegalHoldRequest"> & {
+  /**
+   * The job's id.
+   *
+   * @generated from field: string job_id = 1;
+   */
+  jobId: string;
+
+  /**
+   * True to hold, false to release.
+   *
+   * @generated from field: bool held = 2;
+   */
+  held: boolean;
+};
+
+/**
+ * Describes the message docket.admission.v1.SetLegalHoldRequest.
+ * Use `create(SetLegalHoldRequestSchema)` to create a new message.
+ */
+export const SetLegalHoldRequestSchema: GenMessage<SetLegalHoldRequest> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 32);
+
+/**
+ * SetLegalHoldResponse is the job with its hold.
+ *
+ * @generated from message docket.admission.v1.SetLegalHoldResponse
+ */
+export type SetLegalHoldResponse = Message<"docket.admission.v1.SetLegalHoldResponse"> & {
+  /**
+   * The job as it now stands.
+   *
+   * @generated from field: docket.common.v1.Job job = 1;
+   */
+  job?: Job | undefined;
+};
+
+/**
+ * Describes the message docket.admission.v1.SetLegalHoldResponse.
+ * Use `create(SetLegalHoldResponseSchema)` to create a new message.
+ */
+export const SetLegalHoldResponseSchema: GenMessage<SetLegalHoldResponse> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 33);
+
+/**
  * SignalReconcileAction says how to resolve UNKNOWN signals.
  *
  * @generated from enum docket.admission.v1.SignalReconcileAction
@@ -1164,6 +1355,47 @@ export const AdmissionService: GenService<{
     methodKind: "unary";
     input: typeof ReconcileSignalsRequestSchema;
     output: typeof ReconcileSignalsResponseSchema;
+  },
+  /**
+   * RetryJob puts a FAILED, CANCELLED or INTERRUPTED job back to QUEUED with
+   * a fresh attempt budget (its max_attempts counted from now), journaled as
+   * `job.retried {by}`; the chain continues and the next claim's fence is
+   * higher. Errors as CancelJob.
+   *
+   * @generated from rpc docket.admission.v1.AdmissionService.RetryJob
+   */
+  retryJob: {
+    methodKind: "unary";
+    input: typeof RetryJobRequestSchema;
+    output: typeof RetryJobResponseSchema;
+  },
+  /**
+   * SetRetentionPolicy (admin only) sets or clears a queue's retention:
+   * terminal jobs untouched for `soft_delete_after` are soft-deleted, and
+   * soft-deleted jobs untouched for `hard_delete_after` are hard-deleted, by
+   * the execution service's retention loop (jobs under legal hold never).
+   * Setting a policy is idempotent by its content. Errors: PERMISSION_DENIED,
+   * INVALID_ARGUMENT (INVALID_FIELD).
+   *
+   * @generated from rpc docket.admission.v1.AdmissionService.SetRetentionPolicy
+   */
+  setRetentionPolicy: {
+    methodKind: "unary";
+    input: typeof SetRetentionPolicyRequestSchema;
+    output: typeof SetRetentionPolicyResponseSchema;
+  },
+  /**
+   * SetLegalHold (admin only) places or releases a legal hold on a job: while
+   * held, SoftDeleteJob, HardDeleteJob and retention leave it alone
+   * (FAILED_PRECONDITION, ILLEGAL_TRANSITION). Idempotent by its content.
+   * Errors: PERMISSION_DENIED, NOT_FOUND.
+   *
+   * @generated from rpc docket.admission.v1.AdmissionService.SetLegalHold
+   */
+  setLegalHold: {
+    methodKind: "unary";
+    input: typeof SetLegalHoldRequestSchema;
+    output: typeof SetLegalHoldResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_docket_admission_v1_admission_service, 0);

@@ -111,7 +111,7 @@ export const DeletionSchema: GenMessage<Deletion> = /*@__PURE__*/
  * persisted, so a crash at any point resumes where it stopped.
  *   QUEUED -> RUNNING -> COMPLETED
  *   RUNNING -> RETRY_WAIT -> RUNNING (transient failure, with backoff)
- *   RUNNING -> BLOCKED (needs an operator; never retried automatically)
+ *   RUNNING -> BLOCKED (a dependency is missing) -> RUNNING once it returns
  *
  * @generated from enum docket.common.v1.DeletionState
  */
@@ -146,8 +146,9 @@ export enum DeletionState {
   RETRY_WAIT = 3,
 
   /**
-   * The runner cannot proceed without an operator (see `blocked_reason`).
-   * The job stays HARD_DELETING; nothing can be restored.
+   * The runner cannot proceed until a dependency returns (see
+   * `blocked_reason`); it looks again on every round. The job stays
+   * HARD_DELETING; nothing can be restored.
    *
    * @generated from enum value: DELETION_STATE_BLOCKED = 4;
    */
