@@ -5,6 +5,7 @@ import {
   OWNER_OPTIONS_HELP,
   admissionClient,
   parseOwnerArguments,
+  replayNote,
   reportingFailures,
   requestKey,
   type AdmissionClient,
@@ -57,7 +58,7 @@ export async function decideApproval(client: AdmissionClient, parsed: DecisionAr
       comment: parsed.comment,
     });
     const status = response.job ? JobStatus[response.job.status] : 'unknown';
-    context.out(`${parsed.decision === 'allow' ? 'allowed' : 'denied'} ${approvalId} of ${parsed.jobId}: the job is ${status}${response.replayed ? ' (replayed: this key was used before)' : ''}\n`);
+    context.out(`${parsed.decision === 'allow' ? 'allowed' : 'denied'} ${approvalId} of ${parsed.jobId}: the job is ${status}${replayNote(response.replayed)}\n`);
     return 0;
   });
 }

@@ -8,7 +8,7 @@ import { UsageError, type CliContext } from './command.js';
 import { callerToken, parseServiceUrl, serviceClient } from './service-client.js';
 import { DEFAULT_SERVICE_PORTS } from './service-names.js';
 
-/** Where owner commands (`approve`, `deny`, `signal`, `signals`) call when `--url` is not given. */
+/** Where the commands that call the admission service (`approve`, `signal`, `delete`, `hold`, ...) call when `--url` is not given. */
 export const DEFAULT_ADMISSION_URL = `http://127.0.0.1:${DEFAULT_SERVICE_PORTS.admission}`;
 
 /** The subject of the admin token owner commands mint when there is no `--token` or `DOCKET_TOKEN`. */
@@ -17,38 +17,64 @@ export const OWNER_MINTED_SUBJECT = 'docket-cli';
 /** A typed client of `docket.admission.v1.AdmissionService`. */
 export type AdmissionClient = Client<typeof AdmissionService>;
 
-/** The options every owner command takes. */
-export interface OwnerOptions {
+/** Where a command calls the admission service, and with which token. */
+export interface AdmissionOptions {
   readonly url: string;
+  /** The caller's `--token`; `undefined` means the fallback of `callerToken`. */
   readonly token: string | undefined;
+}
+
+/** The options every owner command (one idempotent request) takes. */
+export interface OwnerOptions extends AdmissionOptions {
   /** The caller's `--key`; `undefined` means one is generated (and printed) for the call. */
   readonly key: string | undefined;
 }
 
-/** The help lines of {@link OwnerOptions}, for each command's help text. */
-export const OWNER_OPTIONS_HELP = `  --key <key>     the request's idempotency key, 16 to 128 characters of
+/**
+ * Whose token a call needs: `owner` calls take the job owner's or an
+ * admin's, `admin` calls (legal hold, retention) an admin's only. Chooses
+ * the `--token` help and the hint printed with PERMISSION_DENIED.
+ */
+export type CallerRole = 'owner' | 'admin';
+
+const KEY_OPTION_HELP = `  --key <key>     the request's idempotency key, 16 to 128 characters of
                   [A-Za-z0-9._~-]; repeat a request with the same key to
                   retry it safely (the first answer is replayed). Without
-                  it a key is generated and printed to standard error
-  --url <url>     the admission service (default ${DEFAULT_ADMISSION_URL})
-  --token <jwt>   bearer token of the job's owner or an admin (default:
-                  DOCKET_TOKEN, else an admin token minted with
-                  DOCKET_AUTH_SECRET or docket dev's secret)`;
+                  it a key is generated and printed to standard error`;
 
-/** The `parseArgs` options of {@link OwnerOptions}. */
-const OWNER_FLAGS = { url: { type: 'string' }, token: { type: 'string' }, key: { type: 'string' } } as const;
+const TOKEN_OPTION_HELP: Readonly<Record<CallerRole, string>> = {
+  owner: `  --token <jwt>   bearer token of the job's owner or an admin (default:
+                  DOCKET_TOKEN, else an admin token minted with
+                  DOCKET_AUTH_SECRET or docket dev's secret)`,
+  admin: `  --token <jwt>   bearer token of an admin (default: DOCKET_TOKEN, else an
+                  admin token minted with DOCKET_AUTH_SECRET or docket
+                  dev's secret; the user token docket dev prints for
+                  DOCKET_TOKEN is refused)`,
+};
+
+/** The `--url` and `--token` help lines of {@link AdmissionOptions}, for commands without `--key`. */
+export function admissionOptionsHelp(caller: CallerRole): string {
+  return `  --url <url>     the admission service (default ${DEFAULT_ADMISSION_URL})\n${TOKEN_OPTION_HELP[caller]}`;
+}
+
+/** The help lines of {@link OwnerOptions}, for each owner command's help text. */
+export const OWNER_OPTIONS_HELP = `${KEY_OPTION_HELP}\n${admissionOptionsHelp('owner')}`;
+
+/** The `parseArgs` options of {@link AdmissionOptions}. */
+const ADMISSION_FLAGS = { url: { type: 'string' }, token: { type: 'string' } } as const;
 
 /**
- * Parses `args` with the owner flags plus `flags`; every problem is a
- * UsageError. A bad `--key` is refused without echoing it.
+ * Parses `args` with `--url` and `--token` plus `flags`; every problem is
+ * a UsageError. For commands that send no idempotency key (reads, and
+ * admin calls that are idempotent by their content).
  */
-export function parseOwnerArguments<F extends NonNullable<ParseArgsConfig['options']>>(
+export function parseAdmissionArguments<F extends NonNullable<ParseArgsConfig['options']>>(
   args: readonly string[],
   flags: F,
-): { positionals: string[]; values: Record<string, string | boolean | undefined>; owner: OwnerOptions } {
+): { positionals: string[]; values: Record<string, string | boolean | undefined>; call: AdmissionOptions } {
   let parsed;
   try {
-    parsed = parseArgs({ args: [...args], options: { ...OWNER_FLAGS, ...flags }, strict: true, allowPositionals: true });
+    parsed = parseArgs({ args: [...args], options: { ...ADMISSION_FLAGS, ...flags }, strict: true, allowPositionals: true });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
@@ -56,6 +82,19 @@ export function parseOwnerArguments<F extends NonNullable<ParseArgsConfig['optio
   const url = parseServiceUrl(typeof values['url'] === 'string' ? values['url'] : DEFAULT_ADMISSION_URL, '--url');
   const token = values['token'] as string | undefined;
   if (token === '') throw new UsageError('--token must not be empty');
+  return { positionals: parsed.positionals, values, call: { url, token } };
+}
+
+/**
+ * Parses `args` with the owner flags (`--key`, `--url`, `--token`) plus
+ * `flags`; every problem is a UsageError. A bad `--key` is refused without
+ * echoing it.
+ */
+export function parseOwnerArguments<F extends NonNullable<ParseArgsConfig['options']>>(
+  args: readonly string[],
+  flags: F,
+): { positionals: string[]; values: Record<string, string | boolean | undefined>; owner: OwnerOptions } {
+  const { positionals, values, call } = parseAdmissionArguments(args, { key: { type: 'string' }, ...flags });
   const key = values['key'] as string | undefined;
   if (key !== undefined) {
     try {
@@ -64,7 +103,15 @@ export function parseOwnerArguments<F extends NonNullable<ParseArgsConfig['optio
       throw new UsageError('--key must be 16 to 128 characters of [A-Za-z0-9._~-]');
     }
   }
-  return { positionals: parsed.positionals, values, owner: { url, token, key } };
+  return { positionals, values, owner: { ...call, key } };
+}
+
+/** The one `<job_id>` among `positionals`; a UsageError when it is missing, empty or not alone. */
+export function soleJobId(positionals: readonly string[]): string {
+  const [jobId, ...extra] = positionals;
+  if (jobId === undefined || jobId === '') throw new UsageError('a job id is required');
+  if (extra.length > 0) throw new UsageError(`one job at a time (also got ${extra.join(' ')})`);
+  return jobId;
 }
 
 /** A fresh idempotency key: `cli-` and 144 random bits (28 characters of [A-Za-z0-9_-]). */
@@ -84,9 +131,18 @@ export function requestKey(command: string, owner: OwnerOptions, context: CliCon
   return key;
 }
 
-/** The admission client for `owner`, with its token (see `callerToken`). */
-export async function admissionClient(owner: OwnerOptions, context: CliContext): Promise<AdmissionClient> {
-  return serviceClient(AdmissionService, owner.url, owner.token ?? (await callerToken(context, OWNER_MINTED_SUBJECT)));
+/**
+ * What an output line adds when the service answered with the stored
+ * response of an earlier request under the same key: nothing, or
+ * ` (replayed: this key was used before)`.
+ */
+export function replayNote(replayed: boolean): string {
+  return replayed ? ' (replayed: this key was used before)' : '';
+}
+
+/** The admission client for `call`, with its token (see `callerToken`). */
+export async function admissionClient(call: AdmissionOptions, context: CliContext): Promise<AdmissionClient> {
+  return serviceClient(AdmissionService, call.url, call.token ?? (await callerToken(context, OWNER_MINTED_SUBJECT)));
 }
 
 /**
@@ -94,19 +150,26 @@ export async function admissionClient(owner: OwnerOptions, context: CliContext):
  * a failed call as `docket <command>: <code> <REASON>: <message>` (the
  * gRPC code as gRPC tools spell it, lowercase, and the ErrorInfo reason;
  * for example `already_exists APPROVAL_SPENT`), with a hint for an
- * unreachable service or a refused token.
+ * unreachable service or a refused token (one that names an admin token
+ * when `caller` is `admin`).
  */
-export async function reportingFailures(command: string, owner: OwnerOptions, context: CliContext, call: () => Promise<number>): Promise<number> {
+export async function reportingFailures(
+  command: string,
+  options: AdmissionOptions,
+  context: CliContext,
+  call: () => Promise<number>,
+  caller: CallerRole = 'owner',
+): Promise<number> {
   try {
     return await call();
   } catch (error) {
-    context.err(`docket ${command}: ${describeCallFailure(error, owner.url)}\n`);
+    context.err(`docket ${command}: ${describeCallFailure(error, options.url, caller)}\n`);
     return 1;
   }
 }
 
 /** One line for a failed call (see {@link reportingFailures}). */
-export function describeCallFailure(error: unknown, url: string): string {
+export function describeCallFailure(error: unknown, url: string, caller: CallerRole = 'owner'): string {
   if (!(error instanceof ConnectError)) return error instanceof Error ? error.message : String(error);
   const reason = error.findDetails(ErrorInfoSchema)[0]?.reason;
   const head = `${codeName(error.code)}${reason === undefined ? '' : ` ${reason}`}`;
@@ -117,7 +180,9 @@ export function describeCallFailure(error: unknown, url: string): string {
     case Code.Unauthenticated:
       return `${head}${message} (pass --token, set DOCKET_TOKEN, or check DOCKET_AUTH_SECRET)`;
     case Code.PermissionDenied:
-      return `${head}${message} (use a user or admin token)`;
+      return caller === 'admin'
+        ? `${head}${message} (this needs an admin token: pass --token, or unset DOCKET_TOKEN to mint one)`
+        : `${head}${message} (use a user or admin token)`;
     default:
       return `${head}${message}`;
   }

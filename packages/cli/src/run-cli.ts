@@ -1,13 +1,34 @@
 import { approveCommand, denyCommand } from './approval-commands.js';
 import { UsageError, type CliContext, type Command } from './command.js';
+import { deleteCommand, restoreCommand } from './delete-commands.js';
+import { deletionCommand } from './deletion-command.js';
 import { devCommand } from './dev-command.js';
+import { holdCommand, releaseCommand } from './legal-hold-commands.js';
+import { retentionCommand } from './retention-command.js';
+import { retryCommand } from './retry-command.js';
 import { signalCommand, signalsCommand } from './signal-commands.js';
 import { tokenCommand } from './token-command.js';
 import { verifyCommand } from './verify-command.js';
 import { workerCommand } from './worker-command.js';
 
 /** The subcommands, in the order `docket help` lists them. */
-const COMMANDS: readonly Command[] = [devCommand, tokenCommand, verifyCommand, workerCommand, approveCommand, denyCommand, signalCommand, signalsCommand];
+const COMMANDS: readonly Command[] = [
+  devCommand,
+  tokenCommand,
+  verifyCommand,
+  workerCommand,
+  approveCommand,
+  denyCommand,
+  signalCommand,
+  signalsCommand,
+  retryCommand,
+  deleteCommand,
+  restoreCommand,
+  deletionCommand,
+  holdCommand,
+  releaseCommand,
+  retentionCommand,
+];
 
 const HELP_FLAGS = new Set(['-h', '--help']);
 

@@ -7,6 +7,7 @@ import {
   OWNER_OPTIONS_HELP,
   admissionClient,
   parseOwnerArguments,
+  replayNote,
   reportingFailures,
   requestKey,
   type AdmissionClient,
@@ -74,7 +75,7 @@ export async function sendSignal(client: AdmissionClient, parsed: SignalArgument
     });
     const signal = response.signal;
     const state = signal ? SignalState[signal.state] : 'unknown';
-    context.out(`signal ${signal?.sequence ?? '?'} ${JSON.stringify(parsed.name)} to ${parsed.jobId}: ${state}${response.replayed ? ' (replayed: this key was used before)' : ''}\n`);
+    context.out(`signal ${signal?.sequence ?? '?'} ${JSON.stringify(parsed.name)} to ${parsed.jobId}: ${state}${replayNote(response.replayed)}\n`);
     return 0;
   });
 }
@@ -89,7 +90,7 @@ export async function reconcileSignals(client: AdmissionClient, parsed: Reconcil
     });
     const job = response.job;
     const after = job ? `${job.unresolvedSignals} unresolved signal(s) left, the job is ${JobStatus[job.status]}` : 'no job in the answer';
-    context.out(`${parsed.action === 'redeliver' ? 'redelivering' : 'discarded'} the UNKNOWN signals of ${parsed.jobId}: ${after}${response.replayed ? ' (replayed: this key was used before)' : ''}\n`);
+    context.out(`${parsed.action === 'redeliver' ? 'redelivering' : 'discarded'} the UNKNOWN signals of ${parsed.jobId}: ${after}${replayNote(response.replayed)}\n`);
     return 0;
   });
 }

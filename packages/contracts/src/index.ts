@@ -35,7 +35,9 @@ export { canonicalJson, canonicalJsonByteLength, type JsonValue, type KnownCanon
 export {
   JOB_STATUSES,
   LEGAL_EDGES,
+  RETRYABLE_ENDINGS,
   TERMINAL_STATUSES,
+  assertLegalChange,
   assertLegalTransition,
   isJobStatusName,
   isLegalTransition,

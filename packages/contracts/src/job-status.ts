@@ -67,3 +67,19 @@ export function assertLegalTransition(from: JobStatusName, to: JobStatusName): v
     });
   }
 }
+
+/**
+ * The ended statuses an owner's RetryJob may take back to QUEUED (SPEC §8):
+ * the one deliberate exception to "terminal jobs never reopen", never
+ * taken by any automatic path. SUCCEEDED is not among them.
+ */
+export const RETRYABLE_ENDINGS: ReadonlySet<JobStatusName> = new Set<JobStatusName>(['FAILED', 'CANCELLED', 'INTERRUPTED']);
+
+/**
+ * {@link assertLegalTransition}, or for a RetryJob (`reopen`) only one of
+ * {@link RETRYABLE_ENDINGS} -> QUEUED.
+ */
+export function assertLegalChange(from: JobStatusName, to: JobStatusName, reopen = false): void {
+  if (reopen && to === 'QUEUED' && RETRYABLE_ENDINGS.has(from)) return;
+  assertLegalTransition(from, to);
+}

@@ -1,4 +1,5 @@
 import {
+  DEFAULT_FEED_CURSOR_TTL_MS,
   readFrontServiceConfig,
   readPositiveInteger,
   type Environment,
@@ -21,6 +22,18 @@ export interface ExecutionConfig extends FrontServiceConfig {
   readonly sweepIntervalMs: number;
   /** Items one background step handles at most (RunMaintenance `limit`, 1..1000). */
   readonly maintenanceBatch: number;
+  /** The deletion runner's pause between rounds when no deletion is open. */
+  readonly deletionIntervalMs: number;
+  /** The retention loop's pause between rounds. */
+  readonly retentionIntervalMs: number;
+  /** The feed pruner's pause between rounds. */
+  readonly feedPruneIntervalMs: number;
+  /**
+   * How old a change-feed entry must be to be pruned: the WatchJobs cursor
+   * lifetime (DOCKET_FEED_CURSOR_TTL_SECONDS, which the events service
+   * reads too) plus one day, so no cursor inside its lifetime loses an entry.
+   */
+  readonly feedRetentionMs: number;
   /**
    * How often a waiting ClaimJobs tries again when nothing else woke it: a
    * safety net only. Commits wake waiting claims through the change
@@ -41,7 +54,10 @@ const MAX_MAINTENANCE_BATCH = 1000;
  * Reads the front-service settings plus DOCKET_BACKGROUND_LOOPS (`on`, the
  * default, or `off`), DOCKET_REAPER_INTERVAL_MS (default
  * 1000), DOCKET_RETRY_INTERVAL_MS (default 1000), DOCKET_SWEEP_INTERVAL_MS
- * (default 60000), DOCKET_MAINTENANCE_BATCH (default 100, at most 1000) and
+ * (default 60000), DOCKET_MAINTENANCE_BATCH (default 100, at most 1000),
+ * DOCKET_DELETION_INTERVAL_MS (default 1000), DOCKET_RETENTION_INTERVAL_MS
+ * (default 60000), DOCKET_FEED_PRUNE_INTERVAL_MS (default 3600000),
+ * DOCKET_FEED_CURSOR_TTL_SECONDS (default 604800) and
  * DOCKET_CLAIM_RECHECK_MS (default 5000).
  */
 export function readExecutionConfig(env: Environment): ExecutionConfig {
@@ -60,6 +76,10 @@ export function readExecutionConfig(env: Environment): ExecutionConfig {
     retryIntervalMs: readPositiveInteger(env, 'DOCKET_RETRY_INTERVAL_MS', 1000),
     sweepIntervalMs: readPositiveInteger(env, 'DOCKET_SWEEP_INTERVAL_MS', 60_000),
     maintenanceBatch,
+    deletionIntervalMs: readPositiveInteger(env, 'DOCKET_DELETION_INTERVAL_MS', 1000),
+    retentionIntervalMs: readPositiveInteger(env, 'DOCKET_RETENTION_INTERVAL_MS', 60_000),
+    feedPruneIntervalMs: readPositiveInteger(env, 'DOCKET_FEED_PRUNE_INTERVAL_MS', 3_600_000),
+    feedRetentionMs: (readPositiveInteger(env, 'DOCKET_FEED_CURSOR_TTL_SECONDS', DEFAULT_FEED_CURSOR_TTL_MS / 1000) + 86_400) * 1000,
     claimRecheckMs: readPositiveInteger(env, 'DOCKET_CLAIM_RECHECK_MS', 5000),
   };
 }

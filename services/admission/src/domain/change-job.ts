@@ -9,13 +9,21 @@ import {
   PauseJobResponseSchema,
   ResumeJobRequestSchema,
   ResumeJobResponseSchema,
+  SoftDeleteJobRequestSchema,
+  SoftDeleteJobResponseSchema,
+  RestoreJobRequestSchema,
+  RestoreJobResponseSchema,
+  RetryJobRequestSchema,
+  RetryJobResponseSchema,
+  HardDeleteJobRequestSchema,
+  HardDeleteJobResponseSchema,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { JobChangeAction } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { callerOf, type ForwardedDeadline } from '@docket/service-kit';
 import type { AdmissionDependencies } from './admission.js';
 import { fingerprintRequest } from './request-fingerprint.js';
 
-/** The shape CancelJob, PauseJob and ResumeJob requests share. */
+/** The shape the job-change requests share (RetryJob and HardDeleteJob have no expected revision). */
 interface JobChangeRequestShape {
   idempotencyKey: string;
   jobId: string;
@@ -30,11 +38,15 @@ interface JobChangeRpc<Req extends DescMessage, Res extends DescMessage> {
   readonly action: JobChangeAction;
 }
 
-/** The three owner RPCs that change a job, for the routes. */
+/** The owner RPCs that change a job, for the routes. */
 export const JOB_CHANGE_RPCS = {
   cancel: { requestSchema: CancelJobRequestSchema, responseSchema: CancelJobResponseSchema, operation: 'docket.admission.v1.AdmissionService/CancelJob', action: JobChangeAction.CANCEL },
   pause: { requestSchema: PauseJobRequestSchema, responseSchema: PauseJobResponseSchema, operation: 'docket.admission.v1.AdmissionService/PauseJob', action: JobChangeAction.PAUSE },
   resume: { requestSchema: ResumeJobRequestSchema, responseSchema: ResumeJobResponseSchema, operation: 'docket.admission.v1.AdmissionService/ResumeJob', action: JobChangeAction.RESUME },
+  softDelete: { requestSchema: SoftDeleteJobRequestSchema, responseSchema: SoftDeleteJobResponseSchema, operation: 'docket.admission.v1.AdmissionService/SoftDeleteJob', action: JobChangeAction.SOFT_DELETE },
+  restore: { requestSchema: RestoreJobRequestSchema, responseSchema: RestoreJobResponseSchema, operation: 'docket.admission.v1.AdmissionService/RestoreJob', action: JobChangeAction.RESTORE },
+  retry: { requestSchema: RetryJobRequestSchema, responseSchema: RetryJobResponseSchema, operation: 'docket.admission.v1.AdmissionService/RetryJob', action: JobChangeAction.RETRY },
+  hardDelete: { requestSchema: HardDeleteJobRequestSchema, responseSchema: HardDeleteJobResponseSchema, operation: 'docket.admission.v1.AdmissionService/HardDeleteJob', action: JobChangeAction.HARD_DELETE },
 } as const;
 
 /**
@@ -65,7 +77,8 @@ export async function changeJob<Req extends DescMessage, Res extends DescMessage
     call,
   );
   return create(rpc.responseSchema, {
-    job: changed.job,
+    // HardDeleteJob answers the deletion, every other change the job.
+    ...(rpc.action === JobChangeAction.HARD_DELETE ? { deletion: changed.deletion } : { job: changed.job }),
     replayed: changed.replayed,
     idempotencyExpiresAt: changed.idempotencyExpiresAt,
     // The three responses share these fields; TypeScript cannot see it through Res.

@@ -4,6 +4,7 @@ import { forwardDeadline, principalOf } from '@docket/service-kit';
 import { getJob, listJobs, submitJob, type AdmissionDependencies } from '../domain/admission.js';
 import { JOB_CHANGE_RPCS, changeJob } from '../domain/change-job.js';
 import { forwardOwnerCall } from '../domain/owner-call.js';
+import { getDeletion, setLegalHold, setRetentionPolicy } from '../domain/lifecycle-admin.js';
 
 /**
  * Registers docket.admission.v1.AdmissionService. RPCs that later work
@@ -18,6 +19,13 @@ export function admissionServiceRoutes(deps: AdmissionDependencies): (router: Co
       cancelJob: (request, ctx) => changeJob(deps, principalOf(ctx), JOB_CHANGE_RPCS.cancel, request, forwardDeadline(ctx)),
       pauseJob: (request, ctx) => changeJob(deps, principalOf(ctx), JOB_CHANGE_RPCS.pause, request, forwardDeadline(ctx)),
       resumeJob: (request, ctx) => changeJob(deps, principalOf(ctx), JOB_CHANGE_RPCS.resume, request, forwardDeadline(ctx)),
+      softDeleteJob: (request, ctx) => changeJob(deps, principalOf(ctx), JOB_CHANGE_RPCS.softDelete, request, forwardDeadline(ctx)),
+      restoreJob: (request, ctx) => changeJob(deps, principalOf(ctx), JOB_CHANGE_RPCS.restore, request, forwardDeadline(ctx)),
+      retryJob: (request, ctx) => changeJob(deps, principalOf(ctx), JOB_CHANGE_RPCS.retry, request, forwardDeadline(ctx)),
+      hardDeleteJob: (request, ctx) => changeJob(deps, principalOf(ctx), JOB_CHANGE_RPCS.hardDelete, request, forwardDeadline(ctx)),
+      getDeletion: (request, ctx) => getDeletion(deps, principalOf(ctx), request.deletionId, forwardDeadline(ctx)),
+      setRetentionPolicy: (request, ctx) => setRetentionPolicy(deps, principalOf(ctx), request, forwardDeadline(ctx)),
+      setLegalHold: (request, ctx) => setLegalHold(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       decideApproval: (request, ctx) => forwardOwnerCall(deps, principalOf(ctx), 'decideApproval', request, forwardDeadline(ctx)),
       sendSignal: (request, ctx) => forwardOwnerCall(deps, principalOf(ctx), 'sendSignal', request, forwardDeadline(ctx)),
       reconcileSignals: (request, ctx) => forwardOwnerCall(deps, principalOf(ctx), 'reconcileSignals', request, forwardDeadline(ctx)),

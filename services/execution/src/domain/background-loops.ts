@@ -14,14 +14,20 @@ export interface BackgroundLoops {
  * Starts the execution service's background loops (SPEC sections 5 and
  * 10), each an independent {@link runMaintenanceLoop}: the reaper (expired
  * leases: lost attempts, CANCELLING -> CANCELLED), the retry scheduler
- * (RETRY_WAIT -> QUEUED once `not_before` passes) and the idempotency
- * sweeper (expired idempotency and worker-operation records). No job timer
+ * (RETRY_WAIT -> QUEUED once `not_before` passes), the idempotency
+ * sweeper (expired idempotency and worker-operation records), the deletion
+ * runner (hard deletions, batch by batch), retention (per-queue policies)
+ * and the feed pruner (change-feed entries older than any live cursor
+ * needs). No job timer
  * lives in memory: every round asks the database what is due, so any
  * number of replicas may run them and a restart loses nothing.
  */
 export function startBackgroundLoops(
   state: StateClient,
-  config: Pick<ExecutionConfig, 'reaperIntervalMs' | 'retryIntervalMs' | 'sweepIntervalMs' | 'maintenanceBatch'>,
+  config: Pick<
+    ExecutionConfig,
+    'reaperIntervalMs' | 'retryIntervalMs' | 'sweepIntervalMs' | 'maintenanceBatch' | 'deletionIntervalMs' | 'retentionIntervalMs' | 'feedPruneIntervalMs' | 'feedRetentionMs'
+  >,
   logger: Logger,
 ): BackgroundLoops {
   const stop = new AbortController();
@@ -29,6 +35,9 @@ export function startBackgroundLoops(
     { task: MaintenanceTask.SETTLE_EXPIRED_ATTEMPTS, intervalMs: config.reaperIntervalMs },
     { task: MaintenanceTask.REQUEUE_DUE_RETRIES, intervalMs: config.retryIntervalMs },
     { task: MaintenanceTask.SWEEP_IDEMPOTENCY_RECORDS, intervalMs: config.sweepIntervalMs },
+    { task: MaintenanceTask.RUN_DELETIONS, intervalMs: config.deletionIntervalMs },
+    { task: MaintenanceTask.APPLY_RETENTION, intervalMs: config.retentionIntervalMs },
+    { task: MaintenanceTask.PRUNE_FEED, intervalMs: config.feedPruneIntervalMs, olderThanMs: config.feedRetentionMs },
   ].map((loop) => runMaintenanceLoop(state, { ...loop, batch: config.maintenanceBatch }, logger, stop.signal));
   let stopped: Promise<void> | undefined;
   return {

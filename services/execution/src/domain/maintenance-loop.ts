@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { timestampMs } from '@bufbuild/protobuf/wkt';
+import { durationFromMs, timestampMs } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { MaintenanceTask } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { Logger } from '@docket/service-kit';
@@ -13,6 +13,8 @@ export interface MaintenanceLoopSettings {
   readonly intervalMs: number;
   /** Items per RunMaintenance step (1..1000). */
   readonly batch: number;
+  /** PRUNE_FEED only: entries older than this go. */
+  readonly olderThanMs?: number;
 }
 
 /**
@@ -64,7 +66,7 @@ export async function runMaintenanceLoop(
       let nextDueAt: number | undefined;
       for (;;) {
         const step = await state.runMaintenance(
-          { task: settings.task, limit: settings.batch },
+          { task: settings.task, limit: settings.batch, ...(settings.olderThanMs === undefined ? {} : { olderThan: durationFromMs(settings.olderThanMs) }) },
           { timeoutMs: STEP_TIMEOUT_MS },
         );
         handled += step.handled;

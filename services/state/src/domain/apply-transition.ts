@@ -1,5 +1,5 @@
 import type { Insertable } from 'kysely';
-import { assertLegalTransition, validateEventBatch, type JobStatusName } from '@docket/contracts';
+import { assertLegalChange, validateEventBatch, type JobStatusName } from '@docket/contracts';
 import { recordJobChange } from '../db/queries/job-changes.js';
 import { insertJobEvents, readLastJobEvent } from '../db/queries/job-events.js';
 import { updateJob, type JobPatch, type JobRow } from '../db/queries/jobs.js';
@@ -13,6 +13,8 @@ export interface JobTransition {
   readonly toStatus?: JobStatusName | undefined;
   readonly events: readonly NewEvent[];
   readonly patch?: JobPatch;
+  /** A RetryJob: the one change that may take an ended job (FAILED, CANCELLED, INTERRUPTED) back to QUEUED. */
+  readonly reopen?: boolean;
 }
 
 /** The job as committed by {@link applyTransition}, and the sequences written. */
@@ -79,7 +81,7 @@ export function checkStoredHead(job: JobRow, last: StoredHead | undefined): void
  */
 export function planTransition(job: JobRow, transition: JobTransition, now: Date): PlannedTransition {
   validateEventBatch(transition.events);
-  if (transition.toStatus !== undefined) assertLegalTransition(job.status, transition.toStatus);
+  if (transition.toStatus !== undefined) assertLegalChange(job.status, transition.toStatus, transition.reopen);
   const chained = chainEvents(
     { jobId: job.id, requestDigest: job.request_digest, sequence: BigInt(job.event_count), hash: job.head_hash },
     transition.events,

@@ -146,7 +146,9 @@ function planStatusEnding(
     safeDetails: JsonObject,
     events: NewEvent[],
   ): StatusEnding {
-    const retry = !cancelling && isRetryableFailure(failureClass) && job.attempt_count < job.max_attempts;
+    // The attempts of this run: a RetryJob gave the job a fresh budget from `attempt_base`.
+    const attemptsThisRun = job.attempt_count - job.attempt_base;
+    const retry = !cancelling && isRetryableFailure(failureClass) && attemptsThisRun < job.max_attempts;
     if (!retry) {
       return {
         attemptStatus,
@@ -157,7 +159,7 @@ function planStatusEnding(
         },
       };
     }
-    const delayMs = retryBackoffMs(job.attempt_count, Number(job.initial_backoff_ms), Number(job.max_backoff_ms), random);
+    const delayMs = retryBackoffMs(attemptsThisRun, Number(job.initial_backoff_ms), Number(job.max_backoff_ms), random);
     const notBefore = new Date(now.getTime() + delayMs);
     return {
       attemptStatus,

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { DocketError, type JobStatusName } from '@docket/contracts';
+import { DocketError, RETRYABLE_ENDINGS, isTerminal, type JobStatusName } from '@docket/contracts';
 import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import type { Database } from '../db/tables/index.js';
 import type { JobRow, Viewer } from '../db/queries/jobs.js';
@@ -10,9 +10,9 @@ import { pendingApprovalOf } from './pending-approval.js';
 import { lockJobForChange } from './transition-job.js';
 
 /** An owner's change of a job. */
-export type JobChangeActionName = 'CANCEL' | 'PAUSE' | 'RESUME';
+export type JobChangeActionName = 'CANCEL' | 'PAUSE' | 'RESUME' | 'SOFT_DELETE' | 'RESTORE' | 'RETRY' | 'HARD_DELETE';
 
-/** One CancelJob, PauseJob or ResumeJob. */
+/** One CancelJob, PauseJob, ResumeJob, SoftDeleteJob, RestoreJob, RetryJob or HardDeleteJob. */
 export interface ChangeJobCommand {
   readonly request: IdempotentRequest;
   readonly viewer: Viewer;
@@ -22,17 +22,19 @@ export interface ChangeJobCommand {
 }
 
 /**
- * Applies an owner's cancel, pause or resume with SubmitJob's idempotency
- * contract. A request that finds the job already where it asks for
- * (cancelling a CANCELLING job, pausing a PAUSED one or one whose pause is
- * already requested) changes nothing and answers the job as it is. A job
- * that waits for an approval can be cancelled (the approval lapses) but
- * not resumed.
+ * Applies an owner's change with SubmitJob's idempotency contract (a hard
+ * deletion: `hardDeleteJob`). A request that finds the job already where
+ * it asks for (cancelling a CANCELLING job, pausing a PAUSED one or one
+ * whose pause is already requested, soft-deleting a SOFT_DELETED one,
+ * restoring an ACTIVE one) changes nothing and answers the job as it is. A
+ * job that waits for an approval can be cancelled (the approval lapses)
+ * but not resumed.
  */
-export async function changeJob(db: Kysely<Database>, command: ChangeJobCommand): Promise<MutationOutcome> {
+export async function changeJob(db: Kysely<Database>, command: ChangeJobCommand & { readonly action: Exclude<JobChangeActionName, 'HARD_DELETE'> }): Promise<MutationOutcome> {
+  const action = command.action;
   return mutateIdempotently(db, command.request, async (tx, now) => {
     const job = await lockJobForChange(tx, command.viewer, command.jobId, command.expectedRevision);
-    const transition = planChange(job, command.action);
+    const transition = planChange(job, action, { requested_by: command.viewer.admin ? 'admin' : 'owner' });
     if (!transition) return projectJob(job);
     return projectJob((await applyTransition(tx, job, transition, now)).job);
   });
@@ -43,8 +45,10 @@ export async function changeJob(db: Kysely<Database>, command: ChangeJobCommand)
  * (SPEC section 4), undefined when there is nothing to do, or
  * ILLEGAL_TRANSITION.
  */
-export function planChange(job: JobRow, action: JobChangeActionName): JobTransition | undefined {
-  const by = { requested_by: 'owner' };
+export function planChange(job: JobRow, action: Exclude<JobChangeActionName, 'HARD_DELETE'>, by: { requested_by: string } = { requested_by: 'owner' }): JobTransition | undefined {
+  if (job.lifecycle !== 'ACTIVE' && action !== 'RESTORE' && !(action === 'SOFT_DELETE' && job.lifecycle === 'SOFT_DELETED')) {
+    throw new DocketError('ILLEGAL_TRANSITION', `a ${job.lifecycle} job can only be restored`, { metadata: { from: job.lifecycle } });
+  }
   switch (action) {
     case 'CANCEL':
       if (job.status === 'CANCELLING') return undefined;
@@ -74,6 +78,38 @@ export function planChange(job: JobRow, action: JobChangeActionName): JobTransit
         });
       }
       return { toStatus: 'QUEUED', events: [{ type: 'job.resumed', payload: by }], patch: { pause_requested: false } };
+    case 'SOFT_DELETE':
+      if (job.lifecycle === 'SOFT_DELETED') return undefined;
+      assertDeletable(job);
+      return { events: [{ type: 'job.soft_deleted', payload: by }], patch: { lifecycle: 'SOFT_DELETED' } };
+    case 'RESTORE':
+      if (job.lifecycle === 'ACTIVE') return undefined;
+      if (job.lifecycle !== 'SOFT_DELETED') {
+        throw new DocketError('ILLEGAL_TRANSITION', 'nothing can be restored after a hard deletion started', { metadata: { from: job.lifecycle, to: 'ACTIVE' } });
+      }
+      return { events: [{ type: 'job.restored', payload: by }], patch: { lifecycle: 'ACTIVE' } };
+    case 'RETRY':
+      if (!RETRYABLE_ENDINGS.has(job.status)) throw illegal(job.status, 'QUEUED');
+      // A fresh attempt budget: max_attempts more from the attempts made so far; the next claim's fence is higher.
+      return {
+        toStatus: 'QUEUED',
+        reopen: true,
+        events: [{ type: 'job.retried', payload: { ...by, from: job.status, attempt_count: job.attempt_count } }],
+        patch: { attempt_base: job.attempt_count, failure: null, result: null, not_before: null, pause_requested: false, cancel_requested: false },
+      };
+  }
+}
+
+/**
+ * ILLEGAL_TRANSITION unless the job may be deleted (soft or hard): it has
+ * ended, and no legal hold is on it.
+ */
+export function assertDeletable(job: JobRow): void {
+  if (!isTerminal(job.status)) {
+    throw new DocketError('ILLEGAL_TRANSITION', `a ${job.status} job cannot be deleted: only ended jobs can`, { metadata: { from: job.status } });
+  }
+  if (job.legal_hold) {
+    throw new DocketError('ILLEGAL_TRANSITION', 'the job is under legal hold', { metadata: { from: job.status, legal_hold: 'true' } });
   }
 }
 

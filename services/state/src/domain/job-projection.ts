@@ -41,7 +41,8 @@ export function projectJob(row: NewJobRow): Job {
     result: row.result ?? undefined,
     failure: row.failure ? projectFailure(row.failure) : undefined,
     attemptCount: row.attempt_count,
-    maxAttempts: row.max_attempts,
+    // In total: a RetryJob gives a fresh budget of max_attempts from the attempts made so far.
+    maxAttempts: row.attempt_base + row.max_attempts,
     lostAttemptPolicy: LostAttemptPolicy[row.lost_attempt_policy],
     createdAt: timestampFromDate(row.created_at),
     updatedAt: timestampFromDate(row.updated_at),
@@ -55,6 +56,8 @@ export function projectJob(row: NewJobRow): Job {
     pendingApproval: pendingApproval ? projectPendingApproval(pendingApproval) : undefined,
     unresolvedSignals: row.unknown_signals,
     latestSignalSequence: BigInt(row.signal_count),
+    legalHold: row.legal_hold,
+    deletionId: row.deletion_id ?? '',
   });
 }
 

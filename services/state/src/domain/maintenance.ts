@@ -7,6 +7,9 @@ import type { JobRow } from '../db/queries/jobs.js';
 import type { Database } from '../db/tables/index.js';
 import { applyTransition } from './apply-transition.js';
 import { settleLostAttempt } from './settle-lost-attempt.js';
+import { durationMs } from '@docket/service-kit';
+import { applyRetention, pruneFeed } from './retention.js';
+import { runDeletions, type DeletionDependencies } from './run-deletions.js';
 
 /** What one maintenance step did. */
 export interface MaintenanceStep {
@@ -59,10 +62,23 @@ async function repeatPerJob(
   return handled;
 }
 
+/** The shortest feed retention PRUNE_FEED accepts: one day. */
+const FEED_RETENTION_MIN_MS = 86_400_000;
+
 /** Runs one step of the named background loop, `limit` items at most (1..1000). */
-export async function runMaintenance(db: Kysely<Database>, request: RunMaintenanceRequest): Promise<MaintenanceStep> {
+export async function runMaintenance(deps: DeletionDependencies, request: RunMaintenanceRequest): Promise<MaintenanceStep> {
+  const { db } = deps;
   if (request.limit < 1 || request.limit > 1000) throw invalidField('limit', 'must be between 1 and 1000');
   switch (request.task) {
+    case MaintenanceTask.RUN_DELETIONS:
+      return runDeletions(deps, request.limit);
+    case MaintenanceTask.APPLY_RETENTION:
+      return applyRetention(db, request.limit);
+    case MaintenanceTask.PRUNE_FEED: {
+      const olderThanMs = durationMs(request.olderThan);
+      if (olderThanMs === undefined || olderThanMs < FEED_RETENTION_MIN_MS) throw invalidField('older_than', 'must be at least one day');
+      return pruneFeed(db, olderThanMs, request.limit);
+    }
     case MaintenanceTask.SETTLE_EXPIRED_ATTEMPTS:
       return settleExpiredAttempts(db, request.limit);
     case MaintenanceTask.REQUEUE_DUE_RETRIES:

@@ -44,6 +44,8 @@ export async function readJobEvents(
     .execute(async (tx) => {
       const job = await findVisibleJob(tx, viewer, jobId);
       if (!job) throw notFound('job');
+      // A hard deletion erases the journal: from HARD_DELETING on there is none to read.
+      if (job.lifecycle === 'HARD_DELETING' || job.lifecycle === 'HARD_DELETED') throw notFound('journal');
       const latestSequence = BigInt(job.event_count);
       if (afterSequence > latestSequence) {
         throw new DocketError('CURSOR_BEYOND_LATEST', 'after_sequence is beyond the latest event', {

@@ -4,8 +4,10 @@ import {
   coerceEventPageSize,
   coerceListPageSize,
   invalidField,
+  DocketError,
   isIdOf,
   isValidId,
+  isValidQueueName,
   parseIdempotencyKey,
   parseRequestDigest,
   type JobStatusName,
@@ -21,6 +23,7 @@ import {
   type Caller,
   type ChangeJobRequest,
   type HandleOwnerCallRequest,
+  type SetRetentionPolicyRequest,
   type ListJobsRequest,
   type ReadJobChangesRequest,
   type ReadJobEventsRequest,
@@ -29,7 +32,7 @@ import {
 import { durationMs, validateJobSpecMessage } from '@docket/service-kit';
 import type { Viewer } from '../db/queries/jobs.js';
 import type { AdmitJobCommand } from '../domain/admit-jobs.js';
-import type { ChangeJobCommand } from '../domain/change-job.js';
+import type { ChangeJobCommand, JobChangeActionName } from '../domain/change-job.js';
 import type { IdempotentRequest } from '../domain/idempotent-mutation.js';
 import type { ListJobsQuery } from '../domain/read-jobs.js';
 import type { TransitionCommand } from '../domain/transition-job.js';
@@ -53,8 +56,8 @@ export function parseAdmitJobRequest(request: AdmitJobRequest): AdmitJobCommand 
 
 /** An owner's cancel, pause or resume, bound like an admission. */
 export function parseChangeJobRequest(request: ChangeJobRequest): ChangeJobCommand {
-  const action = JobChangeAction[request.action] as string | undefined;
-  if (action !== 'CANCEL' && action !== 'PAUSE' && action !== 'RESUME') throw invalidField('action', 'must be CANCEL, PAUSE or RESUME');
+  const action = JobChangeAction[request.action] as JobChangeActionName | 'UNSPECIFIED' | undefined;
+  if (action === undefined || action === 'UNSPECIFIED') throw invalidField('action', 'must be a job change action');
   return {
     request: parseIdempotentRequest(request),
     viewer: viewerOf(request.caller),
@@ -205,5 +208,39 @@ export function parseReadJobChangesRequest(request: ReadJobChangesRequest) {
       queue: request.filter?.queue ?? '',
     },
     limit: request.limit,
+  };
+}
+
+/** A deletion id's shape; a well-formed id that is not visible is NOT_FOUND later. */
+export function parseDeletionId(deletionId: string): string {
+  if (!isIdOf('del', deletionId)) throw invalidField('deletion_id', 'must be a Docket deletion id');
+  return deletionId;
+}
+
+/** The viewer of an admin-only call; anyone else is PERMISSION_DENIED. */
+export function adminOf(caller: Caller | undefined): Viewer {
+  const viewer = viewerOf(caller);
+  if (!viewer.admin) throw new DocketError('PERMISSION_DENIED', 'this call needs the admin role');
+  return viewer;
+}
+
+/** The shortest retention age: one second. */
+const RETENTION_MIN_MS = 1000;
+
+/** A SetRetentionPolicy request, checked (admin only). */
+export function parseRetentionPolicy(request: SetRetentionPolicyRequest) {
+  adminOf(request.caller);
+  const policy = request.request?.policy;
+  if (!policy || !isValidQueueName(policy.queue)) throw invalidField('policy.queue', 'must be a queue name');
+  const age = (value: Parameters<typeof durationMs>[0], field: string): number | undefined => {
+    if (value === undefined) return undefined;
+    const ms = durationMs(value);
+    if (ms === undefined || !Number.isInteger(ms) || ms < RETENTION_MIN_MS) throw invalidField(field, 'must be a whole number of milliseconds, at least one second');
+    return ms;
+  };
+  return {
+    queue: policy.queue,
+    softDeleteAfterMs: age(policy.softDeleteAfter, 'policy.soft_delete_after'),
+    hardDeleteAfterMs: age(policy.hardDeleteAfter, 'policy.hard_delete_after'),
   };
 }

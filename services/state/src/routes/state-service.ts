@@ -2,7 +2,7 @@ import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
 import { drainSignalOf, statusOfFailure, type Logger } from '@docket/service-kit';
-import { invalidField } from '@docket/contracts';
+import { invalidField, notFound } from '@docket/contracts';
 import type { Kysely } from 'kysely';
 import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import {
@@ -10,6 +10,9 @@ import {
   AdmitJobResultSchema,
   AdmitJobsResponseSchema,
   ChangeJobResponseSchema,
+  GetDeletionResponseSchema,
+  SetLegalHoldResponseSchema,
+  SetRetentionPolicyResponseSchema,
   HandleWorkerCallResultSchema,
   HandleWorkerCallsResponseSchema,
   RunMaintenanceResponseSchema,
@@ -30,6 +33,11 @@ import type { BatchedWrites } from '../domain/batched-writes.js';
 import { changeJob } from '../domain/change-job.js';
 import { handleWorkerCall } from '../domain/handle-worker-call.js';
 import { handleOwnerCall } from '../domain/owner-calls.js';
+import { hardDeleteJob } from '../domain/hard-delete-job.js';
+import { findDeletion } from '../db/queries/deletions.js';
+import { projectDeletion } from '../domain/deletion-projection.js';
+import { setRetentionPolicy } from '../domain/retention.js';
+import { setLegalHold } from '../domain/legal-hold.js';
 import type { ApprovalHistory } from '../db/approval-history.js';
 import { runMaintenance } from '../domain/maintenance.js';
 import type { ExecutionSettings } from '../domain/register-worker.js';
@@ -42,6 +50,9 @@ import {
   parseJobId,
   parseListJobsRequest,
   parseOwnerCall,
+  adminOf,
+  parseDeletionId,
+  parseRetentionPolicy,
   parseReadJobChangesRequest,
   parseReadJobEventsRequest,
   parseTransitionJobRequest,
@@ -143,12 +154,36 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
         }
       },
       async changeJob(request) {
-        const outcome = await changeJob(deps.db, parseChangeJobRequest(request));
+        const command = parseChangeJobRequest(request);
+        if (command.action === 'HARD_DELETE') {
+          const outcome = await hardDeleteJob(deps.db, command);
+          return create(ChangeJobResponseSchema, {
+            deletion: outcome.value,
+            replayed: outcome.replayed,
+            idempotencyExpiresAt: timestampFromDate(outcome.idempotencyExpiresAt),
+          });
+        }
+        const outcome = await changeJob(deps.db, { ...command, action: command.action });
         return create(ChangeJobResponseSchema, {
           job: outcome.job,
           replayed: outcome.replayed,
           idempotencyExpiresAt: timestampFromDate(outcome.idempotencyExpiresAt),
         });
+      },
+      async getDeletion(request) {
+        const deletion = await findDeletion(deps.db, viewerOf(request.caller), parseDeletionId(request.deletionId));
+        if (!deletion) throw notFound('deletion');
+        return create(GetDeletionResponseSchema, { deletion: projectDeletion(deletion) });
+      },
+      async setRetentionPolicy(request) {
+        const policy = parseRetentionPolicy(request);
+        const stored = await setRetentionPolicy(deps.db, policy.queue, policy.softDeleteAfterMs, policy.hardDeleteAfterMs);
+        return create(SetRetentionPolicyResponseSchema, { response: { policy: stored } });
+      },
+      async setLegalHold(request) {
+        const viewer = adminOf(request.caller);
+        const job = await setLegalHold(deps.db, viewer, parseJobId(request.request?.jobId ?? ''), request.request?.held === true);
+        return create(SetLegalHoldResponseSchema, { response: { job } });
       },
       async handleOwnerCall(request) {
         return handleOwnerCall(deps, parseOwnerCall(request));
@@ -169,7 +204,7 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
         return create(HandleWorkerCallsResponseSchema, { results });
       },
       async runMaintenance(request) {
-        const step = await runMaintenance(deps.db, request);
+        const step = await runMaintenance(deps, request);
         return create(RunMaintenanceResponseSchema, {
           handled: step.handled,
           nextDueAt: step.nextDueAt ? timestampFromDate(step.nextDueAt) : undefined,

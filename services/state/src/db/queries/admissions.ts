@@ -61,7 +61,7 @@ const ADMIT_BATCH = new PreparedStatement<{ admitted: string[] }>(
      order by subject, operation, key_hash
      on conflict (subject, operation, key_hash) do update set
        request_digest = excluded.request_digest, job_id = excluded.job_id, response = excluded.response,
-       created_at = excluded.created_at, expires_at = excluded.expires_at
+       created_at = excluded.created_at, expires_at = excluded.expires_at, redacted = false
      where r.expires_at <= now()
      returning job_id
    ),

@@ -1,4 +1,4 @@
-import { sql, type Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable } from 'kysely';
 import type { Queryable } from '../database.js';
 import type { IdempotencyRecordsTable } from '../tables/index.js';
 
@@ -48,7 +48,7 @@ export async function findIdempotencyRecord(db: Queryable, scope: IdempotencySco
  */
 export async function bindIdempotencyRecord(
   db: Queryable,
-  record: IdempotencyRecord,
+  record: Insertable<IdempotencyRecordsTable>,
 ): Promise<boolean> {
   const bound = await db
     .insertInto('idempotency_records')
@@ -62,6 +62,7 @@ export async function bindIdempotencyRecord(
           response: (eb) => eb.ref('excluded.response'),
           created_at: (eb) => eb.ref('excluded.created_at'),
           expires_at: (eb) => eb.ref('excluded.expires_at'),
+          redacted: false,
         })
         .where('idempotency_records.expires_at', '<=', sql<Date>`now()`),
     )

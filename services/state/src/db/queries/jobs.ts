@@ -42,11 +42,10 @@ function jsonOrNull(value: JsonObject | null): string | null {
 
 /**
  * A job the viewer may see, or undefined: another subject's job and a
- * missing one are indistinguishable. Hard-deleted jobs are not returned.
+ * missing one are indistinguishable. A hard-deleted job is its tombstone.
  *
  * ```sql
  * select * from jobs where id = $1 and (owner = $2 or <admin>)
- *   and lifecycle <> 'HARD_DELETED'
  * ```
  */
 export async function findVisibleJob(db: Queryable, viewer: Viewer, jobId: string): Promise<JobRow | undefined> {
@@ -54,7 +53,7 @@ export async function findVisibleJob(db: Queryable, viewer: Viewer, jobId: strin
 }
 
 function visibleJob(db: Queryable, viewer: Viewer, jobId: string) {
-  const query = db.selectFrom('jobs').selectAll().where('id', '=', jobId).where('lifecycle', '<>', 'HARD_DELETED');
+  const query = db.selectFrom('jobs').selectAll().where('id', '=', jobId);
   return viewer.admin ? query : query.where('owner', '=', viewer.subject);
 }
 
@@ -108,7 +107,7 @@ export async function listVisibleJobs(db: Queryable, listing: JobListing): Promi
  * of one job, and every sequence its journal gets, is decided under it.
  *
  * ```sql
- * select * from jobs where id = $1 and (owner = $2 or <admin>) and lifecycle <> 'HARD_DELETED' for update
+ * select * from jobs where id = $1 and (owner = $2 or <admin>) for update
  * ```
  */
 export async function lockVisibleJob(db: Queryable, viewer: Viewer, jobId: string): Promise<JobRow | undefined> {
@@ -142,6 +141,14 @@ export type JobPatch = Partial<
     | 'signals_done_through'
     | 'signals_delivered_through'
     | 'unknown_signals'
+    | 'lifecycle'
+    | 'legal_hold'
+    | 'deletion_id'
+    | 'attempt_base'
+    | 'label'
+    | 'input'
+    | 'priority'
+    | 'run_after'
   >
 >;
 
@@ -153,9 +160,9 @@ export type JobPatch = Partial<
  * ```
  */
 export async function updateJob(db: Queryable, jobId: string, patch: JobPatch): Promise<void> {
-  const { progress, checkpoint, result, failure, pending_approval, last_approval, ...plain } = patch;
+  const { input, progress, checkpoint, result, failure, pending_approval, last_approval, ...plain } = patch;
   const json = Object.fromEntries(
-    Object.entries({ progress, checkpoint, result, failure, pending_approval, last_approval })
+    Object.entries({ input, progress, checkpoint, result, failure, pending_approval, last_approval })
       .filter(([, value]) => value !== undefined)
       .map(([column, value]) => [column, jsonOrNull(value ?? null)]),
   );

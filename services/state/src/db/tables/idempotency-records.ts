@@ -1,3 +1,4 @@
+import type { Generated } from 'kysely';
 /**
  * The `idempotency_records` table: one binding of (subject, operation, key)
  * to a request digest and the complete original response. The key itself is
@@ -11,6 +12,8 @@ export interface IdempotencyRecordsTable {
   job_id: string | null;
   /** The original response, protobuf binary, replayed verbatim. */
   response: Buffer;
+  /** The response was replaced by the job's tombstone when the job was hard-deleted (the binding stays until it expires). */
+  redacted: Generated<boolean>;
   created_at: Date;
   expires_at: Date;
 }

@@ -1,7 +1,7 @@
 import type { IdempotencyRecordsTable } from './idempotency-records.js';
 import type { JobEventsTable } from './job-events.js';
 import type { JobChangesTable } from './job-changes.js';
-import type { JobsTable } from './jobs.js';
+import type { DeletionsTable, JobsTable, RetentionPoliciesTable } from './jobs.js';
 import type { JobSignalsTable } from './signals.js';
 import type { JobEffectsTable } from './effects.js';
 import type {
@@ -15,7 +15,7 @@ import type {
 export type { IdempotencyRecordsTable } from './idempotency-records.js';
 export type { JobChangesTable } from './job-changes.js';
 export type { JobEventsTable } from './job-events.js';
-export type { JobLifecycleName, JobsTable, LostAttemptPolicyName } from './jobs.js';
+export type { DeletionStateName, DeletionsTable, JobLifecycleName, JobsTable, LostAttemptPolicyName, RetentionPoliciesTable } from './jobs.js';
 export type { JobSignalsTable, SignalStateName } from './signals.js';
 export type { EffectCancellationName, EffectStateName, JobEffectsTable } from './effects.js';
 export type { Int8Column, JsonObject, JsonValue } from './json.js';
@@ -41,4 +41,6 @@ export interface Database {
   queue_settings: QueueSettingsTable;
   job_signals: JobSignalsTable;
   job_effects: JobEffectsTable;
+  deletions: DeletionsTable;
+  retention_policies: RetentionPoliciesTable;
 }

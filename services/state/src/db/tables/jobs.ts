@@ -62,4 +62,35 @@ export interface JobsTable {
   signals_delivered_through: Generated<string>;
   /** How many signals after `signals_done_through` are UNKNOWN. */
   unknown_signals: Generated<number>;
+  /** An admin's legal hold: no deletion touches the job while set. */
+  legal_hold: Generated<boolean>;
+  /** The job's hard deletion, once started. */
+  deletion_id: string | null;
+  /** `attempt_count` at the latest RetryJob; the budget `max_attempts` counts from it. */
+  attempt_base: Generated<number>;
+}
+
+/** Where a hard deletion stands (see docket.common.v1.DeletionState). */
+export type DeletionStateName = 'QUEUED' | 'RUNNING' | 'RETRY_WAIT' | 'BLOCKED' | 'COMPLETED';
+
+/** `deletions`: one durable hard-deletion operation per job. */
+export interface DeletionsTable {
+  id: string;
+  job_id: string;
+  owner: string;
+  state: DeletionStateName;
+  job_status: JobStatusName;
+  attempt_count: number;
+  retry_not_before: Date | null;
+  blocked_reason: string;
+  created_at: Date;
+  updated_at: Date;
+  completed_at: Date | null;
+}
+
+/** `retention_policies`: per queue, how long ended jobs are kept. */
+export interface RetentionPoliciesTable {
+  queue: string;
+  soft_delete_after_ms: Int8Column | null;
+  hard_delete_after_ms: Int8Column | null;
 }
