@@ -8,6 +8,7 @@ import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_stat
 import { EventService, ResyncReason } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { MaintenanceTask, StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
+import { runDocket } from './support/docket-cli.js';
 import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
 import { createTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
@@ -50,11 +51,16 @@ async function admin() {
   return clientFor(AdmissionService, cluster.admission.url, await cluster.tokenFor('deletion-admin', 'admin'));
 }
 
+/** The SubmitJob requests of the jobs {@link endedJob} made, by job id, to replay them. */
+const submissions = new Map<string, ReturnType<ExecutionHarness['submitRequest']>>();
+
 /** A job that ended CANCELLED (a queued job cancelled at once). */
 async function endedJob(queue = freshQueue('ended')): Promise<string> {
-  const job = await harness.submit({ queue, input: { secret: 'customer data' } });
-  await harness.admission.cancelJob({ idempotencyKey: key('cancel'), jobId: job.id });
-  return job.id;
+  const request = harness.submitRequest({ queue, input: { secret: 'customer data' } });
+  const { job } = await harness.admission.submitJob(request);
+  submissions.set(job!.id, request);
+  await harness.admission.cancelJob({ idempotencyKey: key('cancel'), jobId: job!.id });
+  return job!.id;
 }
 
 async function deletionUntil(deletionId: string, state: DeletionState, timeoutMs = 30_000): Promise<Deletion> {
@@ -96,6 +102,33 @@ describe('SoftDeleteJob and RestoreJob', () => {
     const refused = await failureOf(softDelete(job.id));
     expect([refused.code, refused.reason]).toEqual([Code.FailedPrecondition, 'ILLEGAL_TRANSITION']);
     expect(await harness.footprint(job.id)).toEqual(before);
+  });
+});
+
+describe('the dead-letter view', () => {
+  it('is one ListJobs call: the ended failures of a queue', async () => {
+    const queue = freshQueue('dead');
+    const cancelled = await endedJob(queue);
+    await harness.submit({ queue });
+    const { jobs } = await harness.admission.listJobs({ filter: { queue, statuses: [JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.INTERRUPTED] } });
+    expect(jobs.map((job) => job.id)).toEqual([cancelled]);
+  });
+});
+
+describe('the CLI', () => {
+  it('docket delete --hard starts a deletion that docket deletion --wait follows to COMPLETED; docket retry refuses a hard-deleted job', async () => {
+    const jobId = await endedJob();
+    const auth = ['--url', cluster.admission.url, '--token', harness.ownerToken];
+    const deleted = await runDocket(['delete', jobId, '--hard', ...auth]);
+    expect(deleted.code, deleted.stderr).toBe(0);
+    const deletionId = /deletion (del_\w+)/.exec(deleted.stdout)?.[1];
+    expect(deletionId).toBeDefined();
+    const waited = await runDocket(['deletion', deletionId!, '--wait', ...auth]);
+    expect(waited.code, waited.stderr).toBe(0);
+    expect(waited.stdout).toContain('COMPLETED');
+    const retried = await runDocket(['retry', jobId, ...auth]);
+    expect(retried.code).toBe(1);
+    expect(retried.stderr).toContain('ILLEGAL_TRANSITION');
   });
 });
 
@@ -147,7 +180,10 @@ describe('HardDeleteJob', () => {
     expect(await footprint(jobId)).toEqual({ job_events: 0, job_signals: 0, job_effects: 0, attempts: 0, job_changes: 1, deletions: 1 });
     const stored = await harness.sql.query<{ n: string }>("select count(*) as n from idempotency_records where job_id = $1 and not redacted", [jobId]);
     expect(Number(stored.rows[0]?.n)).toBe(0);
-    // A replayed SubmitJob of the deleted job answers its tombstone, not the erased input.
+    // A replayed SubmitJob of the deleted job answers its tombstone, not the erased input: the binding stays to its expiry.
+    const replayed = await harness.admission.submitJob(submissions.get(jobId)!);
+    expect(replayed.replayed).toBe(true);
+    expect(replayed.job).toMatchObject({ id: jobId, lifecycle: JobLifecycle.HARD_DELETED, input: {} });
     const journal = await failureOf(harness.journal(jobId));
     expect(journal.code).toBe(Code.NotFound);
   });
