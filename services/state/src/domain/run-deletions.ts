@@ -1,4 +1,5 @@
-import { toBinary } from '@bufbuild/protobuf';
+import { create, toBinary } from '@bufbuild/protobuf';
+import { SignalSchema } from '@docket/proto/docket/common/v1/signal_pb.js';
 import { sql, type Kysely } from 'kysely';
 import { GENESIS_HASH } from '@docket/contracts';
 import { JobSchema } from '@docket/proto/docket/common/v1/job_pb.js';
@@ -125,15 +126,17 @@ function tombstonePatch(tombstone: JobRow): JobPatch {
 
 /**
  * Replaces the stored responses of up to `limit` of the job's idempotency
- * records with the tombstone (a Job, which is what all but SendSignal and
- * HardDeleteJob store; those two get the tombstone's id only through their
- * own empty forms), keeping each binding and its expiry.
+ * records, keeping each binding and its expiry: a Job response (what every
+ * job-changing RPC stores) becomes the tombstone, a SendSignal response a
+ * signal that names only the job, and a HardDeleteJob response (the
+ * deletion, which holds no job data) stays.
  */
 async function redactResponses(tx: Kysely<Database>, job: JobRow, tombstone: JobRow, limit: number): Promise<number> {
-  const response = Buffer.from(toBinary(JobSchema, projectJob(tombstone)));
+  const asJob = Buffer.from(toBinary(JobSchema, projectJob(tombstone)));
+  const asSignal = Buffer.from(toBinary(SignalSchema, create(SignalSchema, { jobId: job.id })));
   const result = await sql`
     update idempotency_records set redacted = true,
-      response = case when operation like '%/SendSignal' or operation like '%/HardDeleteJob' then ''::bytea else ${response} end
+      response = case when operation like '%/HardDeleteJob' then response when operation like '%/SendSignal' then ${asSignal} else ${asJob} end
     where ctid in (select ctid from idempotency_records where job_id = ${job.id} and not redacted limit ${limit})`.execute(tx);
   return Number(result.numAffectedRows ?? 0n);
 }
