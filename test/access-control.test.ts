@@ -1,5 +1,6 @@
 import { Code } from '@connectrpc/connect';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mintToken } from '@docket/auth';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { clientFor, failureOf, grpcJsUnary, seenByGrpcJs, type Protocol, type SeenFailure } from './support/clients.js';
@@ -52,12 +53,28 @@ describe('who may see what', () => {
     expect(bobsList.jobs.map((job) => job.id)).not.toContain(alicesJobId);
   });
 
-  it('refuses a call without a token, or with a forged or expired one, as UNAUTHENTICATED', async () => {
+  it('refuses a call without a token, or with a forged or expired one, as UNAUTHENTICATED, hinting at nothing', async () => {
     const forged = `${alice.slice(0, -4)}AAAA`;
-    for (const token of [undefined, forged, 'not-a-jwt']) {
-      const failure = await failureOf(clientFor(AdmissionService, cluster.admission.url, token).getJob({ jobId: alicesJobId }));
-      expect(failure).toMatchObject({ code: Code.Unauthenticated, reason: 'UNAUTHENTICATED', violations: [] });
+    // Signed with the cluster's secret, but its exp passed a minute ago.
+    const expired = await mintToken({ secret: cluster.secret, subject: 'alice', role: 'user', ttlSeconds: -60 });
+    const refusals = [];
+    for (const token of [undefined, forged, 'not-a-jwt', expired]) {
+      refusals.push(await failureOf(clientFor(AdmissionService, cluster.admission.url, token).getJob({ jobId: alicesJobId })));
     }
+    expect(refusals[0]).toMatchObject({ code: Code.Unauthenticated, reason: 'UNAUTHENTICATED', violations: [] });
+    // Every refusal is the same answer: nothing says which check failed.
+    for (const refusal of refusals) expect(refusal).toEqual(refusals[0]);
+  });
+
+  it('refuses a token once its exp has passed, though it accepted it a moment before', async () => {
+    const shortLived = await mintToken({ secret: cluster.secret, subject: 'alice', role: 'user', ttlSeconds: 2 });
+    const asAlice = clientFor(AdmissionService, cluster.admission.url, shortLived);
+    expect((await asAlice.getJob({ jobId: alicesJobId })).job?.id).toBe(alicesJobId);
+    const { exp } = JSON.parse(Buffer.from(shortLived.split('.')[1]!, 'base64url').toString()) as { exp: number };
+    await new Promise((resolve) => setTimeout(resolve, exp * 1000 - Date.now() + 50));
+    const refusal = await failureOf(asAlice.getJob({ jobId: alicesJobId }));
+    expect(refusal).toEqual(await failureOf(clientFor(AdmissionService, cluster.admission.url).getJob({ jobId: alicesJobId })));
+    expect(refusal).toMatchObject({ code: Code.Unauthenticated, reason: 'UNAUTHENTICATED', violations: [] });
   });
 
   it('refuses a worker token on admission as PERMISSION_DENIED, hinting at nothing', async () => {

@@ -5,15 +5,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
 import { createTestDatabase } from './support/database.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
-import { attemptOf, newOperationId, type AttemptRefInit, type RawAnswer, type RawWorker, type ResponseOf } from './support/raw-worker.js';
+import { attemptOf, newOperationId, type AttemptRefInit, type RawAnswer, type RawWorker } from './support/raw-worker.js';
 
 /*
  * The zombie worker (SPEC section 5): a worker process that is frozen past
  * its lease (SIGSTOP: a GC pause, a VM migration, a laptop lid) wakes up
- * believing it still holds its jobs. By then the reaper has settled its
- * attempts, another worker has claimed the jobs under greater fences and
- * finished them. Every call the zombie makes must be refused with
- * STALE_AUTHORITY and change nothing.
+ * believing it still holds its jobs, and sends the calls it was about to
+ * make. By then the reaper has settled its attempts and another worker has
+ * claimed the jobs under greater fences and is still running them: the jobs
+ * are RUNNING under a live lease, so only the attempt authority (attempt,
+ * fence, incarnation) tells the zombie from the successor. Every call the
+ * zombie makes must be refused with STALE_AUTHORITY and change nothing,
+ * and so must a call naming the successor's attempt with the zombie's
+ * fence; the successor then renews and finishes as if nothing happened.
  *
  * The scenario runs ITERATIONS times (default 200; the soak script
  * `test/support/raw-worker-soak.mjs` raises it): LANES pairs of worker
@@ -21,7 +25,8 @@ import { attemptOf, newOperationId, type AttemptRefInit, type RawAnswer, type Ra
  * pair reused for all its rounds, and in each round the zombie holds BATCH
  * jobs at once when it is frozen, so that one lease expiry serves BATCH
  * scenarios. The lease is short, but long enough that a busy shared
- * machine still lets the successor claim and report within it.
+ * machine still lets the successor claim, renew, wait out the zombie's
+ * calls and renew again within it.
  */
 
 const ITERATIONS = Number(process.env['DOCKET_ZOMBIE_ITERATIONS'] ?? 200);
@@ -56,33 +61,45 @@ interface ZombieScenario {
   readonly successorFence: bigint;
 }
 
-/** Everything a zombie tries once it wakes up, each with a fresh operation id. */
-function zombieCalls(zombie: RawWorker, attempt: AttemptRefInit) {
+/** Everything a zombie tries once it wakes up, each with a fresh operation id: every attempt-scoped call. */
+function zombieCalls(worker: RawWorker, attempt: AttemptRefInit) {
   return [
-    zombie.call('renewAttempt', { attempt, operationId: newOperationId() }),
-    zombie.call('reportProgress', { attempt, operationId: newOperationId(), progress: { completedUnits: 9n, totalUnits: 10n, message: 'zombie' } }),
-    zombie.call('saveCheckpoint', { attempt, operationId: newOperationId(), checkpoint: { zombie: true } }),
-    zombie.call('appendEvents', { attempt, operationId: newOperationId(), events: [{ type: 'worker.zombie', payload: { awake: true } }] }),
-    zombie.call('reportOutcome', { attempt, operationId: newOperationId(), outcome: { case: 'success', value: { result: { by: 'zombie' } } } }),
+    worker.call('renewAttempt', { attempt, operationId: newOperationId() }),
+    worker.call('reportProgress', { attempt, operationId: newOperationId(), progress: { completedUnits: 9n, totalUnits: 10n, message: 'zombie' } }),
+    worker.call('saveCheckpoint', { attempt, operationId: newOperationId(), checkpoint: { zombie: true } }),
+    worker.call('appendEvents', { attempt, operationId: newOperationId(), events: [{ type: 'worker.zombie', payload: { awake: true } }] }),
+    worker.call('reportOutcome', { attempt, operationId: newOperationId(), outcome: { case: 'success', value: { result: { by: 'zombie' } } } }),
   ];
 }
 
+/** Renews every one of `assignments` (fresh operation ids); fails the test unless each renewal is accepted. */
+async function renewAll(worker: RawWorker, assignments: readonly Assignment[]): Promise<void> {
+  const answers = await Promise.all(
+    assignments.map((assignment) => worker.call('renewAttempt', { attempt: attemptOf(assignment), operationId: newOperationId() })),
+  );
+  expect(answers.map((answer) => (answer.ok ? 'renewed' : answer.reason))).toEqual(assignments.map(() => 'renewed'));
+}
+
 /**
- * Claims until `count` jobs have been claimed (long-polling meanwhile),
- * handing each assignment to `onClaimed` at once; the assignments by job id.
+ * Records the jobs' footprints, makes the calls `send` starts, and checks
+ * that every one is refused STALE_AUTHORITY and that no footprint changed
+ * (`calls` names them in a failure).
  */
-async function claimAll(
-  worker: RawWorker,
-  count: number,
-  onClaimed: (assignment: Assignment) => void = () => {},
-): Promise<Map<string, Assignment>> {
+async function expectRefusedWithoutTrace(calls: string, ids: readonly string[], send: () => Promise<RawAnswer<unknown>>[]): Promise<void> {
+  const before = await Promise.all(ids.map((id) => harness.footprint(id)));
+  const answers = await Promise.all(send());
+  expect(answers, calls).toEqual(answers.map(() => ({ ok: false, code: Code.FailedPrecondition, reason: 'STALE_AUTHORITY' })));
+  expect(await Promise.all(ids.map((id) => harness.footprint(id))), calls).toEqual(before);
+}
+
+/** Claims until `count` jobs have been claimed (long-polling meanwhile); the assignments by job id. */
+async function claimAll(worker: RawWorker, count: number): Promise<Map<string, Assignment>> {
   const held = new Map<string, Assignment>();
   const deadline = performance.now() + LEASE_MS * 10;
   while (held.size < count && performance.now() < deadline) {
     for (const assignment of await worker.claim({ maxJobs: count - held.size, waitMs: LEASE_MS * 2 })) {
       expect(held.has(assignment.envelope!.jobId)).toBe(false);
       held.set(assignment.envelope!.jobId, assignment);
-      onClaimed(assignment);
     }
   }
   return held;
@@ -109,30 +126,44 @@ async function runLane(lane: number, rounds: number, failed: AbortSignal): Promi
     const ids = jobs.map((job) => job.id).sort();
     const held = await claimAll(zombie, BATCH);
     expect([...held.keys()].sort()).toEqual(ids);
+    // While its lease lasts the zombie is the authority: the renewal it will
+    // repeat after waking is accepted now.
+    await renewAll(zombie, [...held.values()]);
 
     zombie.freeze();
     // The successor long-polls; a job comes back only once the reaper has
-    // settled the zombie's expired attempt and its retry is due. It
-    // finishes each job as soon as it has claimed it.
-    const finishing: Promise<RawAnswer<ResponseOf<'reportOutcome'>>>[] = [];
-    const taken = await claimAll(successor, BATCH, (assignment) =>
-      finishing.push(
+    // settled the zombie's expired attempt and its retry is due. It renews
+    // before each step below, as a worker would, so its attempts stay live.
+    const taken = await claimAll(successor, BATCH);
+    expect([...taken.keys()].sort()).toEqual(ids);
+    await renewAll(successor, ids.map((id) => taken.get(id)!));
+
+    // The zombie's calls were made while it was frozen; they reach the
+    // service when it wakes, while the successor's attempts are live.
+    await expectRefusedWithoutTrace("the zombie's calls", ids, () => {
+      const calls = ids.flatMap((id) => zombieCalls(zombie, attemptOf(held.get(id)!)));
+      zombie.thaw();
+      return calls;
+    });
+    await renewAll(successor, ids.map((id) => taken.get(id)!));
+    // The attempt and incarnation the job has now, with the zombie's fence:
+    // only the fence is stale, and that is enough.
+    await expectRefusedWithoutTrace("calls with the current attempt and the zombie's fence", ids, () =>
+      ids.flatMap((id) => zombieCalls(successor, { ...attemptOf(taken.get(id)!), fence: held.get(id)!.authority!.fence })),
+    );
+
+    // The successor's authority is untouched: it renews and finishes each job.
+    await renewAll(successor, ids.map((id) => taken.get(id)!));
+    const finished = await Promise.all(
+      ids.map((id) =>
         successor.call('reportOutcome', {
-          attempt: attemptOf(assignment),
+          attempt: attemptOf(taken.get(id)!),
           operationId: newOperationId(),
           outcome: { case: 'success', value: { result: { by: 'successor' } } },
         }),
       ),
     );
-    expect([...taken.keys()].sort()).toEqual(ids);
-    const finished = await Promise.all(finishing);
     expect(finished.map((answer) => (answer.ok ? answer.response.job?.status : answer.reason))).toEqual(ids.map(() => JobStatus.SUCCEEDED));
-
-    const before = await Promise.all(ids.map((id) => harness.footprint(id)));
-    zombie.thaw();
-    const answers = await Promise.all([...held.values()].flatMap((assignment) => zombieCalls(zombie, attemptOf(assignment))));
-    expect(answers).toEqual(answers.map(() => ({ ok: false, code: Code.FailedPrecondition, reason: 'STALE_AUTHORITY' })));
-    expect(await Promise.all(ids.map((id) => harness.footprint(id)))).toEqual(before);
 
     for (const id of ids) {
       const zombieFence = held.get(id)!.authority!.fence;
@@ -147,7 +178,7 @@ async function runLane(lane: number, rounds: number, failed: AbortSignal): Promi
 
 describe('a zombie worker frozen past its lease', () => {
   it(
-    `is refused STALE_AUTHORITY on every call and changes nothing (${ITERATIONS} scenarios)`,
+    `is refused STALE_AUTHORITY on every call while its successor runs the jobs, and changes nothing (${ITERATIONS} scenarios)`,
     async () => {
       const perLane = Math.ceil(ITERATIONS / (LANES * BATCH));
       // The first lane to fail stops the others at their next round.

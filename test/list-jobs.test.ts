@@ -1,11 +1,15 @@
 import { Code } from '@connectrpc/connect';
+import type pg from 'pg';
+import { GENESIS_HASH, computeEventHash, newId, type JsonValue } from '@docket/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
 import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
 import { createTestDatabase } from './support/database.js';
+import { readWholeJournal } from './support/job-writer.js';
 import { newIdempotencyKey } from './support/keys.js';
+import { openSql } from './support/sql.js';
 
 let cluster: DocketCluster;
 let alice: string;
@@ -25,6 +29,56 @@ async function submitMany(token: string, count: number, queue: string, parallel 
   return ids;
 }
 
+/**
+ * Opens a transaction on `sql` that admits a job the way the state service
+ * does (job row, its `job.admitted` event, its feed entry), as a copy of
+ * alice's `offset`-th newest 'bulk' job with that job's created_at, and
+ * leaves it open: its id is taken now, its commit is up to the caller.
+ */
+async function beginLateAdmission(sql: pg.Client, offset: number): Promise<{ id: string; createdAt: Date }> {
+  type Template = { id: string; request_digest: string; created_at: Date; payload: { [k: string]: JsonValue } };
+  const { rows } = await sql.query<Template>(
+    `select j.id, j.request_digest, j.created_at, e.payload
+       from jobs j join job_events e on e.job_id = j.id and e.sequence = 1
+      where j.owner = 'alice' and j.queue = 'bulk'
+      order by j.created_at desc, j.id desc offset $1 limit 1`,
+    [offset],
+  );
+  const template = rows[0]!;
+  const id = newId('job');
+  const createdAt = template.created_at;
+  const hash = computeEventHash({
+    jobId: id,
+    requestDigest: template.request_digest,
+    sequence: 1n,
+    previousHash: GENESIS_HASH,
+    type: 'job.admitted',
+    payload: template.payload,
+    occurredAt: createdAt,
+  });
+  await sql.query('begin');
+  await sql.query(
+    `insert into jobs (id, owner, queue, label, input, priority, revision, status, lifecycle, request_digest, run_after,
+                       max_attempts, initial_backoff_ms, max_backoff_ms, lost_attempt_policy, event_count, head_hash,
+                       created_at, updated_at)
+     select $1, owner, queue, label, input, priority, 1, 'QUEUED', 'ACTIVE', request_digest, run_after,
+            max_attempts, initial_backoff_ms, max_backoff_ms, lost_attempt_policy, 1, $3, $2, $2
+       from jobs where id = $4`,
+    [id, createdAt, hash, template.id],
+  );
+  await sql.query(
+    `insert into job_events (job_id, sequence, type, payload, occurred_at, previous_hash, hash)
+     values ($1, 1, 'job.admitted', $2, $3, $4, $5)`,
+    [id, JSON.stringify(template.payload), createdAt, GENESIS_HASH, hash],
+  );
+  await sql.query(
+    `insert into job_changes (job_id, owner, queue, revision, status, lifecycle, changed_at)
+     values ($1, 'alice', 'bulk', 1, 'QUEUED', 'ACTIVE', $2)`,
+    [id, createdAt],
+  );
+  return { id, createdAt };
+}
+
 beforeAll(async () => {
   cluster = await startCluster({ databaseUrl: await createTestDatabase('list jobs') });
   alice = await cluster.tokenFor('alice', 'user');
@@ -36,41 +90,78 @@ beforeAll(async () => {
 afterAll(stopAll);
 
 describe('ListJobs', () => {
-  it('pages through 1,000 jobs with no duplicate or missing job while new jobs are submitted', async () => {
+  it('pages through 1,000 jobs, each once, and never admits a job committed after the first page, even one that sorts inside it', async () => {
     const admission = clientFor(AdmissionService, cluster.admission.url, alice);
-    let stop = false;
+    // A job of alice's in 'bulk', written by a transaction that takes its id
+    // before the first page and commits after it, with a created_at among the
+    // pages still to come: keyset positions alone would list it; only the
+    // first page's snapshot keeps it out.
+    const late = await openSql(cluster.databaseUrl);
     const arrivals: string[] = [];
+    let stop = false;
     let submitter: Promise<void> | undefined;
+    try {
+      const lateJob = await beginLateAdmission(late, 500);
 
-    const listed: string[] = [];
-    let pageToken = '';
-    let previousCreatedAt = Number.POSITIVE_INFINITY;
-    do {
-      // New jobs arrive from the moment the first page (and with it the
-      // listing's snapshot) exists: a job committed before that moment
-      // belongs to the listing, one committed after must never enter it.
-      if (pageToken !== '' && !submitter) {
-        submitter = (async () => {
-          while (!stop) arrivals.push(...(await submitMany(alice, 5, 'bulk', 5)));
-        })();
-      }
-      const page = await admission.listJobs({ pageSize: 37, pageToken, filter: { queue: 'bulk' } });
-      for (const job of page.jobs) {
-        const createdAt = Number(job.createdAt!.seconds) * 1000 + job.createdAt!.nanos / 1e6;
-        expect(createdAt).toBeLessThanOrEqual(previousCreatedAt);
-        previousCreatedAt = createdAt;
-        listed.push(job.id);
-      }
-      pageToken = page.nextPageToken;
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    } while (pageToken !== '');
-    stop = true;
-    await submitter;
+      const listed: string[] = [];
+      let firstPageOldest: number | undefined;
+      let pageToken = '';
+      let previousCreatedAt = Number.POSITIVE_INFINITY;
+      do {
+        const page = await admission.listJobs({ pageSize: 37, pageToken, filter: { queue: 'bulk' } });
+        for (const job of page.jobs) {
+          const createdAt = Number(job.createdAt!.seconds) * 1000 + job.createdAt!.nanos / 1e6;
+          expect(createdAt).toBeLessThanOrEqual(previousCreatedAt);
+          previousCreatedAt = createdAt;
+          listed.push(job.id);
+        }
+        pageToken = page.nextPageToken;
+        if (firstPageOldest === undefined) {
+          firstPageOldest = previousCreatedAt;
+          expect(lateJob.createdAt.getTime()).toBeLessThan(firstPageOldest);
+          // The first page (and with it the listing's snapshot) exists: the
+          // late job commits now. New jobs start to arrive as well (they are
+          // newer than every cursor, so keyset positions alone keep them
+          // out); the next page is asked for only once some have.
+          await late.query('commit');
+          let firstArrival!: () => void;
+          const arrived = new Promise<void>((resolve) => (firstArrival = resolve));
+          submitter = (async () => {
+            while (!stop) {
+              arrivals.push(...(await submitMany(alice, 5, 'bulk', 5)));
+              firstArrival();
+            }
+          })();
+          await Promise.race([arrived, submitter]);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      } while (pageToken !== '');
+      stop = true;
+      await submitter;
 
-    expect(arrivals.length).toBeGreaterThan(0);
-    expect(listed).toHaveLength(new Set(listed).size);
-    expect(new Set(listed)).toEqual(existing);
-    for (const id of arrivals) expect(existing.has(id)).toBe(false);
+      // The late job sorts inside the pages served after it committed, and is not among them.
+      expect(lateJob.createdAt.getTime()).toBeGreaterThanOrEqual(previousCreatedAt);
+      expect(listed).not.toContain(lateJob.id);
+      expect(listed).toHaveLength(new Set(listed).size);
+      expect(new Set(listed)).toEqual(existing);
+
+      // Both the late job and the arrivals are committed, listable jobs: a
+      // listing started now shows every one of them, and the late job's
+      // journal verifies.
+      const fresh = new Set<string>();
+      pageToken = '';
+      do {
+        const page = await admission.listJobs({ pageSize: 200, pageToken, filter: { queue: 'bulk' } });
+        for (const job of page.jobs) fresh.add(job.id);
+        pageToken = page.nextPageToken;
+      } while (pageToken !== '');
+      expect(fresh).toEqual(new Set([...existing, lateJob.id, ...arrivals]));
+      expect((await readWholeJournal(cluster.events.url, alice, lateJob.id)).map((event) => event.type)).toEqual(['job.admitted']);
+    } finally {
+      stop = true;
+      await submitter?.catch(() => {});
+      await late.end();
+    }
   }, 120_000);
 
   it('applies AIP-158 page sizes: 0 means 50, above 200 means 200, negative is invalid', async () => {
