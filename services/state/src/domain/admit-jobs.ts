@@ -4,7 +4,7 @@ import type pg from 'pg';
 import { DocketError, GENESIS_HASH, newId, type IdempotencyKey, type RequestDigest, type ValidJobSpec } from '@docket/contracts';
 import { JobSchema } from '@docket/proto/docket/common/v1/job_pb.js';
 import { admitBatch, readBindings, type AdmissionRow, type BoundRecord } from '../db/queries/admissions.js';
-import type { NewJobRow } from '../db/queries/jobs.js';
+import { UNTOUCHED_JOB_COLUMNS, type NewJobRow } from '../db/queries/jobs.js';
 import type { JsonObject } from '../db/tables/index.js';
 import { inWriteTransaction } from '../db/write-transaction.js';
 import { chainEvents } from './chain-events.js';
@@ -172,15 +172,7 @@ function newJobRow(id: string, command: AdmitJobCommand, headHash: string, now: 
     lease_expires_at: null,
     cancel_requested: false,
     pause_requested: false,
-    pending_approval: null,
-    last_approval: null,
-    legal_hold: false,
-    deletion_id: null,
-    attempt_base: 0,
-    signal_count: '0',
-    signals_done_through: '0',
-    signals_delivered_through: '0',
-    unknown_signals: 0,
+    ...UNTOUCHED_JOB_COLUMNS,
     not_before: null,
   };
 }

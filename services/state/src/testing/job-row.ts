@@ -1,5 +1,5 @@
 import { GENESIS_HASH } from '@docket/contracts';
-import type { JobRow } from '../db/queries/jobs.js';
+import { UNTOUCHED_JOB_COLUMNS, type JobRow } from '../db/queries/jobs.js';
 
 /**
  * A job row as the database returns it, for the pure parts' unit tests:
@@ -39,15 +39,7 @@ export function jobRow(overrides: Partial<JobRow> = {}): JobRow {
     lease_expires_at: new Date(at.getTime() + 30_000),
     cancel_requested: false,
     pause_requested: false,
-    pending_approval: null,
-    last_approval: null,
-    legal_hold: false,
-    deletion_id: null,
-    attempt_base: 0,
-    signal_count: '0',
-    signals_done_through: '0',
-    signals_delivered_through: '0',
-    unknown_signals: 0,
+    ...UNTOUCHED_JOB_COLUMNS,
     not_before: null,
     ...overrides,
   };

@@ -12,6 +12,23 @@ export interface Viewer {
   readonly admin: boolean;
 }
 
+/**
+ * The columns of a newly admitted job that only later features set
+ * (approvals, signals, holds, deletion, RetryJob), at the values their
+ * database defaults give.
+ */
+export const UNTOUCHED_JOB_COLUMNS = Object.freeze({
+  pending_approval: null,
+  last_approval: null,
+  legal_hold: false,
+  deletion_id: null,
+  attempt_base: 0,
+  signal_count: '0',
+  signals_done_through: '0',
+  signals_delivered_through: '0',
+  unknown_signals: 0,
+} as const satisfies Partial<JobRow>);
+
 /** A job row to insert: everything but what the database assigns. */
 export type NewJobRow = Omit<JobRow, 'created_xid'>;
 
