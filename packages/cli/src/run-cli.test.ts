@@ -54,13 +54,25 @@ describe('docket help', () => {
 describe('docket token', () => {
   const secret = 'a-secret-of-sufficient-length';
 
-  it('mints a token with DOCKET_AUTH_SECRET', async () => {
+  it('mints a token with DOCKET_AUTH_SECRET that expires after a day by default', async () => {
     const { code, out } = await run(['token', '--subject', 'alice', '--role', 'admin'], { DOCKET_AUTH_SECRET: secret });
     expect(code).toBe(0);
     expect(await verifyBearer(`Bearer ${out.trim()}`, secret)).toEqual({
       ok: true,
       principal: { subject: 'alice', role: 'admin' },
     });
+    const claims = JSON.parse(Buffer.from(out.trim().split('.')[1] ?? '', 'base64url').toString()) as { exp?: number; iat: number };
+    expect(claims.exp! - claims.iat).toBe(86_400);
+  });
+
+  it('mints a service token only with --allow-service', async () => {
+    const refused = await run(['token', '--subject', 'front', '--role', 'service'], { DOCKET_AUTH_SECRET: secret });
+    expect(refused.code).toBe(2);
+    expect(refused.err).toMatch(/--role service needs --allow-service/);
+    expect(refused.out).toBe('');
+    const minted = await run(['token', '--subject', 'front', '--role', 'service', '--allow-service'], { DOCKET_AUTH_SECRET: secret });
+    expect(minted.code).toBe(0);
+    expect(await verifyBearer(`Bearer ${minted.out.trim()}`, secret)).toMatchObject({ ok: true, principal: { role: 'service' } });
   });
 
   it('falls back to the secret docket dev keeps in the data directory', async () => {
@@ -86,6 +98,7 @@ describe('docket token', () => {
     [['--subject', 'a', '--role', 'root'], /--role must be one of user, admin, worker, service/],
     [['--subject', 'a', '--role', 'user', '--ttl=-5'], /--ttl must be a positive whole number/],
     [['--subject', 'a', '--role', 'user', '--ttl', '1.5'], /--ttl must be a positive whole number/],
+    [['--subject', 'a', '--role', 'user', '--ttl', '31536001'], /at most 31536000/],
     [['--subject', 'a', '--role', 'user', '--bogus'], /Unknown option '--bogus'/],
   ])('rejects %j with exit code 2', async (args, message) => {
     const { code, err } = await run(['token', ...args], { DOCKET_AUTH_SECRET: secret });
