@@ -66,3 +66,4 @@ export { callerOf } from './state-caller.js';
 export { RequestBatcher, type ItemOutcome, type RequestBatcherOptions } from './request-batcher.js';
 export { failureOfStatus, statusOfFailure } from './item-status.js';
 export { batchingStateClient, type StateBatchOptions } from './batching-state-client.js';
+export { serviceHealthProbe, watchDependency, type DependencyProbe } from './dependency-health.js';

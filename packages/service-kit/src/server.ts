@@ -20,6 +20,7 @@ import { drainSignalKey } from './drain-signal.js';
 import { errorMappingInterceptor } from './error-interceptor.js';
 import { createHealthRegistry, type HealthRegistry } from './health-registry.js';
 import { registerHealthService } from './health-service.js';
+import { watchDependency, type DependencyProbe } from './dependency-health.js';
 import type { Logger } from './logger.js';
 import { sniffProtocol } from './protocol-sniffer.js';
 import { registerReflectionService } from './reflection-service.js';
@@ -57,6 +58,8 @@ export interface ServerOptions {
   readonly logger: Logger;
   /** Extra interceptors, run inside logging, error mapping, authentication and the deadline check. */
   readonly interceptors?: readonly Interceptor[];
+  /** What the service cannot serve without: while it fails, health reports NOT_SERVING (see `watchDependency`). */
+  readonly dependency?: DependencyProbe;
 }
 
 /** A listening server. */
@@ -177,6 +180,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const host = options.listen.host.includes(':') ? `[${options.listen.host}]` : options.listen.host;
   const url = `http://${host}:${port}`;
   logger.info('listening', { url });
+  if (options.dependency) watchDependency(health, options.services.map((service) => service.typeName), options.dependency, logger, draining.signal);
 
   let stopping: Promise<void> | undefined;
   const stop = async (graceMs: number): Promise<void> => {

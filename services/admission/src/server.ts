@@ -1,17 +1,23 @@
 import { createClient } from '@connectrpc/connect';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { FeedCursorCodec, batchingStateClient, createServiceTransport, startServer, type Logger, type RunningServer } from '@docket/service-kit';
+import {
+  FeedCursorCodec,
+  batchingStateClient,
+  createServiceTransport,
+  serviceHealthProbe,
+  startServer,
+  type Logger,
+  type RunningServer,
+} from '@docket/service-kit';
 import type { AdmissionConfig } from './config.js';
 import { PageTokenCodec } from './domain/page-token.js';
 import { admissionServiceRoutes } from './routes/admission-service.js';
 
 /** Starts the admission service's server: AdmissionService, health, reflection. */
 export function startAdmissionServer(config: AdmissionConfig, logger: Logger): Promise<RunningServer> {
-  const state = batchingStateClient(
-    createClient(StateService, createServiceTransport({ baseUrl: config.stateUrl, token: config.serviceToken })),
-    config.stateBatch,
-  );
+  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: config.serviceToken });
+  const state = batchingStateClient(createClient(StateService, stateTransport), config.stateBatch);
   return startServer({
     name: 'admission',
     listen: config.listen,
@@ -24,5 +30,6 @@ export function startAdmissionServer(config: AdmissionConfig, logger: Logger): P
     }),
     authenticate: { secret: config.authSecret, allowedRoles: ['user', 'admin'] },
     logger,
+    dependency: serviceHealthProbe('state', stateTransport),
   });
 }

@@ -4,6 +4,7 @@ import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js'
 import {
   FeedCursorCodec,
   createServiceTransport,
+  serviceHealthProbe,
   startServer,
   type Logger,
   type RunningServer,
@@ -14,10 +15,8 @@ import { eventServiceRoutes } from './routes/event-service.js';
 
 /** Starts the events service's server: EventService, health and reflection. */
 export function startEventsServer(config: EventsConfig, logger: Logger): Promise<RunningServer> {
-  const state = createClient(
-    StateService,
-    createServiceTransport({ baseUrl: config.stateUrl, token: config.serviceToken }),
-  );
+  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: config.serviceToken });
+  const state = createClient(StateService, stateTransport);
   return startServer({
     name: 'events',
     listen: config.listen,
@@ -30,5 +29,6 @@ export function startEventsServer(config: EventsConfig, logger: Logger): Promise
     }),
     authenticate: { secret: config.authSecret, allowedRoles: ['user', 'admin'] },
     logger,
+    dependency: serviceHealthProbe('state', stateTransport),
   });
 }

@@ -1,7 +1,7 @@
 import { createClient } from '@connectrpc/connect';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { batchingStateClient, createServiceTransport, startServer, type Logger, type RunningServer } from '@docket/service-kit';
+import { batchingStateClient, createServiceTransport, serviceHealthProbe, startServer, type Logger, type RunningServer } from '@docket/service-kit';
 import type { ExecutionConfig } from './config.js';
 import { startBackgroundLoops } from './domain/background-loops.js';
 import { ChangeTicks } from './domain/change-ticks.js';
@@ -19,10 +19,8 @@ import { executionServiceRoutes } from './routes/execution-service.js';
  * the change stream.
  */
 export async function startExecutionServer(config: ExecutionConfig, logger: Logger): Promise<RunningServer> {
-  const state = batchingStateClient(
-    createClient(StateService, createServiceTransport({ baseUrl: config.stateUrl, token: config.serviceToken })),
-    config.stateBatch,
-  );
+  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: config.serviceToken });
+  const state = batchingStateClient(createClient(StateService, stateTransport), config.stateBatch);
   const ticks = new ChangeTicks((signal) => state.watchChanges({}, { signal }), logger);
   ticks.start();
   let server: RunningServer;
@@ -34,6 +32,7 @@ export async function startExecutionServer(config: ExecutionConfig, logger: Logg
       routes: executionServiceRoutes({ state, ticks, recheckMs: config.claimRecheckMs }),
       authenticate: { secret: config.authSecret, allowedRoles: ['worker'] },
       logger,
+      dependency: serviceHealthProbe('state', stateTransport),
     });
   } catch (error) {
     await ticks.close();

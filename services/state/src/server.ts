@@ -43,5 +43,6 @@ export function startStateServer(
     authenticate: { secret: config.authSecret, allowedRoles: ['service'] },
     logger,
     interceptors: [databaseErrors],
+    dependency: { name: 'postgres', check: async () => void (await database.pool.query('select 1')) },
   });
 }

@@ -49,9 +49,49 @@ describe('retryTransient', () => {
   });
 
   it('stops retrying as soon as the subscriber goes away', async () => {
+    // Aborted early in the first 50 ms backoff: no further call, and the wait ends at once, not when it would have.
     const stop = new AbortController();
-    const attempt = retryTransient(async () => Promise.reject(new ConnectError('down', Code.Unavailable)), stop.signal);
-    setTimeout(() => stop.abort(), 20);
-    await expect(attempt).rejects.toBeDefined();
+    let calls = 0;
+    let callsAtAbort = -1;
+    let abortedAt = 0;
+    const attempt = retryTransient(
+      async () => {
+        calls += 1;
+        throw new ConnectError('down', Code.Unavailable);
+      },
+      stop.signal,
+      5_000,
+    );
+    setTimeout(() => {
+      callsAtAbort = calls;
+      abortedAt = performance.now();
+      stop.abort();
+    }, 5);
+    const failure: unknown = await attempt.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    const settledAfterMs = performance.now() - abortedAt;
+    expect(callsAtAbort).toBeGreaterThanOrEqual(1);
+    expect(calls - callsAtAbort).toBe(0);
+    expect(failure).toMatchObject({ name: 'AbortError' });
+    expect(settledAfterMs).toBeLessThan(20);
+  });
+
+  it('passes on the failure of a call that ends after the subscriber went away, without another call', async () => {
+    const stop = new AbortController();
+    const down = new ConnectError('down', Code.Unavailable);
+    let calls = 0;
+    const attempt = retryTransient(
+      async () => {
+        calls += 1;
+        if (calls === 2) stop.abort();
+        throw down;
+      },
+      stop.signal,
+      5_000,
+    );
+    await expect(attempt).rejects.toBe(down);
+    expect(calls).toBe(2);
   });
 });
