@@ -33,21 +33,20 @@ function move(job: JobRow, after: bigint, through: bigint, from: SignalRow['stat
 }
 
 /**
- * SendSignal on a locked job: refused with SIGNALS_UNRESOLVED while any
- * signal is UNKNOWN, and ILLEGAL_TRANSITION on a terminal job (it takes no
- * more input). The signal gets the next per-job sequence and
+ * SendSignal on a locked job: ILLEGAL_TRANSITION on a terminal job (it
+ * takes no more input), and SIGNALS_UNRESOLVED while any signal is UNKNOWN. The signal gets the next per-job sequence and
  * `signal.received {sequence, name}` is journaled; the payload is stored
  * with the signal, not in the journal.
  */
 export function planSignal(job: JobRow, name: string): { change: InboxChange; sequence: bigint } {
   const { count, unknown } = counters(job);
+  if (isTerminal(job.status)) {
+    throw new DocketError('ILLEGAL_TRANSITION', `a ${job.status} job takes no signals`, { metadata: { from: job.status } });
+  }
   if (unknown > 0n) {
     throw new DocketError('SIGNALS_UNRESOLVED', 'signals delivered to a lost attempt are unresolved: call ReconcileSignals first', {
       metadata: { unresolved_signals: unknown.toString() },
     });
-  }
-  if (isTerminal(job.status)) {
-    throw new DocketError('ILLEGAL_TRANSITION', `a ${job.status} job takes no signals`, { metadata: { from: job.status } });
   }
   const sequence = count + 1n;
   return {
