@@ -34,7 +34,7 @@ export async function changeJob(db: Kysely<Database>, command: ChangeJobCommand 
   const action = command.action;
   return mutateIdempotently(db, command.request, async (tx, now) => {
     const job = await lockJobForChange(tx, command.viewer, command.jobId, command.expectedRevision);
-    const transition = planChange(job, action, { requested_by: command.viewer.admin ? 'admin' : 'owner' });
+    const transition = planChange(job, action, { requested_by: command.viewer.admin ? 'admin' : 'owner', subject: command.viewer.subject });
     if (!transition) return projectJob(job);
     return projectJob((await applyTransition(tx, job, transition, now)).job);
   });
@@ -45,7 +45,7 @@ export async function changeJob(db: Kysely<Database>, command: ChangeJobCommand 
  * (SPEC section 4), undefined when there is nothing to do, or
  * ILLEGAL_TRANSITION.
  */
-export function planChange(job: JobRow, action: Exclude<JobChangeActionName, 'HARD_DELETE'>, by: { requested_by: string } = { requested_by: 'owner' }): JobTransition | undefined {
+export function planChange(job: JobRow, action: Exclude<JobChangeActionName, 'HARD_DELETE'>, by: { readonly requested_by: string; readonly subject?: string } = { requested_by: 'owner' }): JobTransition | undefined {
   if (job.lifecycle !== 'ACTIVE' && action !== 'RESTORE' && !(action === 'SOFT_DELETE' && job.lifecycle === 'SOFT_DELETED')) {
     throw new DocketError('ILLEGAL_TRANSITION', `a ${job.lifecycle} job can only be restored`, { metadata: { from: job.lifecycle } });
   }
