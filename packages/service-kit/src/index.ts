@@ -67,3 +67,4 @@ export { RequestBatcher, type ItemOutcome, type RequestBatcherOptions } from './
 export { failureOfStatus, statusOfFailure } from './item-status.js';
 export { batchingStateClient, type StateBatchOptions } from './batching-state-client.js';
 export { serviceHealthProbe, watchDependency, type DependencyProbe } from './dependency-health.js';
+export { ServiceMetrics } from './service-metrics.js';

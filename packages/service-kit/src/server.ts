@@ -21,6 +21,7 @@ import { errorMappingInterceptor } from './error-interceptor.js';
 import { createHealthRegistry, type HealthRegistry } from './health-registry.js';
 import { registerHealthService } from './health-service.js';
 import { watchDependency, type DependencyProbe } from './dependency-health.js';
+import { ServiceMetrics } from './service-metrics.js';
 import type { Logger } from './logger.js';
 import { sniffProtocol } from './protocol-sniffer.js';
 import { registerReflectionService } from './reflection-service.js';
@@ -60,6 +61,8 @@ export interface ServerOptions {
   readonly interceptors?: readonly Interceptor[];
   /** What the service cannot serve without: while it fails, health reports NOT_SERVING (see `watchDependency`). */
   readonly dependency?: DependencyProbe;
+  /** The process's metrics (`GET /metrics`); one is made when not given. */
+  readonly metrics?: ServiceMetrics;
 }
 
 /** A listening server. */
@@ -69,6 +72,8 @@ export interface RunningServer {
   readonly port: number;
   /** The statuses `grpc.health.v1.Health` reports; set NOT_SERVING while a dependency is down. */
   readonly health: HealthRegistry;
+  /** The process's Prometheus metrics, served on `GET /metrics`. */
+  readonly metrics: ServiceMetrics;
   /**
    * Graceful shutdown: health turns NOT_SERVING for every name (Watch
    * streams receive it and end), the drain signal aborts, the port stops
@@ -101,7 +106,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // normal, not a leak.
   setMaxListeners(0, draining.signal, hardStop.signal);
 
-  const handler = connectNodeAdapter({
+  const metrics = options.metrics ?? new ServiceMetrics(options.name);
+  const connectHandler = connectNodeAdapter({
     routes(router) {
       registerHealthService(router, health);
       registerReflectionService(router, [...options.services, ...INFRASTRUCTURE_SERVICES]);
@@ -109,6 +115,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       assertRoutedServicesMatch(options.name, router, options.services);
     },
     interceptors: [
+      metrics.interceptor,
       rpcLoggingInterceptor(logger),
       errorMappingInterceptor(logger),
       authenticationInterceptor(
@@ -122,6 +129,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     shutdownSignal: hardStop.signal,
     contextValues: () => createContextValues().set(drainSignalKey, draining.signal),
   });
+  const handler = (request: http.IncomingMessage | http2.Http2ServerRequest, response: http.ServerResponse | http2.Http2ServerResponse): void => {
+    if (!metrics.serve(request, response)) connectHandler(request as http.IncomingMessage, response as http.ServerResponse);
+  };
 
   const sessions = new Set<http2.ServerHttp2Session>();
   const sockets = new Set<net.Socket>();
@@ -219,6 +229,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     url,
     port,
     health,
+    metrics,
     shutdown: (graceMs = DEFAULT_GRACE_MS) => (stopping ??= stop(graceMs)),
   };
 }

@@ -3,12 +3,14 @@ import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import {
   FeedCursorCodec,
+  ServiceMetrics,
   createServiceTransport,
   serviceHealthProbe,
   startServer,
   type Logger,
   type RunningServer,
 } from '@docket/service-kit';
+import { Gauge } from 'prom-client';
 import type { EventsConfig } from './config.js';
 import { SubscriberGauge } from './domain/subscriber-gauge.js';
 import { eventServiceRoutes } from './routes/event-service.js';
@@ -17,15 +19,27 @@ import { eventServiceRoutes } from './routes/event-service.js';
 export function startEventsServer(config: EventsConfig, logger: Logger): Promise<RunningServer> {
   const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: config.serviceToken });
   const state = createClient(StateService, stateTransport);
+  const gauge = new SubscriberGauge(logger);
+  const metrics = new ServiceMetrics('events');
+  new Gauge({
+    name: 'docket_stream_subscribers',
+    help: 'Streams this events process serves (job_event_streams, change_feeds) and the state streams it holds for them (upstream_streams)',
+    labelNames: ['resource'],
+    registers: [metrics.registry],
+    collect() {
+      for (const [resource, count] of Object.entries(gauge.counts)) this.set({ resource }, count);
+    },
+  });
   return startServer({
     name: 'events',
+    metrics,
     listen: config.listen,
     services: [EventService],
     routes: eventServiceRoutes({
       state,
       cursors: new FeedCursorCodec(config.cursorSecret, config.feedCursorTtlMs),
       heartbeatMs: config.heartbeatMs,
-      gauge: new SubscriberGauge(logger),
+      gauge,
     }),
     authenticate: { secret: config.authSecret, allowedRoles: ['user', 'admin'] },
     logger,

@@ -51,6 +51,7 @@ export async function startExecutionServer(config: ExecutionConfig, logger: Logg
     url: server.url,
     port: server.port,
     health: server.health,
+    metrics: server.metrics,
     shutdown: (graceMs) => (stopping ??= stop(graceMs)),
   };
 }

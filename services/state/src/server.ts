@@ -10,6 +10,7 @@ import { translateDatabaseError } from './db/database-errors.js';
 import type { Database } from './db/tables/index.js';
 import { batchedWrites } from './domain/batched-writes.js';
 import { stateServiceRoutes } from './routes/state-service.js';
+import { createStateMetrics } from './state-metrics.js';
 
 /** Maps database failures to typed errors before the shared error mapping. */
 const databaseErrors: Interceptor = (next) => async (request) => {
@@ -28,13 +29,16 @@ export function startStateServer(
   approvals: ApprovalHistory,
   logger: Logger,
 ): Promise<RunningServer> {
+  const metrics = createStateMetrics(database.pool);
   return startServer({
     name: 'state',
+    metrics: metrics.service,
     listen: config.listen,
     services: [StateService],
     routes: stateServiceRoutes({
       db: database.db,
-      writes: batchedWrites(database.pool, config.batching, { leaseMs: config.leaseMs }),
+      writes: batchedWrites(database.pool, config.batching, { leaseMs: config.leaseMs }, metrics.observeBatch),
+      metrics,
       changes,
       execution: { leaseMs: config.leaseMs },
       approvals,

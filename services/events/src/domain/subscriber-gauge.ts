@@ -25,6 +25,11 @@ export class SubscriberGauge {
 
   constructor(private readonly logger: Logger) {}
 
+  /** What the process holds open now, per resource. */
+  get counts(): Readonly<Record<SubscriberResource, number>> {
+    return { ...this.#counts };
+  }
+
   /** Records that a resource was acquired. */
   opened(resource: SubscriberResource): void {
     this.#counts[resource] += 1;

@@ -37,19 +37,30 @@ export interface BatchedWrites {
 const TRANSACTION_ATTEMPTS = 3;
 
 /** Builds the group commits of one state process over its pool. */
-export function batchedWrites(pool: pg.Pool, settings: BatchedWriteSettings, execution: ExecutionSettings): BatchedWrites {
+export function batchedWrites(
+  pool: pg.Pool,
+  settings: BatchedWriteSettings,
+  execution: ExecutionSettings,
+  onBatch: (path: keyof BatchedWrites, size: number) => void = () => {},
+): BatchedWrites {
+  const observed =
+    <Item, Result>(path: keyof BatchedWrites, decide: (items: readonly Item[]) => Promise<readonly ItemOutcome<Result>[]>) =>
+    (items: readonly Item[]) => {
+      onBatch(path, items.length);
+      return decide(items);
+    };
   const batches = (maxBatch: number, maxInFlight: number): RequestBatcherOptions => ({ maxBatch, maxInFlight });
   return {
     admissions: new RequestBatcher(
-      isolatingFailures((items) => admitJobs(pool, items)),
+      observed('admissions', isolatingFailures((items: readonly AdmitJobCommand[]) => admitJobs(pool, items))),
       batches(settings.admitBatchMax, settings.admitBatchesInFlight),
     ),
     claims: new RequestBatcher(
-      isolatingFailures((items) => claimJobs(pool, execution, items)),
+      observed('claims', isolatingFailures((items: readonly ClaimCommand[]) => claimJobs(pool, execution, items))),
       batches(settings.claimBatchMax, settings.claimBatchesInFlight),
     ),
     reports: new RequestBatcher(
-      isolatingFailures((items) => decideAttemptReports(pool, execution, items)),
+      observed('reports', isolatingFailures((items: readonly AttemptReport[]) => decideAttemptReports(pool, execution, items))),
       batches(settings.reportBatchMax, settings.reportBatchesInFlight),
     ),
   };

@@ -11,6 +11,7 @@ import {
   AdmitJobsResponseSchema,
   ChangeJobResponseSchema,
   GetDeletionResponseSchema,
+  MaintenanceTask,
   SetLegalHoldResponseSchema,
   SetRetentionPolicyResponseSchema,
   HandleWorkerCallResultSchema,
@@ -39,6 +40,7 @@ import { projectDeletion } from '../domain/deletion-projection.js';
 import { setRetentionPolicy } from '../domain/retention.js';
 import { setLegalHold } from '../domain/legal-hold.js';
 import type { ApprovalHistory } from '../db/approval-history.js';
+import type { StateMetrics } from '../state-metrics.js';
 import { runMaintenance } from '../domain/maintenance.js';
 import type { ExecutionSettings } from '../domain/register-worker.js';
 import { readJobChanges } from '../domain/read-job-changes.js';
@@ -69,6 +71,7 @@ export interface StateRoutesDependencies {
   readonly changes: ChangeListenerHub;
   readonly execution: ExecutionSettings;
   readonly approvals: ApprovalHistory;
+  readonly metrics: StateMetrics;
   readonly logger: Logger;
 }
 
@@ -205,6 +208,7 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
       },
       async runMaintenance(request) {
         const step = await runMaintenance(deps, request);
+        deps.metrics.countMaintenance(MaintenanceTask[request.task] ?? 'UNKNOWN', step.handled);
         return create(RunMaintenanceResponseSchema, {
           handled: step.handled,
           nextDueAt: step.nextDueAt ? timestampFromDate(step.nextDueAt) : undefined,

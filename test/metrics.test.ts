@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
+import { createTestDatabase } from './support/database.js';
+import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
+import { attemptOf, newOperationId } from './support/raw-worker.js';
+
+/*
+ * Every service serves Prometheus metrics on GET /metrics of its own port:
+ * RPCs by method and code (count and latency), and per service what an
+ * operator watches (queue depth, pool use, batch sizes, maintenance,
+ * stream subscribers). After one submit, claim and complete the counters
+ * show exactly those calls.
+ */
+
+let cluster: DocketCluster;
+let harness: ExecutionHarness;
+
+beforeAll(async () => {
+  cluster = await startCluster({ databaseUrl: await createTestDatabase('metrics'), env: { execution: { DOCKET_BACKGROUND_LOOPS: 'off' } } });
+  harness = await ExecutionHarness.open(cluster, 'metrics-owner');
+});
+
+afterAll(async () => {
+  await harness?.close();
+  await stopAll();
+});
+
+/** One sample of the Prometheus text format. */
+interface Sample {
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly value: number;
+}
+
+/** Parses the Prometheus text exposition format (0.0.4): comments, `name{labels} value` lines; fails on anything else. */
+function parsePrometheus(text: string): Sample[] {
+  const samples: Sample[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) {
+      if (line.startsWith('# ') && !/^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* /.test(line)) throw new Error(`bad comment: ${line}`);
+      continue;
+    }
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (-?[0-9.e+-]+|NaN|\+Inf|-Inf)$/.exec(line);
+    if (!match) throw new Error(`not a Prometheus sample: ${line}`);
+    const labels: Record<string, string> = {};
+    for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]!] = pair[2]!;
+    samples.push({ name: match[1]!, labels, value: Number(match[3]) });
+  }
+  return samples;
+}
+
+async function scrape(url: string): Promise<Sample[]> {
+  const response = await fetch(`${url}/metrics`);
+  expect(response.status).toBe(200);
+  expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  return parsePrometheus(await response.text());
+}
+
+function value(samples: readonly Sample[], name: string, labels: Record<string, string>): number | undefined {
+  return samples.find((sample) => sample.name === name && Object.entries(labels).every(([key, wanted]) => sample.labels[key] === wanted))?.value;
+}
+
+describe('GET /metrics', () => {
+  it('counts exactly the calls made, in every service, in a format Prometheus parses', async () => {
+    const queue = freshQueue('metrics');
+    const worker = await harness.worker();
+    await worker.register(`metrics-${queue}`, [queue], 1);
+    await harness.submit({ queue });
+    const [assignment] = await worker.claim({ waitMs: 3_000 });
+    await worker.expectOk('reportOutcome', { attempt: attemptOf(assignment!), operationId: newOperationId(), outcome: { case: 'success', value: { result: {} } } });
+
+    const admission = await scrape(cluster.admission.url);
+    const submit = { method: 'docket.admission.v1.AdmissionService/SubmitJob', code: 'OK' };
+    expect(value(admission, 'docket_rpc_requests_total', submit)).toBe(1);
+    expect(value(admission, 'docket_rpc_duration_seconds_count', submit)).toBe(1);
+    expect(value(admission, 'docket_rpc_requests_total', { service: 'admission' })).toBeDefined();
+
+    const execution = await scrape(cluster.execution.url);
+    const outcome = { method: 'docket.execution.v1.ExecutionService/ReportOutcome', code: 'OK' };
+    expect(value(execution, 'docket_rpc_requests_total', outcome)).toBe(1);
+    expect(value(execution, 'docket_rpc_requests_total', { method: 'docket.execution.v1.ExecutionService/RegisterWorker', code: 'OK' })).toBe(1);
+    expect(value(execution, 'docket_rpc_requests_total', { method: 'docket.execution.v1.ExecutionService/ClaimJobs', code: 'OK' })).toBe(1);
+
+    const state = await scrape(cluster.state.url);
+    expect(value(state, 'docket_rpc_requests_total', { method: 'docket.state.v1.StateService/AdmitJobs', code: 'OK' }) ?? value(state, 'docket_rpc_requests_total', { method: 'docket.state.v1.StateService/AdmitJob', code: 'OK' })).toBe(1);
+    expect(value(state, 'docket_state_batch_size_count', { path: 'admissions' })).toBe(1);
+    expect(value(state, 'docket_state_batch_size_count', { path: 'claims' })).toBeGreaterThanOrEqual(1);
+    expect(value(state, 'docket_db_pool_connections', { state: 'total' })).toBeGreaterThan(0);
+    expect(value(state, 'docket_jobs', { queue, status: 'QUEUED' })).toBeUndefined(); // it ran to the end
+    await harness.submit({ queue });
+    expect(value(await scrape(cluster.state.url), 'docket_jobs', { queue, status: 'QUEUED' })).toBe(1);
+
+    const events = await scrape(cluster.events.url);
+    expect(value(events, 'docket_stream_subscribers', { resource: 'job_event_streams' })).toBe(0);
+    expect(value(events, 'docket_process_resident_memory_bytes', {})).toBeGreaterThan(0);
+  });
+});
