@@ -11,6 +11,7 @@ const packageSources: Record<string, string> = {
   '@docket/embedded-postgres': 'packages/embedded-postgres/src/index.ts',
   '@docket/cli': 'packages/cli/src/index.ts',
   '@docket/worker-sdk': 'packages/worker-sdk/src/index.ts',
+  '@docket/client': 'packages/client/src/index.ts',
 };
 
 export default defineConfig({

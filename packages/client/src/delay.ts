@@ -1,0 +1,20 @@
+/**
+ * Resolves after `ms`, or as soon as `signal` aborts (resolving, not
+ * rejecting: callers check the signal). The timer never outlives the wait.
+ * (The worker SDK has the same helper; packages do not share internals.)
+ */
+export function delay(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) {
+      resolve();
+      return;
+    }
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

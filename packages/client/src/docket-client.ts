@@ -1,0 +1,400 @@
+import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
+import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
+import { Code, createClient as createConnectClient, type Client } from '@connectrpc/connect';
+import { isTerminal, type JobStatusName } from '@docket/contracts';
+import {
+  AdmissionService,
+  SignalReconcileAction,
+  type SubmitJobRequestSchema,
+} from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import { ApprovalDecision } from '@docket/proto/docket/common/v1/approval_pb.js';
+import type { Deletion } from '@docket/proto/docket/common/v1/deletion_pb.js';
+import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
+import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
+import type { Signal } from '@docket/proto/docket/common/v1/signal_pb.js';
+import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
+import { DocketClientError } from './docket-client-error.js';
+import { resolveIdempotencyKey } from './idempotency-key.js';
+import { watchJobFeed, type JobFeedFrame, type WatchJobsOptions } from './job-feed.js';
+import { watchJob, type JobWatchFrame, type WatchOptions } from './job-watch.js';
+import { createNodeTransports, type DocketTransports, type NodeTransportOptions } from './node-transports.js';
+import { callWithRetry, retryPolicyOf, throwIfAborted, type RetryPolicy } from './retry-policy.js';
+
+/** Options of {@link createClient}: where the services are (or the transports to them), and how patient to be. */
+export type ClientOptions = (
+  | (NodeTransportOptions & { readonly transports?: undefined })
+  | {
+      /** Caller-built transports (connect-web in a browser, custom TLS, proxies); they must authenticate their calls themselves (see `bearerAuth`). */
+      readonly transports: DocketTransports;
+    }
+) & {
+  /** Retries of every unary call (defaults: {@link DEFAULT_RETRY_POLICY}). */
+  readonly retry?: Partial<RetryPolicy>;
+  /** Reconnections of streams: `tries` bounds consecutive reconnections without a frame (default 8 tries, 100 ms to 5 s). */
+  readonly reconnect?: Partial<RetryPolicy>;
+};
+
+/** A job as a submission (SubmitJob's fields, without the key, which is an option). */
+export type JobSpec = Omit<MessageInitShape<typeof SubmitJobRequestSchema>, 'idempotencyKey' | '$typeName'>;
+
+/** Options of every mutation. */
+export interface MutationOptions {
+  /**
+   * The idempotency key (16-128 of `[A-Za-z0-9._~-]`). Give one that you
+   * store with your intent to make the effect idempotent across your own
+   * restarts; omitted, the client draws a fresh one (returned in the
+   * result) and reuses it for its own retries of this call.
+   */
+  readonly idempotencyKey?: string;
+  /** Aborting stops the call and its retries with CANCELLED (the effect may or may not have happened: retry with the same key to find out). */
+  readonly signal?: AbortSignal;
+}
+
+/** Options of the job transitions that may name the revision they expect. */
+export interface TransitionOptions extends MutationOptions {
+  /** Refuse (ABORTED, REVISION_MISMATCH) unless the job is at this revision. */
+  readonly expectedRevision?: bigint | number;
+}
+
+/** What every mutation returns besides its subject. */
+export interface MutationReceipt {
+  /** True when the service replayed the stored response of an earlier identical request (on replay the subject is as it was then). */
+  readonly replayed: boolean;
+  /** The key the call was made with, to retry it later with the same effect. */
+  readonly idempotencyKey: string;
+  /** The binding of the key is kept at least until then. */
+  readonly idempotencyExpiresAt: Date | undefined;
+}
+
+/** A mutation's answer about a job. */
+export interface JobReceipt extends MutationReceipt {
+  readonly job: Job;
+}
+
+/** HardDeleteJob's answer. */
+export interface DeletionReceipt extends MutationReceipt {
+  readonly deletion: Deletion;
+}
+
+/** SendSignal's answer. */
+export interface SignalReceipt extends MutationReceipt {
+  readonly signal: Signal;
+}
+
+/** Options of {@link DocketClient.list}. */
+export interface ListOptions {
+  /** Only jobs in one of these statuses. */
+  readonly statuses?: readonly JobStatus[];
+  /** Only jobs of this queue. */
+  readonly queue?: string;
+  /** Include soft-deleted jobs. */
+  readonly includeDeleted?: boolean;
+  /** Jobs per page (0: the service's 50, at most 200). */
+  readonly pageSize?: number;
+  readonly signal?: AbortSignal;
+}
+
+/** One page of a listing. */
+export interface JobPage {
+  /** The jobs, newest first. */
+  readonly jobs: readonly Job[];
+  /** The token of the next page; empty on the last. */
+  readonly nextPageToken: string;
+  /** A WatchJobs cursor at this listing's consistency point. */
+  readonly eventCursor: string;
+}
+
+/** Options of the reads. */
+export interface ReadOptions {
+  readonly signal?: AbortSignal;
+}
+
+const DEFAULT_RECONNECT: Partial<RetryPolicy> = { tries: 8, initialDelayMs: 100, maxDelayMs: 5_000 };
+
+/**
+ * A client of Docket's public API (admission and events). Every call is
+ * retried only when it may have succeeded (see `isRetryableFailure`), and
+ * every mutation is retried with the same idempotency key, so a retry
+ * replays the first effect instead of making a second one. Every failure
+ * is a {@link DocketClientError}.
+ */
+export class DocketClient {
+  readonly #admission: Client<typeof AdmissionService>;
+  readonly #events: Client<typeof EventService>;
+  readonly #retry: RetryPolicy;
+  readonly #reconnect: RetryPolicy;
+  readonly #secrets: readonly string[];
+  readonly #close: () => void;
+
+  constructor(options: ClientOptions) {
+    let transports: DocketTransports;
+    if (options.transports) {
+      transports = options.transports;
+      this.#close = () => {};
+      this.#secrets = [];
+    } else {
+      const node = createNodeTransports(options);
+      transports = node;
+      this.#close = () => node.close();
+      this.#secrets = typeof options.token === 'string' ? [options.token] : [];
+    }
+    this.#admission = createConnectClient(AdmissionService, transports.admission);
+    this.#events = createConnectClient(EventService, transports.events);
+    this.#retry = retryPolicyOf(options.retry);
+    this.#reconnect = retryPolicyOf({ ...DEFAULT_RECONNECT, ...options.reconnect });
+  }
+
+  /** Closes the HTTP/2 sessions the client opened (nothing for caller-built transports). */
+  close(): void {
+    this.#close();
+  }
+
+  /**
+   * Admits a job (SubmitJob). Without `idempotencyKey` a fresh key is drawn;
+   * either way the same key is sent on every retry, so however many tries
+   * it takes there is one job per key. Errors: INVALID_ARGUMENT
+   * (INVALID_FIELD, LIMIT_EXCEEDED), ALREADY_EXISTS (IDEMPOTENCY_CONFLICT:
+   * the key was used for another request).
+   *
+   * @example
+   * const { job, replayed, idempotencyKey } = await client.submit({ queue: 'emails', input: { to: 'a@example.com' } });
+   */
+  async submit(spec: JobSpec, options: MutationOptions = {}): Promise<JobReceipt> {
+    const key = resolveIdempotencyKey(options.idempotencyKey);
+    const response = await this.#mutate('SubmitJob', key, options, (o) => this.#admission.submitJob({ ...spec, idempotencyKey: key }, o));
+    return { job: required(response.job, 'SubmitJob', 'job'), ...receipt(response, key) };
+  }
+
+  /** Cancels a job (CancelJob): at once unless RUNNING, which goes CANCELLING until its worker reports. */
+  cancel(jobId: string, options: TransitionOptions = {}): Promise<JobReceipt> {
+    return this.#transition('CancelJob', jobId, options, (request, o) => this.#admission.cancelJob(request, o));
+  }
+
+  /** Pauses a job (PauseJob). */
+  pause(jobId: string, options: TransitionOptions = {}): Promise<JobReceipt> {
+    return this.#transition('PauseJob', jobId, options, (request, o) => this.#admission.pauseJob(request, o));
+  }
+
+  /** Resumes a paused job (ResumeJob). */
+  resume(jobId: string, options: TransitionOptions = {}): Promise<JobReceipt> {
+    return this.#transition('ResumeJob', jobId, options, (request, o) => this.#admission.resumeJob(request, o));
+  }
+
+  /** Hides a terminal job from listings (SoftDeleteJob). */
+  softDelete(jobId: string, options: TransitionOptions = {}): Promise<JobReceipt> {
+    return this.#transition('SoftDeleteJob', jobId, options, (request, o) => this.#admission.softDeleteJob(request, o));
+  }
+
+  /** Brings a soft-deleted job back (RestoreJob). */
+  restore(jobId: string, options: TransitionOptions = {}): Promise<JobReceipt> {
+    return this.#transition('RestoreJob', jobId, options, (request, o) => this.#admission.restoreJob(request, o));
+  }
+
+  /** Re-queues a FAILED, CANCELLED or INTERRUPTED job with a fresh attempt budget (RetryJob). */
+  async retry(jobId: string, options: MutationOptions = {}): Promise<JobReceipt> {
+    const key = resolveIdempotencyKey(options.idempotencyKey);
+    const response = await this.#mutate('RetryJob', key, options, (o) => this.#admission.retryJob({ idempotencyKey: key, jobId }, o));
+    return { job: required(response.job, 'RetryJob', 'job'), ...receipt(response, key) };
+  }
+
+  /** Tombstones a terminal job and starts its durable erasure (HardDeleteJob); follow it with {@link getDeletion}. */
+  async hardDelete(jobId: string, options: MutationOptions = {}): Promise<DeletionReceipt> {
+    const key = resolveIdempotencyKey(options.idempotencyKey);
+    const response = await this.#mutate('HardDeleteJob', key, options, (o) => this.#admission.hardDeleteJob({ idempotencyKey: key, jobId }, o));
+    return { deletion: required(response.deletion, 'HardDeleteJob', 'deletion'), ...receipt(response, key) };
+  }
+
+  /** Allows or denies a job's pending approval (DecideApproval). Errors include ALREADY_EXISTS (APPROVAL_SPENT). */
+  async decideApproval(
+    jobId: string,
+    approvalId: string,
+    decision: 'ALLOW' | 'DENY',
+    options: MutationOptions & { readonly comment?: string } = {},
+  ): Promise<JobReceipt> {
+    const key = resolveIdempotencyKey(options.idempotencyKey);
+    const request = {
+      idempotencyKey: key,
+      jobId,
+      approvalId,
+      decision: decision === 'ALLOW' ? ApprovalDecision.ALLOW : ApprovalDecision.DENY,
+      comment: options.comment ?? '',
+    };
+    const response = await this.#mutate('DecideApproval', key, options, (o) => this.#admission.decideApproval(request, o));
+    return { job: required(response.job, 'DecideApproval', 'job'), ...receipt(response, key) };
+  }
+
+  /** Sends a named input to a job's inbox (SendSignal). Errors include FAILED_PRECONDITION (SIGNALS_UNRESOLVED). */
+  async sendSignal(
+    jobId: string,
+    name: string,
+    payload: JsonObject = {},
+    options: MutationOptions = {},
+  ): Promise<SignalReceipt> {
+    const key = resolveIdempotencyKey(options.idempotencyKey);
+    const response = await this.#mutate('SendSignal', key, options, (o) => this.#admission.sendSignal({ idempotencyKey: key, jobId, name, payload }, o));
+    return { signal: required(response.signal, 'SendSignal', 'signal'), ...receipt(response, key) };
+  }
+
+  /** Resolves signals left UNKNOWN by a lost attempt (ReconcileSignals). */
+  async reconcileSignals(jobId: string, action: 'REDELIVER' | 'DISCARD', options: MutationOptions = {}): Promise<JobReceipt> {
+    const key = resolveIdempotencyKey(options.idempotencyKey);
+    const request = {
+      idempotencyKey: key,
+      jobId,
+      action: action === 'REDELIVER' ? SignalReconcileAction.REDELIVER : SignalReconcileAction.DISCARD,
+    };
+    const response = await this.#mutate('ReconcileSignals', key, options, (o) => this.#admission.reconcileSignals(request, o));
+    return { job: required(response.job, 'ReconcileSignals', 'job'), ...receipt(response, key) };
+  }
+
+  /** A job's current projection (GetJob). Errors: NOT_FOUND (also for another subject's job). */
+  async get(jobId: string, options: ReadOptions = {}): Promise<Job> {
+    const response = await this.#read('GetJob', options, (o) => this.#admission.getJob({ jobId }, o));
+    return required(response.job, 'GetJob', 'job');
+  }
+
+  /** A deletion operation (GetDeletion). */
+  async getDeletion(deletionId: string, options: ReadOptions = {}): Promise<Deletion> {
+    const response = await this.#read('GetDeletion', options, (o) => this.#admission.getDeletion({ deletionId }, o));
+    return required(response.deletion, 'GetDeletion', 'deletion');
+  }
+
+  /**
+   * Every job the filter selects, newest first, fetching page after page
+   * (ListJobs with the previous `next_page_token`) as the iteration
+   * proceeds. The first page fixes a snapshot: jobs admitted later are not
+   * listed. Each page is retried like any read; an expired page token
+   * fails INVALID_ARGUMENT (CURSOR_EXPIRED).
+   *
+   * @example
+   * for await (const job of client.list({ queue: 'emails', statuses: [JobStatus.FAILED] })) console.log(job.id);
+   */
+  async *list(options: ListOptions = {}): AsyncGenerator<Job, void, undefined> {
+    let pageToken = '';
+    do {
+      const page = await this.listPage({ ...options, pageToken });
+      yield* page.jobs;
+      pageToken = page.nextPageToken;
+    } while (pageToken !== '');
+  }
+
+  /**
+   * One page of ListJobs, for callers that keep the page token themselves
+   * or need the listing's `eventCursor` (a WatchJobs cursor at the
+   * snapshot's consistency point: start {@link watchJobs} there to miss
+   * no change after the listing). Pass the previous page's
+   * `nextPageToken` with the same filter; empty means the last page.
+   */
+  async listPage(options: ListOptions & { readonly pageToken?: string } = {}): Promise<JobPage> {
+    const filter = { statuses: [...(options.statuses ?? [])], queue: options.queue ?? '', includeDeleted: options.includeDeleted ?? false };
+    const request = { pageSize: options.pageSize ?? 0, pageToken: options.pageToken ?? '', filter };
+    const page = await this.#read('ListJobs', options, (o) => this.#admission.listJobs(request, o));
+    return { jobs: page.jobs, nextPageToken: page.nextPageToken, eventCursor: page.eventCursor };
+  }
+
+  /**
+   * A job's journal events and live progress frames, in order, from
+   * `afterSequence + 1`, until the job is terminal and its last event was
+   * delivered (the server's `end`). Each event is verified before it is
+   * yielded: it continues the sequence and the hash chain and its hash
+   * recomputes from the submission's request digest (ReadJobEvents'
+   * `request_digest`); a break throws DATA_LOSS / `JOURNAL_CORRUPT` with
+   * metadata `detected_by: client`, and a server that refuses the journal
+   * throws the same code and reason without it. A stream that fails in a
+   * transient way or closes without `end` is reopened after the last
+   * sequence received: no gap, no duplicate. Progress frames are live only
+   * and not replayed after a reconnect.
+   *
+   * @example
+   * for await (const frame of client.watch(job.id)) if (frame.kind === 'event') console.log(frame.event.sequence, frame.event.type);
+   */
+  watch(jobId: string, options: WatchOptions = {}): AsyncGenerator<JobWatchFrame, void, undefined> {
+    return watchJob({ events: this.#events, retry: this.#retry, reconnect: this.#reconnect, secrets: this.#secrets }, jobId, options);
+  }
+
+  /**
+   * The global change feed (WatchJobs): `job_changed` invalidations in
+   * commit order, `resync_required` when the feed cannot continue from
+   * the cursor (re-read your snapshot and keep consuming). After a
+   * disconnect the feed is reopened from the latest cursor received.
+   */
+  watchJobs(options: WatchJobsOptions = {}): AsyncGenerator<JobFeedFrame, void, undefined> {
+    return watchJobFeed({ events: this.#events, reconnect: this.#reconnect, secrets: this.#secrets }, options);
+  }
+
+  /**
+   * Waits until the job is terminal (SUCCEEDED, FAILED, CANCELLED or
+   * INTERRUPTED) and returns it as then read with GetJob. Waits on the
+   * job's event stream (verified like {@link watch}) from its latest
+   * sequence, so it needs no polling interval. Aborting `signal` throws
+   * CANCELLED; the job is not affected.
+   */
+  async result(jobId: string, options: ReadOptions = {}): Promise<Job> {
+    for (;;) {
+      const job = await this.get(jobId, options);
+      if (isTerminalStatus(job.status)) return job;
+      for await (const frame of this.watch(jobId, { afterSequence: job.latestSequence, ...options })) void frame;
+      throwIfAborted(options.signal, 'result');
+    }
+  }
+
+  #transition(
+    rpc: string,
+    jobId: string,
+    options: TransitionOptions,
+    send: (
+      request: { idempotencyKey: string; jobId: string; expectedRevision?: bigint },
+      callOptions: { signal?: AbortSignal; timeoutMs: number },
+    ) => Promise<{ job?: Job | undefined; replayed: boolean; idempotencyExpiresAt?: Timestamp | undefined }>,
+  ): Promise<JobReceipt> {
+    const key = resolveIdempotencyKey(options.idempotencyKey);
+    const request = {
+      idempotencyKey: key,
+      jobId,
+      ...(options.expectedRevision === undefined ? {} : { expectedRevision: BigInt(options.expectedRevision) }),
+    };
+    return this.#mutate(rpc, key, options, (o) => send(request, o)).then((response) => ({
+      job: required(response.job, rpc, 'job'),
+      ...receipt(response, key),
+    }));
+  }
+
+  #mutate<T>(rpc: string, key: string, options: MutationOptions, call: (o: { signal?: AbortSignal; timeoutMs: number }) => Promise<T>): Promise<T> {
+    return callWithRetry(call, { policy: this.#retry, rpc, signal: options.signal, secrets: [...this.#secrets, key] });
+  }
+
+  #read<T>(rpc: string, options: ReadOptions, call: (o: { signal?: AbortSignal; timeoutMs: number }) => Promise<T>): Promise<T> {
+    return callWithRetry(call, { policy: this.#retry, rpc, signal: options.signal, secrets: this.#secrets });
+  }
+}
+
+/**
+ * A {@link DocketClient}. Give `url` (or `admissionUrl` and `eventsUrl`)
+ * and `token` to connect from Node over gRPC, or `transports` built for
+ * your platform.
+ *
+ * @example
+ * const client = createClient({ url: 'http://127.0.0.1', token: process.env.DOCKET_TOKEN! });
+ */
+export function createClient(options: ClientOptions): DocketClient {
+  return new DocketClient(options);
+}
+
+/** Whether a job status never changes again. */
+export function isTerminalStatus(status: JobStatus): boolean {
+  const name = JobStatus[status] as JobStatusName | undefined;
+  return name !== undefined && isTerminal(name);
+}
+
+function receipt(response: { replayed: boolean; idempotencyExpiresAt?: Timestamp | undefined }, key: string): MutationReceipt {
+  return {
+    replayed: response.replayed,
+    idempotencyKey: key,
+    idempotencyExpiresAt: response.idempotencyExpiresAt ? timestampDate(response.idempotencyExpiresAt) : undefined,
+  };
+}
+
+function required<T>(value: T | undefined, rpc: string, field: string): T {
+  if (value === undefined) throw new DocketClientError(Code.Internal, undefined, `${rpc} failed: the response has no ${field}`);
+  return value;
+}
