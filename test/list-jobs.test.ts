@@ -175,8 +175,9 @@ describe('ListJobs', () => {
 
   it('filters by status and queue, and shows admins every subject', async () => {
     const admission = clientFor(AdmissionService, cluster.admission.url, alice);
+    // Every one of alice's 'bulk' jobs is QUEUED (no worker runs here): a full page of them.
     const queued = await admission.listJobs({ pageSize: 10, filter: { statuses: [JobStatus.QUEUED], queue: 'bulk' } });
-    expect(queued.jobs.every((job) => job.status === JobStatus.QUEUED && job.queue === 'bulk')).toBe(true);
+    expect(queued.jobs.map((job) => [job.owner, job.queue, job.status])).toEqual(Array.from({ length: 10 }, () => ['alice', 'bulk', JobStatus.QUEUED]));
     expect((await admission.listJobs({ filter: { statuses: [JobStatus.RUNNING] } })).jobs).toHaveLength(0);
     expect((await admission.listJobs({ filter: { queue: 'nothing-here' } })).jobs).toHaveLength(0);
     const admin = clientFor(AdmissionService, cluster.admission.url, await cluster.tokenFor('root', 'admin'));
@@ -193,9 +194,14 @@ describe('ListJobs', () => {
   it('refuses a page token altered by one bit, used by another subject or with another filter as CURSOR_INVALID', async () => {
     const admission = clientFor(AdmissionService, cluster.admission.url, alice);
     const filter = { queue: 'bulk' };
-    const { nextPageToken } = await admission.listJobs({ pageSize: 10, filter });
+    const { jobs: firstPage, nextPageToken } = await admission.listJobs({ pageSize: 10, filter });
     expect(nextPageToken).not.toBe('');
-    await expect(admission.listJobs({ pageSize: 10, pageToken: nextPageToken, filter })).resolves.toBeDefined();
+    // The untouched token resumes exactly where the first page stopped: the next ten of a twenty-job listing.
+    const twenty = (await admission.listJobs({ pageSize: 20, filter })).jobs.map((job) => job.id);
+    expect(twenty).toHaveLength(20);
+    expect(firstPage.map((job) => job.id)).toEqual(twenty.slice(0, 10));
+    const secondPage = await admission.listJobs({ pageSize: 10, pageToken: nextPageToken, filter });
+    expect(secondPage.jobs.map((job) => job.id)).toEqual(twenty.slice(10));
 
     const flipped = (index: number) => {
       const bytes = Buffer.from(nextPageToken, 'latin1');

@@ -168,7 +168,10 @@ describe('StreamJobEvents', () => {
     } finally {
       abort.abort();
     }
+    // Six heartbeats arrived (the stream did not end or fail first), so five gaps are checked.
+    expect(arrivals).toHaveLength(6);
     const gaps = arrivals.slice(1).map((at, index) => at - arrivals[index]!);
+    expect(gaps).toHaveLength(5);
     for (const gap of gaps) {
       expect(gap).toBeGreaterThan(HEARTBEAT_MS * 0.75);
       expect(gap).toBeLessThan(HEARTBEAT_MS * 2.5);

@@ -127,6 +127,8 @@ describe('WatchJobs', () => {
           'select transaction_id::text as xid from job_changes where job_id = any($1) and revision = 2',
           [[after1, after2]],
         );
+        // Both later transactions wrote their feed entry, each with a larger transaction id.
+        expect(later.rows).toHaveLength(2);
         for (const row of later.rows) expect(BigInt(row.xid)).toBeGreaterThan(BigInt(rows[0]!.xid));
         // Committed, but behind a transaction that is still running: held back.
         await feed.expectQuiet(800);

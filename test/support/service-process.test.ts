@@ -13,8 +13,13 @@ function configuration(service: ServiceProcess): { envKeys: string[]; listen: st
   return JSON.parse(line) as { envKeys: string[]; listen: string; pid: number };
 }
 
-function isAlive(pid: number | undefined): boolean {
-  if (pid === undefined) return false;
+/** `pid`, asserted to be a real process id: a missing one (undefined, NaN) must not pass as "not alive". */
+function processId(pid: number | undefined): number {
+  expect(Number.isSafeInteger(pid) && pid! > 0, `pid ${pid} is a positive integer`).toBe(true);
+  return pid!;
+}
+
+function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -36,7 +41,7 @@ describe('startService', () => {
 
     expect(await service.stop()).toBe(0);
     expect(service.logs.some((line) => line.includes('"msg":"draining"'))).toBe(true);
-    expect(isAlive(service.process.pid)).toBe(false);
+    expect(isAlive(processId(service.process.pid))).toBe(false);
   });
 
   it('rejects with the captured output when the process exits before listening', async () => {
@@ -53,7 +58,7 @@ describe('startService', () => {
     );
     await expect(failure).rejects.toThrow(/events printed no listening line within 1000 ms/);
     const error = (await failure.catch((e: unknown) => e)) as Error;
-    const pid = Number(/"pid":(\d+)/.exec(error.message)?.[1]);
+    const pid = processId(Number(/"pid":(\d+)/.exec(error.message)?.[1]));
     await expect.poll(() => isAlive(pid)).toBe(false);
   });
 

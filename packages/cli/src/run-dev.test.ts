@@ -99,6 +99,18 @@ function servicePids(dataDir: string, names = ['state', 'admission', 'execution'
   );
 }
 
+/**
+ * Asserts that each of `pids` is a real process id (so a log without one
+ * cannot pass as "stopped") and that no such process is left.
+ */
+function expectAllStopped(pids: readonly number[], count = 4): void {
+  expect(pids).toHaveLength(count);
+  for (const pid of pids) {
+    expect(Number.isSafeInteger(pid) && pid > 0, `pid ${pid} is a positive integer`).toBe(true);
+    expect(isAlive(pid), `pid ${pid} is not alive`).toBe(false);
+  }
+}
+
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -141,7 +153,7 @@ describe('runDev', () => {
     });
 
     // Everything is down: the four services and Postgres.
-    for (const pid of await servicePids(dataDir)) expect(isAlive(pid)).toBe(false);
+    expectAllStopped(await servicePids(dataDir));
     await expect(currentDatabase(databaseUrl)).rejects.toThrow();
     const stateLog = await readFile(join(dataDir, 'logs', 'state.log'), 'utf8');
     expect(stateLog).toContain('"msg":"draining"');
@@ -166,7 +178,7 @@ describe('runDev', () => {
     expect(code).toBe(1);
     expect(err).toMatch(/the execution service exited unexpectedly \(exit code 3\)/);
     expect(err).toContain('fake-service: crashing on purpose');
-    for (const pid of await servicePids(join(dir, '.docket'))) expect(isAlive(pid)).toBe(false);
+    expectAllStopped(await servicePids(join(dir, '.docket')));
   });
 
   it('exits 1 with the service output when the state service cannot start', async () => {
@@ -205,8 +217,6 @@ describe('runDev', () => {
     });
     expect(code).toBe(0);
     expect(Date.now() - began).toBeLessThan(10_000);
-    const [statePid = 0] = await servicePids(join(dir, '.docket'), ['state']);
-    expect(statePid).toBeGreaterThan(0);
-    expect(isAlive(statePid)).toBe(false);
+    expectAllStopped(await servicePids(join(dir, '.docket'), ['state']), 1);
   });
 });
