@@ -6,6 +6,8 @@ export interface CliContext {
   readonly out: (text: string) => void;
   /** Writes to standard error. */
   readonly err: (text: string) => void;
+  /** Whether standard output is a terminal, where a line may be rewritten in place (a progress bar); absent means no. */
+  readonly outIsTerminal?: boolean;
 }
 
 /** One `docket <name>` subcommand. */

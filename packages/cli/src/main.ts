@@ -6,6 +6,7 @@ const code = await runCli(process.argv.slice(2), {
   cwd: process.cwd(),
   out: (text) => process.stdout.write(text),
   err: (text) => process.stderr.write(text),
+  outIsTerminal: process.stdout.isTTY === true,
 });
 process.exitCode = code;
 // Idle HTTP/2 sessions or timers must not keep a finished command alive;

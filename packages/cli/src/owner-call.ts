@@ -189,6 +189,6 @@ export function describeCallFailure(error: unknown, url: string, caller: CallerR
 }
 
 /** `already_exists` for `Code.AlreadyExists`: the name gRPC tools print. */
-function codeName(code: Code): string {
+export function codeName(code: Code): string {
   return (Code[code] ?? String(code)).replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase();
 }

@@ -3,12 +3,17 @@ import { UsageError, type CliContext, type Command } from './command.js';
 import { deleteCommand, restoreCommand } from './delete-commands.js';
 import { deletionCommand } from './deletion-command.js';
 import { devCommand } from './dev-command.js';
+import { getCommand } from './get-command.js';
 import { holdCommand, releaseCommand } from './legal-hold-commands.js';
+import { listCommand } from './list-command.js';
 import { retentionCommand } from './retention-command.js';
 import { retryCommand } from './retry-command.js';
 import { signalCommand, signalsCommand } from './signal-commands.js';
+import { submitCommand } from './submit-command.js';
 import { tokenCommand } from './token-command.js';
+import { cancelCommand, pauseCommand, resumeCommand } from './transition-commands.js';
 import { verifyCommand } from './verify-command.js';
+import { watchCommand } from './watch-command.js';
 import { workerCommand } from './worker-command.js';
 
 /** The subcommands, in the order `docket help` lists them. */
@@ -17,6 +22,13 @@ const COMMANDS: readonly Command[] = [
   tokenCommand,
   verifyCommand,
   workerCommand,
+  submitCommand,
+  getCommand,
+  listCommand,
+  watchCommand,
+  cancelCommand,
+  pauseCommand,
+  resumeCommand,
   approveCommand,
   denyCommand,
   signalCommand,

@@ -3,6 +3,7 @@ import { SignalReconcileAction } from '@docket/proto/docket/admission/v1/admissi
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { SignalState } from '@docket/proto/docket/common/v1/signal_pb.js';
 import { UsageError, type CliContext, type Command } from './command.js';
+import { parseJsonObjectFlag } from './json-object-flag.js';
 import {
   OWNER_OPTIONS_HELP,
   admissionClient,
@@ -36,7 +37,7 @@ export function parseSignalArguments(args: readonly string[]): SignalArguments {
   if (jobId === undefined || jobId === '') throw new UsageError('a job id is required');
   if (name === undefined || name === '') throw new UsageError('a signal name is required');
   if (extra.length > 0) throw new UsageError(`one signal at a time (also got ${extra.join(' ')})`);
-  return { jobId, name, payload: parsePayload(values['payload'] as string | undefined), owner };
+  return { jobId, name, payload: parseJsonObjectFlag(values['payload'] as string | undefined, '--payload'), owner };
 }
 
 /** Reads `docket signals reconcile <job_id> --redeliver|--discard [--key KEY] ...`; UsageError for anything wrong. */
@@ -50,18 +51,6 @@ export function parseReconcileArguments(args: readonly string[]): ReconcileArgum
   const discard = values['discard'] === true;
   if (redeliver === discard) throw new UsageError('say either --redeliver or --discard');
   return { jobId, action: redeliver ? 'redeliver' : 'discard', owner };
-}
-
-function parsePayload(text: string | undefined): JsonObject {
-  if (text === undefined) return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw new UsageError('--payload must be JSON (a JSON object)');
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new UsageError('--payload must be a JSON object');
-  return value as JsonObject;
 }
 
 /** Sends the signal (SendSignal) and prints its sequence and state; resolves to the exit code. */

@@ -1,0 +1,121 @@
+import { create, type JsonObject } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type { DocketClient } from '@docket/client';
+import { SubmitJobResponseSchema } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import { UsageError, type CliContext, type Command } from './command.js';
+import { protoJsonLine, reportingClientFailures, withJobClient } from './job-client.js';
+import { statusName } from './job-summary.js';
+import { parseJsonObjectFlag } from './json-object-flag.js';
+import { OWNER_OPTIONS_HELP, parseOwnerArguments, requestKey, type OwnerOptions } from './owner-call.js';
+
+/** Parsed `docket submit` arguments. */
+export interface SubmitArguments {
+  readonly queue: string;
+  readonly input: JsonObject;
+  readonly label: string;
+  readonly priority: number;
+  /** Print the SubmitJob response as proto3 JSON instead of the summary line. */
+  readonly json: boolean;
+  readonly owner: OwnerOptions;
+}
+
+const INT32_MIN = -(2 ** 31);
+const INT32_MAX = 2 ** 31 - 1;
+
+/**
+ * Reads `docket submit --queue Q [--input JSON] [--label L] [--priority N]
+ * [--key KEY] [--json] ...`; UsageError for anything wrong. The queue's
+ * grammar and the input's size are the service's to judge.
+ */
+export function parseSubmitArguments(args: readonly string[]): SubmitArguments {
+  const { positionals, values, owner } = parseOwnerArguments(args, {
+    queue: { type: 'string' },
+    input: { type: 'string' },
+    label: { type: 'string' },
+    priority: { type: 'string' },
+    json: { type: 'boolean' },
+  });
+  if (positionals.length > 0) throw new UsageError(`submit takes no positional arguments (got ${positionals.join(' ')}); name the queue with --queue`);
+  const queue = values['queue'];
+  if (typeof queue !== 'string' || queue === '') throw new UsageError('--queue is required');
+  return {
+    queue,
+    input: parseJsonObjectFlag(values['input'] as string | undefined, '--input'),
+    label: (values['label'] as string | undefined) ?? '',
+    priority: parsePriority(values['priority'] as string | undefined),
+    json: values['json'] === true,
+    owner,
+  };
+}
+
+function parsePriority(text: string | undefined): number {
+  if (text === undefined) return 0;
+  const priority = /^-?\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(priority) || priority < INT32_MIN || priority > INT32_MAX) throw new UsageError('--priority must be a whole number (32-bit)');
+  return priority;
+}
+
+/**
+ * Admits the job (SubmitJob, through the SDK, which retries only with the
+ * same key) and prints `submitted <job_id> to <queue>: <STATUS>`, or
+ * `replayed ...` when the key was used before, or with `--json` the
+ * SubmitJob response as one line of proto3 JSON. Resolves to the exit code.
+ */
+export async function submitJob(client: DocketClient, parsed: SubmitArguments, context: CliContext): Promise<number> {
+  return reportingClientFailures('submit', { name: 'admission', url: parsed.owner.url }, context, async () => {
+    const idempotencyKey = requestKey('submit', parsed.owner, context);
+    const receipt = await client.submit({ queue: parsed.queue, input: parsed.input, label: parsed.label, priority: parsed.priority }, { idempotencyKey });
+    if (parsed.json) {
+      const response = create(SubmitJobResponseSchema, {
+        job: receipt.job,
+        replayed: receipt.replayed,
+        ...(receipt.idempotencyExpiresAt ? { idempotencyExpiresAt: timestampFromDate(receipt.idempotencyExpiresAt) } : {}),
+      });
+      context.out(protoJsonLine(SubmitJobResponseSchema, response));
+      return 0;
+    }
+    const verb = receipt.replayed ? 'replayed' : 'submitted';
+    const note = receipt.replayed ? ' (this key was used before: the job as first admitted)' : '';
+    context.out(`${verb} ${receipt.job.id} to ${receipt.job.queue}: ${statusName(receipt.job.status)}${note}\n`);
+    return 0;
+  });
+}
+
+/** `docket submit --queue Q ...`: AdmissionService.SubmitJob through `@docket/client`. */
+export const submitCommand: Command = {
+  name: 'submit',
+  summary: 'submit a job to a queue',
+  help: `Usage: docket submit --queue <queue> [--input <json>] [--label <text>]
+                     [--priority <n>] [--key <key>] [--json]
+                     [--url <url>] [--token <jwt>]
+
+Admits a job (AdmissionService SubmitJob) owned by the token's subject.
+The request is idempotent by its key: repeating it with the same key and
+the same content answers with the job first admitted (printed as
+"replayed"); the same key with other content is refused (already_exists
+IDEMPOTENCY_CONFLICT). A call that may have succeeded (unavailable,
+deadline exceeded, connection reset) is retried with the same key, so it
+never admits two jobs.
+
+Prints one line:
+  submitted <job_id> to <queue>: QUEUED
+  replayed <job_id> to <queue>: <STATUS> (this key was used before: ...)
+
+Options:
+  --queue <queue>   the queue ([a-z0-9][a-z0-9._-]{0,127}); required
+  --input <json>    the job's input, a JSON object (default {})
+  --label <text>    a label for humans (at most 256 characters)
+  --priority <n>    higher is claimed first (default 0; a negative one as
+                    --priority=-5)
+  --json            print the SubmitJob response as one line of proto3
+                    JSON instead
+${OWNER_OPTIONS_HELP}
+
+Exit status: 0 admitted (or replayed), 1 refused or failed (the gRPC code
+and reason are printed), 2 bad arguments.
+`,
+  async run(args, context) {
+    const parsed = parseSubmitArguments(args);
+    return withJobClient(parsed.owner, context, (client) => submitJob(client, parsed, context));
+  },
+};
