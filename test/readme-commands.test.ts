@@ -178,6 +178,7 @@ const KINDS = {
   streamById: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} -d '[^']*<job id>[^']*' ${EVENTS}/StreamJobEvents$`) },
   cancelById: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} -d '\\{"idempotencyKey":"[^"]+","jobId":"<job id>"\\}' ${ADMISSION}/CancelJob$`) },
   worker: { pattern: /^npx docket worker(\s+#.*)?$/ },
+  submitWatch: { pattern: /^npx docket submit --queue default --input '\{"count":\d+,"delay_ms":\d+\}' --watch$/ },
   submitDemo: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} -d '\\{"idempotencyKey":"demo-count-[^']*"queue":"default"[^']*' ${ADMISSION}/SubmitJob$`) },
   submitApproval: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} -d '\\{"idempotencyKey":"demo-approve-[^']*"queue":"default"[^']*"approve_at":3[^']*"effect":true[^']*' ${ADMISSION}/SubmitJob$`) },
   /** After each demo SubmitJob. */
@@ -201,6 +202,8 @@ const INLINE_KINDS = {
   token: /^npx docket token --subject \S+ --role \S+$/,
   /** The same worker as the ```sh block, started in the background: that is how the test runs it. */
   workerInBackground: /^npx docket worker &$/,
+  /** Run: it documents the exit codes the README refers to. */
+  helpWatch: /^npx docket help watch$/,
   /** Run on a second approval demo job: it ends FAILED, class APPROVAL_DENIED. */
   deny: /^npx docket deny \$JOB$/,
 } satisfies Record<string, RegExp>;
@@ -526,6 +529,21 @@ describe('README.md commands, run as written', () => {
     const name = `demo-${hostname().replace(/[^A-Za-z0-9._:-]/g, '-')}`.slice(0, 128);
     expect(worker.stdout()).toMatch(new RegExp(`registered ${name.replace(/\./g, '\\.')} \\(.*\\) on default with concurrency 4`));
     expect(worker.stdout()).toContain(`worker ${name} claiming from default at ${EXECUTION_URL}`);
+  });
+
+  it('npx docket submit --watch runs a demo job with the worker and follows it to SUCCEEDED, exit 0', async () => {
+    const watched = await run(the('submitWatch').text, 60_000);
+    expect(watched.code, describeShell(watched)).toBe(0);
+    const id = /^submitted (job_\w+) to default: QUEUED$/m.exec(watched.stdout)?.[1];
+    expect(id, watched.stdout).toBeDefined();
+    expect(watched.stdout).toMatch(/^1 job\.admitted$/m);
+    expect(watched.stdout).toMatch(/^\d+ job\.succeeded$/m);
+    expect(watched.stdout).toMatch(/^progress \d+\/10/m);
+    expect(watched.stdout).toMatch(new RegExp(`^job ${id} ended SUCCEEDED`, 'm'));
+    expect(watched.stderr).toMatch(/key/); // the generated idempotency key, to retry with
+    const help = await run(inline.helpWatch);
+    expect(help.code, describeShell(help)).toBe(0);
+    expect(help.stdout).toMatch(/Exit status: 0 SUCCEEDED, 3 FAILED, 4 CANCELLED, 5 INTERRUPTED/);
   });
 
   let demoId: string;

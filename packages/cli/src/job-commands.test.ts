@@ -169,11 +169,22 @@ describe('arguments of submit, get, list, watch, cancel, pause and resume', () =
       label: '',
       priority: 0,
       json: false,
+      watch: false,
+      eventsUrl: DEFAULT_EVENTS_URL,
       owner: { url: DEFAULT_ADMISSION_URL, token: undefined, key: undefined },
     });
     expect(
-      parseSubmitArguments(['--queue', 'emails', '--input', '{"to":"a@example.com"}', '--label', 'welcome', '--priority=-5', '--key', USER_KEY, '--json', '--token', 't']),
-    ).toEqual({ queue: 'emails', input: { to: 'a@example.com' }, label: 'welcome', priority: -5, json: true, owner: { url: DEFAULT_ADMISSION_URL, token: 't', key: USER_KEY } });
+      parseSubmitArguments(['--queue', 'emails', '--input', '{"to":"a@example.com"}', '--label', 'welcome', '--priority=-5', '--key', USER_KEY, '--json', '--watch', '--events-url', 'https://events.example', '--token', 't']),
+    ).toEqual({
+      queue: 'emails',
+      input: { to: 'a@example.com' },
+      label: 'welcome',
+      priority: -5,
+      json: true,
+      watch: true,
+      eventsUrl: 'https://events.example',
+      owner: { url: DEFAULT_ADMISSION_URL, token: 't', key: USER_KEY },
+    });
   });
 
   it('reads list filters: repeated or comma-separated statuses in any case, a limit, deleted jobs', () => {

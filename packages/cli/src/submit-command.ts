@@ -3,7 +3,8 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { DocketClient } from '@docket/client';
 import { SubmitJobResponseSchema } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { UsageError, type CliContext, type Command } from './command.js';
-import { protoJsonLine, reportingClientFailures, withJobClient } from './job-client.js';
+import { EVENTS_URL_FLAG, EVENTS_URL_OPTION_HELP, eventsUrlOf, protoJsonLine, reportingClientFailures, withJobClient } from './job-client.js';
+import { watchJob } from './watch-command.js';
 import { statusName } from './job-summary.js';
 import { parseJsonObjectFlag } from './json-object-flag.js';
 import { OWNER_OPTIONS_HELP, parseOwnerArguments, requestKey, type OwnerOptions } from './owner-call.js';
@@ -16,6 +17,10 @@ export interface SubmitArguments {
   readonly priority: number;
   /** Print the SubmitJob response as proto3 JSON instead of the summary line. */
   readonly json: boolean;
+  /** Then follow the job live, as `docket watch` does, and exit by its outcome. */
+  readonly watch: boolean;
+  /** The events service, for `--watch`. */
+  readonly eventsUrl: string;
   readonly owner: OwnerOptions;
 }
 
@@ -34,6 +39,8 @@ export function parseSubmitArguments(args: readonly string[]): SubmitArguments {
     label: { type: 'string' },
     priority: { type: 'string' },
     json: { type: 'boolean' },
+    watch: { type: 'boolean' },
+    ...EVENTS_URL_FLAG,
   });
   if (positionals.length > 0) throw new UsageError(`submit takes no positional arguments (got ${positionals.join(' ')}); name the queue with --queue`);
   const queue = values['queue'];
@@ -44,6 +51,8 @@ export function parseSubmitArguments(args: readonly string[]): SubmitArguments {
     label: (values['label'] as string | undefined) ?? '',
     priority: parsePriority(values['priority'] as string | undefined),
     json: values['json'] === true,
+    watch: values['watch'] === true,
+    eventsUrl: eventsUrlOf(values),
     owner,
   };
 }
@@ -62,9 +71,16 @@ function parsePriority(text: string | undefined): number {
  * SubmitJob response as one line of proto3 JSON. Resolves to the exit code.
  */
 export async function submitJob(client: DocketClient, parsed: SubmitArguments, context: CliContext): Promise<number> {
-  return reportingClientFailures('submit', { name: 'admission', url: parsed.owner.url }, context, async () => {
+  return (await admit(client, parsed, context)).code;
+}
+
+/** {@link submitJob}, also answering the admitted job's id. */
+async function admit(client: DocketClient, parsed: SubmitArguments, context: CliContext): Promise<{ readonly code: number; readonly jobId?: string }> {
+  let jobId: string | undefined;
+  const code = await reportingClientFailures('submit', { name: 'admission', url: parsed.owner.url }, context, async () => {
     const idempotencyKey = requestKey('submit', parsed.owner, context);
     const receipt = await client.submit({ queue: parsed.queue, input: parsed.input, label: parsed.label, priority: parsed.priority }, { idempotencyKey });
+    jobId = receipt.job.id;
     if (parsed.json) {
       const response = create(SubmitJobResponseSchema, {
         job: receipt.job,
@@ -79,6 +95,14 @@ export async function submitJob(client: DocketClient, parsed: SubmitArguments, c
     context.out(`${verb} ${receipt.job.id} to ${receipt.job.queue}: ${statusName(receipt.job.status)}${note}\n`);
     return 0;
   });
+  return jobId === undefined ? { code } : { code, jobId };
+}
+
+/** `submit --watch`: admits the job, then follows it as `docket watch` does; the exit code is the watch's. */
+async function submitAndWatch(client: DocketClient, parsed: SubmitArguments, context: CliContext): Promise<number> {
+  const admitted = await admit(client, parsed, context);
+  if (admitted.code !== 0 || admitted.jobId === undefined) return admitted.code === 0 ? 1 : admitted.code;
+  return watchJob(client, { jobId: admitted.jobId, json: parsed.json, call: { ...parsed.owner, eventsUrl: parsed.eventsUrl } }, context);
 }
 
 /** `docket submit --queue Q ...`: AdmissionService.SubmitJob through `@docket/client`. */
@@ -86,8 +110,8 @@ export const submitCommand: Command = {
   name: 'submit',
   summary: 'submit a job to a queue',
   help: `Usage: docket submit --queue <queue> [--input <json>] [--label <text>]
-                     [--priority <n>] [--key <key>] [--json]
-                     [--url <url>] [--token <jwt>]
+                     [--priority <n>] [--key <key>] [--json] [--watch]
+                     [--url <url>] [--events-url <url>] [--token <jwt>]
 
 Admits a job (AdmissionService SubmitJob) owned by the token's subject.
 The request is idempotent by its key: repeating it with the same key and
@@ -109,13 +133,22 @@ Options:
                     --priority=-5)
   --json            print the SubmitJob response as one line of proto3
                     JSON instead
+  --watch           then follow the job live until it ends, exactly as
+                    docket watch <job_id> does (journal, progress bar,
+                    how it ended), and exit as docket watch does
+${EVENTS_URL_OPTION_HELP}
 ${OWNER_OPTIONS_HELP}
+
+With --watch the exit status is docket watch's: 0 SUCCEEDED, 3 FAILED,
+4 CANCELLED, 5 INTERRUPTED, 1 when the watch failed.
 
 Exit status: 0 admitted (or replayed), 1 refused or failed (the gRPC code
 and reason are printed), 2 bad arguments.
 `,
   async run(args, context) {
     const parsed = parseSubmitArguments(args);
-    return withJobClient(parsed.owner, context, (client) => submitJob(client, parsed, context));
+    return withJobClient({ ...parsed.owner, eventsUrl: parsed.eventsUrl }, context, (client) =>
+      parsed.watch ? submitAndWatch(client, parsed, context) : submitJob(client, parsed, context),
+    );
   },
 };
