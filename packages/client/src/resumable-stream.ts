@@ -1,7 +1,6 @@
 import { Code } from '@connectrpc/connect';
-import { retryBackoffMs } from '@docket/contracts';
+import { delay, retryBackoffMs } from '@docket/contracts';
 import { DocketClientError } from './docket-client-error.js';
-import { delay } from './delay.js';
 import { isRetryableFailure, throwIfAborted, type RetryPolicy } from './retry-policy.js';
 
 /** Options of {@link resumableStream}. */

@@ -1,7 +1,6 @@
 import { Code, ConnectError } from '@connectrpc/connect';
-import { retryBackoffMs } from '@docket/contracts';
+import { delay, retryBackoffMs } from '@docket/contracts';
 import { DocketClientError, isDocketClientError } from './docket-client-error.js';
-import { delay } from './delay.js';
 
 /** How often and how patiently the client retries one call. */
 export interface RetryPolicy {

@@ -19,6 +19,7 @@ export {
   type FieldViolation,
   type GrpcCodeName,
 } from './errors.js';
+export { delay } from './delay.js';
 export { LIMITS, QUEUE_NAME_PATTERN, isValidQueueName, type LimitName } from './limits.js';
 export { isSha256Hex, sha256Hex } from './sha256.js';
 export { coerceEventPageSize, coerceListPageSize } from './page-size.js';

@@ -1,7 +1,6 @@
 import { Code } from '@connectrpc/connect';
-import { mayHaveSucceeded } from '@docket/contracts';
+import { delay, mayHaveSucceeded } from '@docket/contracts';
 import { codeOf } from './docket-worker-error.js';
-import { delay } from './delay.js';
 
 /** How often and how patiently the SDK retries one of its own calls. */
 export interface RetrySchedule {

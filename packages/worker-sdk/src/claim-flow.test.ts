@@ -9,7 +9,7 @@ import { startCluster, stopAll, type DocketCluster } from '../../../test/support
 import { createTestDatabase } from '../../../test/support/database.js';
 import { newIdempotencyKey } from '../../../test/support/keys.js';
 import { createWorker, type Worker } from './create-worker.js';
-import { delay } from './delay.js';
+import { delay } from '@docket/contracts';
 import type { JobHandler } from './job-context.js';
 import { startDelayingProxy, type DelayingProxy, type ProxiedCall } from './testing/delaying-proxy.js';
 import type { WorkerOptions } from './worker-options.js';

@@ -3,7 +3,7 @@ import { Code } from '@connectrpc/connect';
 import { afterEach, describe, expect, it } from 'vitest';
 import { abortKindOf } from './abort-reason.js';
 import { createWorker, type Worker } from './create-worker.js';
-import { delay } from './delay.js';
+import { delay } from '@docket/contracts';
 import { permanentFailure } from './job-failure.js';
 import type { JobHandler } from './job-context.js';
 import { FakeExecution } from './testing/fake-execution.js';

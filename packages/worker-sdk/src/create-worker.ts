@@ -1,12 +1,11 @@
 import { durationFromMs, durationMs } from '@bufbuild/protobuf/wkt';
-import { newId } from '@docket/contracts';
+import { delay, newId } from '@docket/contracts';
 import type { Assignment, ClaimJobsRequestSchema } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { AbortKind } from './abort-reason.js';
 import { AttemptPipeline } from './attempt-pipeline.js';
 import { AttemptRun, type AttemptEnvironment } from './attempt-run.js';
 import { callWithRetry, type RetrySchedule } from './call-retry.js';
-import { delay } from './delay.js';
 import { linkedSignal } from './linked-signal.js';
 import { DocketWorkerError } from './docket-worker-error.js';
 import { connectExecution, type ExecutionConnection } from './execution-client.js';

@@ -2,7 +2,7 @@ import { Code } from '@connectrpc/connect';
 import { afterEach, describe, expect, it } from 'vitest';
 import { abortKindOf } from './abort-reason.js';
 import { createWorker, type Worker } from './create-worker.js';
-import { delay } from './delay.js';
+import { delay } from '@docket/contracts';
 import type { EffectRecord } from './effect-record.js';
 import type { EffectSteps } from './effect-runner.js';
 import type { JobContext, JobHandler } from './job-context.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { delay } from './delay.js';
+import { delay } from '@docket/contracts';
 import { SignalInbox, type JobSignal } from './signal-inbox.js';
 
 const signal = (sequence: number, name = `s${sequence}`): JobSignal => ({ sequence: BigInt(sequence), name, payload: { n: sequence }, redelivered: false });

@@ -18,7 +18,7 @@ import {
   type ReportOutcomeRequest,
 } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
-import { delay } from '../delay.js';
+import { delay } from '@docket/contracts';
 import type { EffectRecord, WorkerRecoveryReason } from '../effect-record.js';
 import type { EffectTransition } from '../effect-runner.js';
 import { FakeEffectStore, FakeRefusal } from './fake-effect-store.js';

@@ -1,7 +1,8 @@
 /**
  * Resolves after `ms`, or as soon as `signal` aborts (resolving, not
  * rejecting: callers check the signal). The timer never outlives the wait.
- * (The worker SDK has the same helper; packages do not share internals.)
+ * Shared by the worker SDK and the client SDK (their retry and reconnect
+ * backoffs).
  */
 export function delay(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
