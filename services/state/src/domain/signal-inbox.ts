@@ -149,15 +149,6 @@ export function planReconcile(job: JobRow, action: ReconcileActionName): InboxCh
   };
 }
 
-/** Joins inbox changes planned one after another on the same row. */
-export function joinInboxChanges(...changes: InboxChange[]): InboxChange {
-  return {
-    patch: Object.assign({}, ...changes.map((change) => change.patch)) as JobPatch,
-    events: changes.flatMap((change) => change.events),
-    moves: changes.flatMap((change) => change.moves),
-  };
-}
-
 /** INTERNAL: the inbox rows disagree with the job's counters (never expected; the transaction rolls back). */
 export function inboxDisagrees(): DocketError {
   return new DocketError('INTERNAL', 'a job\u2019s signal inbox disagrees with its counters');
