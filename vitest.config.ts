@@ -7,6 +7,7 @@ const root = fileURLToPath(new URL('.', import.meta.url));
 const packageSources: Record<string, string> = {
   '@docket/contracts': 'packages/contracts/src/index.ts',
   '@docket/auth': 'packages/auth/src/index.ts',
+  '@docket/trace-context': 'packages/trace-context/src/index.ts',
   '@docket/service-kit': 'packages/service-kit/src/index.ts',
   '@docket/embedded-postgres': 'packages/embedded-postgres/src/index.ts',
   '@docket/cli': 'packages/cli/src/index.ts',

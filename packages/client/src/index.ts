@@ -35,6 +35,7 @@ export {
   type NodeTransports,
   type TokenSource,
 } from './node-transports.js';
+export { tracedCalls } from '@docket/trace-context';
 export { DocketClientError, isDocketClientError, type ClientFieldViolation, type LocalClientErrorReason } from './docket-client-error.js';
 export { GENERATED_KEY_LENGTH, isValidIdempotencyKey, newIdempotencyKey } from './idempotency-key.js';
 export { DEFAULT_RETRY_POLICY, isRetryableFailure, type RetryPolicy } from './retry-policy.js';

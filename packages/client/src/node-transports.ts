@@ -1,5 +1,6 @@
 import type { Interceptor, Transport } from '@connectrpc/connect';
 import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
+import { tracedCalls } from '@docket/trace-context';
 
 /** Default admission address (SPEC §12: admission 7401). */
 export const DEFAULT_ADMISSION_URL = 'http://127.0.0.1:7401';
@@ -59,14 +60,15 @@ export function bearerAuth(token: TokenSource): Interceptor {
  * gRPC transports for Node (connect-node, HTTP/2: h2c for `http://`, TLS
  * for `https://`) to admission and events, authenticated with `token`.
  * Each HTTP/2 session is pinged every 15 s so that a dead connection is
- * noticed during a quiet stream. Browsers cannot use these: build a
+ * noticed during a quiet stream. Each call continues the caller's
+ * OpenTelemetry trace, if any (see `tracedCalls`). Browsers cannot use these: build a
  * connect-web transport with {@link bearerAuth} and pass it as
  * `transports` instead.
  */
 export function createNodeTransports(options: NodeTransportOptions): NodeTransports {
   const admissionUrl = options.admissionUrl ?? withDefaultPort(options.url, DEFAULT_ADMISSION_URL);
   const eventsUrl = options.eventsUrl ?? withDefaultPort(options.url, DEFAULT_EVENTS_URL);
-  const interceptors = [bearerAuth(options.token)];
+  const interceptors = [bearerAuth(options.token), tracedCalls('@docket/client')];
   const sessions = [admissionUrl, eventsUrl].map(
     (url) => new Http2SessionManager(url, { pingIntervalMs: 15_000, pingTimeoutMs: 10_000 }),
   );

@@ -72,3 +72,4 @@ export { EVENT_TYPE_MAX, EVENT_TYPE_PATTERN, validateEventBatch, type EventDraft
 export { FAILURE_DISPOSITIONS, isRetryableFailure, isWorkerFailureClass, type FailureClassName } from './failure-class.js';
 export { retryBackoffCeilingMs, retryBackoffMs } from './retry-backoff.js';
 export { containsNul } from './json-nul.js';
+export { hookStream, type StreamHooks, type StreamOutcome } from './stream-hooks.js';

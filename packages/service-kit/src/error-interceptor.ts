@@ -3,7 +3,7 @@ import { toConnectError } from './error-mapping.js';
 import type { Logger } from './logger.js';
 import { requestIdKey } from './request-id.js';
 import { rpcPath } from './rpc-logging-interceptor.js';
-import { hookStream } from './stream-hooks.js';
+import { hookStream } from '@docket/contracts';
 
 /**
  * Maps every error leaving the handler chain through {@link toConnectError}:

@@ -59,6 +59,7 @@ export {
   type Environment,
 } from './environment.js';
 export { createServiceTransport, type ServiceTransportOptions } from './service-transport.js';
+export { startTracing, tracesExporterFrom, tracingInterceptor, type Tracing } from './tracing.js';
 export { durationMs, validateJobSpecMessage, type JobSpecMessage } from './job-spec-message.js';
 export { DEFAULT_STATE_URL, readFrontServiceConfig, type FrontServiceConfig } from './front-service-config.js';
 export { DEFAULT_FEED_CURSOR_TTL_MS, FeedCursorCodec, normaliseFeedFilter, type FeedCursorBinding, type FeedCursorFilter, type FeedCursorPosition, type FeedCursorRefusal, type OpenedFeedCursor } from './feed-cursor.js';

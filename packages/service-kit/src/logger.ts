@@ -1,3 +1,5 @@
+import { isSpanContextValid, trace } from '@opentelemetry/api';
+
 /** Severity of a {@link Logger} line, least severe first. */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
@@ -16,7 +18,9 @@ export type LogFields = Readonly<Record<string, unknown>>;
 
 /**
  * A structured logger writing one JSON object per line:
- * `{time, level, service, msg, ...fields}`. Lines below its level are
+ * `{time, level, service, msg, trace_id?, span_id?, ...fields}`, the trace
+ * ids being those of the active OpenTelemetry span (when tracing is on and
+ * the line is written inside a traced call). Lines below its level are
  * dropped; code that would do work to build a line asks {@link enabled}
  * first.
  */
@@ -30,7 +34,7 @@ export interface Logger {
 }
 
 /** Keys every line carries; a field with one of these names is dropped, not allowed to forge them. */
-const RESERVED_KEYS: ReadonlySet<string> = new Set(['time', 'level', 'service', 'msg']);
+const RESERVED_KEYS: ReadonlySet<string> = new Set(['time', 'level', 'service', 'msg', 'trace_id', 'span_id']);
 
 /**
  * Creates the logger of one service. Each line at or above `level` is
@@ -50,6 +54,11 @@ export function createLogger(service: string, sink?: (line: string) => void, lev
   const log = (lineLevel: LogLevel, msg: string, fields?: LogFields): void => {
     if (!enabled(lineLevel)) return;
     const entry: Record<string, unknown> = { time: new Date().toISOString(), level: lineLevel, service, msg };
+    const span = trace.getActiveSpan()?.spanContext();
+    if (span !== undefined && isSpanContextValid(span)) {
+      entry.trace_id = span.traceId;
+      entry.span_id = span.spanId;
+    }
     if (fields) {
       for (const [key, value] of Object.entries(fields)) {
         if (!RESERVED_KEYS.has(key) && value !== undefined) entry[key] = value;

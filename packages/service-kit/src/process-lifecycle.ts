@@ -1,6 +1,7 @@
 import { readLogLevel } from './environment.js';
 import { createLogger, type LogLevel, type Logger } from './logger.js';
 import type { RunningServer } from './server.js';
+import { startTracing, type Tracing } from './tracing.js';
 
 /** What {@link runUntilSignalled} listens to and exits through; tests substitute both. */
 export interface ProcessHooks {
@@ -62,23 +63,30 @@ export interface StartedService {
 
 /**
  * The whole of a service's `main.ts`: create its logger (at
- * `DOCKET_LOG_LEVEL`), start it, then drain on SIGTERM/SIGINT
- * ({@link runUntilSignalled}). A start that fails, a bad log level
+ * `DOCKET_LOG_LEVEL`), turn tracing on if the OpenTelemetry variables ask
+ * for it ({@link startTracing}), start it, then drain on SIGTERM/SIGINT
+ * ({@link runUntilSignalled}) and flush the spans still buffered. A start that fails, a bad log level
  * included, logs the error's name and its message (start-up errors are
  * written by Docket code: configuration problems and refusals, never SQL or
  * secrets) and exits 1.
  */
 export function runService(name: string, start: (logger: Logger) => Promise<StartedService>): void {
   let level: LogLevel;
+  let tracing: Tracing;
   try {
     level = readLogLevel(process.env);
+    tracing = startTracing(name, process.env);
   } catch (error) {
     failedToStart(createLogger(name), error);
     return;
   }
   const logger = createLogger(name, undefined, level);
   start(logger).then(
-    ({ server, graceMs, onStopped }) => runUntilSignalled(server, logger, graceMs, onStopped),
+    ({ server, graceMs, onStopped }) =>
+      runUntilSignalled(server, logger, graceMs, async () => {
+        await onStopped?.();
+        await tracing.shutdown();
+      }),
     (error: unknown) => failedToStart(logger, error),
   );
 }

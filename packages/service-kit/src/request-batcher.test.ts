@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { describe, expect, it } from 'vitest';
 import { RequestBatcher, type ItemOutcome } from './request-batcher.js';
 
@@ -16,6 +17,25 @@ function heldBatches() {
 }
 
 describe('RequestBatcher', () => {
+  it("decides a batch in its first item's async context, not in the context of the batch that finished before it", async () => {
+    const caller = new AsyncLocalStorage<string>();
+    const seen: (string | undefined)[] = [];
+    const { batches, decide } = heldBatches();
+    const commit = new RequestBatcher((items: readonly number[]) => {
+      seen.push(caller.getStore());
+      return decide(items);
+    }, { maxBatch: 10, maxInFlight: 1 });
+    const first = caller.run('call 1', () => commit.submit(1));
+    const later = ['call 2', 'call 3'].map((name, index) => caller.run(name, () => commit.submit(index + 2)));
+    caller.run('the releaser', () => batches[0]?.release());
+    await first;
+    await Promise.resolve();
+    expect(batches.map((batch) => batch.items)).toEqual([[1], [2, 3]]);
+    batches[1]?.release();
+    await Promise.all(later);
+    expect(seen).toEqual(['call 1', 'call 2']);
+  });
+
   it('sends an item at once when nothing is in flight, and groups what arrives meanwhile into the next batch', async () => {
     const { batches, decide } = heldBatches();
     const commit = new RequestBatcher(decide, { maxBatch: 10, maxInFlight: 1 });

@@ -1,5 +1,15 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
 /** Each item's own answer from a decided batch: a value or the error for that item alone. */
 export type ItemOutcome<Result> = { readonly ok: true; readonly value: Result } | { readonly ok: false; readonly error: unknown };
+
+/** An item waiting for its batch, with the way back to its caller. */
+interface Waiting<Item, Result> {
+  readonly item: Item;
+  readonly settle: (outcome: ItemOutcome<Result>) => void;
+  /** Runs a function in the async context the item was submitted in. */
+  readonly inCallerContext: <R>(fn: () => R) => R;
+}
 
 /** How a {@link RequestBatcher} forms batches. */
 export interface RequestBatcherOptions {
@@ -21,9 +31,13 @@ export interface RequestBatcherOptions {
  *
  * `decide` answers every item of its batch in order; if it throws, every
  * item of that batch gets the error (none of them was acknowledged).
+ *
+ * A batch is decided in the async context of its first item's caller (its
+ * request id, its trace span), whichever batch finished before it: a
+ * batch's RPC and queries are traced and logged as part of that call.
  */
 export class RequestBatcher<Item, Result> {
-  readonly #waiting: { item: Item; settle: (outcome: ItemOutcome<Result>) => void }[] = [];
+  readonly #waiting: Waiting<Item, Result>[] = [];
   #inFlight = 0;
 
   constructor(
@@ -34,7 +48,11 @@ export class RequestBatcher<Item, Result> {
   /** Decides `item` in the next batch and resolves (or rejects) with its own answer. */
   submit(item: Item): Promise<Result> {
     return new Promise<Result>((resolve, reject) => {
-      this.#waiting.push({ item, settle: (outcome) => (outcome.ok ? resolve(outcome.value) : reject(outcome.error)) });
+      this.#waiting.push({
+        item,
+        settle: (outcome) => (outcome.ok ? resolve(outcome.value) : reject(outcome.error)),
+        inCallerContext: AsyncLocalStorage.snapshot(),
+      });
       this.#flush();
     });
   }
@@ -52,9 +70,10 @@ export class RequestBatcher<Item, Result> {
     }
   }
 
-  async #run(batch: { item: Item; settle: (outcome: ItemOutcome<Result>) => void }[]): Promise<void> {
+  async #run(batch: Waiting<Item, Result>[]): Promise<void> {
     try {
-      const outcomes = await this.decide(batch.map((entry) => entry.item));
+      const items = batch.map((entry) => entry.item);
+      const outcomes = await batch[0]!.inCallerContext(() => this.decide(items));
       batch.forEach((entry, index) => entry.settle(outcomes[index] ?? { ok: false, error: new Error('the batch gave this item no answer') }));
     } catch (error) {
       for (const entry of batch) entry.settle({ ok: false, error });

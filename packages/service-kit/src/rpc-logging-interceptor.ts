@@ -2,7 +2,7 @@ import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import { errorInfoOf, reasonForCode } from './error-mapping.js';
 import type { LogLevel, Logger } from './logger.js';
 import { currentRequestId, requestIdFrom, requestIdKey } from './request-id.js';
-import { hookStream, type StreamOutcome } from './stream-hooks.js';
+import { hookStream, type StreamOutcome } from '@docket/contracts';
 
 /** Codes that mean the server, not the caller, is at fault: logged at level `error`. */
 const SERVER_FAULTS: ReadonlySet<number> = new Set([Code.Internal, Code.Unknown, Code.DataLoss]);

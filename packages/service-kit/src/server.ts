@@ -26,6 +26,7 @@ import type { Logger } from './logger.js';
 import { sniffProtocol } from './protocol-sniffer.js';
 import { registerReflectionService } from './reflection-service.js';
 import { rpcLoggingInterceptor } from './rpc-logging-interceptor.js';
+import { tracingInterceptor } from './tracing.js';
 import { unknownRouteFallback } from './unknown-route.js';
 
 /** The default grace period of {@link RunningServer.shutdown}. */
@@ -94,7 +95,8 @@ export interface RunningServer {
  * per RPC (successes at `debug`, see `rpcLoggingInterceptor`). Logs
  * `{msg: "listening", url}` once the port is bound.
  *
- * Interceptor order, outermost first: RPC logging, error mapping,
+ * Interceptor order, outermost first: tracing (a SERVER span continuing
+ * the caller's `traceparent`), metrics, RPC logging, error mapping,
  * authentication, deadline check, then `options.interceptors`.
  */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
@@ -115,6 +117,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       assertRoutedServicesMatch(options.name, router, options.services);
     },
     interceptors: [
+      tracingInterceptor(),
       metrics.interceptor,
       rpcLoggingInterceptor(logger),
       errorMappingInterceptor(logger),

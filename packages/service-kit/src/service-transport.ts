@@ -1,5 +1,6 @@
 import { Code, ConnectError, type Interceptor, type Transport } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
+import { tracedCalls } from '@docket/trace-context';
 import { currentRequestId, REQUEST_ID_HEADER } from './request-id.js';
 
 /** Options of {@link createServiceTransport}. */
@@ -16,7 +17,8 @@ export interface ServiceTransportOptions {
  * The transport for one Docket service calling another: gRPC over cleartext
  * HTTP/2 (h2c, one multiplexed session), sending `authorization: Bearer
  * <token>` on every call and forwarding the `x-request-id` of the RPC being
- * handled, so both hops log the same id. Pair each call with
+ * handled, so both hops log the same id; each call is a CLIENT span of the
+ * caller's trace and carries its `traceparent` (see `tracedCalls`). Pair each call with
  * `forwardDeadline(ctx)` to pass on the caller's deadline and cancellation.
  */
 export function createServiceTransport(options: ServiceTransportOptions): Transport {
@@ -31,7 +33,7 @@ export function createServiceTransport(options: ServiceTransportOptions): Transp
   };
   return createGrpcTransport({
     baseUrl: options.baseUrl,
-    interceptors: [addHeaders, peerLossAsUnavailable, ...(options.interceptors ?? [])],
+    interceptors: [addHeaders, tracedCalls('@docket/service-kit'), peerLossAsUnavailable, ...(options.interceptors ?? [])],
   });
 }
 

@@ -1,5 +1,6 @@
 import { createClient, type Client, type Interceptor, type Transport } from '@connectrpc/connect';
 import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
+import { tracedCalls } from '@docket/trace-context';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 
 /** A typed client of `docket.execution.v1.ExecutionService`. */
@@ -38,7 +39,7 @@ export function connectExecution(url: string, token: TokenSource | undefined, tr
   const sessionManager = new Http2SessionManager(url, { pingIntervalMs: 15_000, pingTimeoutMs: 10_000 });
   const client = createClient(
     ExecutionService,
-    createGrpcTransport({ baseUrl: url, sessionManager, interceptors: [bearer] }),
+    createGrpcTransport({ baseUrl: url, sessionManager, interceptors: [bearer, tracedCalls('@docket/worker-sdk')] }),
   );
   return { client, close: () => sessionManager.abort() };
 }

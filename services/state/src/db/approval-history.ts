@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { DocketError } from '@docket/contracts';
 import type { Logger } from '@docket/service-kit';
+import { openPool } from './pool.js';
 import { SQLSTATE, sqlStateOf } from './sqlstate.js';
 
 /** The schema that holds the approval history, in whichever database it lives. */
@@ -117,9 +118,7 @@ export class ApprovalHistory {
 
   /** Connects, creates the history if needed, and reports its posture. */
   static async open(connectionString: string, logger: Logger): Promise<ApprovalHistory> {
-    const pool = new pg.Pool({ connectionString, max: 4, application_name: 'docket-approval-history' });
-    pool.on('error', () => {});
-    pool.on('connect', (client) => client.on('error', () => {}));
+    const pool = openPool({ connectionString, max: 4, applicationName: 'docket-approval-history' });
     const history = new ApprovalHistory(pool);
     try {
       const posture = await history.ensure();

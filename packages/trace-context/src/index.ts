@@ -1,0 +1,3 @@
+export { headerGetter, headerSetter } from './header-carrier.js';
+export { endRpcSpan, rpcAttributes, rpcSpanName, traceCall, type RpcIdentity } from './rpc-span.js';
+export { tracedCalls } from './traced-calls.js';
