@@ -4,11 +4,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fromBinary } from '@bufbuild/protobuf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_SERVICE_PORTS } from '@docket/cli';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
-import { ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
+import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
+import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
+import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
 import { clientFor } from './support/clients.js';
 import { REPO_ROOT } from './support/service-process.js';
 import { describeShell, jsonValues, runShell, startShell, type ShellProcess, type ShellResult } from './support/shell.js';
@@ -34,18 +35,18 @@ import { describeShell, jsonValues, runShell, startShell, type ShellProcess, typ
  * written, with DOCKET_TOKEN (and JOB, once the README exports it) in the
  * environment the way the README tells the reader to set them.
  *
- * The only rewriting of a README command is its placeholders
- * (`<id from the response>`, `<job id>`, `<job.id from the response>`),
- * replaced by a real job id from an earlier response. Two further commands
- * are derived because the README's prose asks for them: "change the input
- * and keep the key" (one field added to the SubmitJob input) and "submit
- * another with a new key" (the demo SubmitJob with another idempotencyKey).
+ * The only rewriting of a README command is its placeholder
+ * (`<job id it printed>`), replaced by the job id an earlier command
+ * printed. One further command is derived because the README's prose asks
+ * for it: "change the input and keep the key" (one field added to the
+ * submit's input). Between commands the test reads jobs through its own
+ * GetJob client, to wait for the states the README describes.
  *
  * Not run here: `npm install`, `npm test` and `npm run verify` are what CI
  * runs around this very test (`.ci/run`: `npm ci`, ..., `npm test`, which
  * includes this file); running them from inside `npm test` would recurse.
- * The second `npm start` block is the same command as the first; the test
- * does run `npm start` a second time, to check that it keeps the data.
+ * The test does run `npm start` a second time, to check that it keeps the
+ * data.
  */
 
 /** The README's addresses, which are `docket dev`'s defaults. */
@@ -53,7 +54,7 @@ const ADMISSION_URL = `http://127.0.0.1:${DEFAULT_SERVICE_PORTS.admission}`;
 const EXECUTION_URL = `http://127.0.0.1:${DEFAULT_SERVICE_PORTS.execution}`;
 const EVENTS_URL = `http://127.0.0.1:${DEFAULT_SERVICE_PORTS.events}`;
 
-/** How long one `buf curl` / `curl` may take (they answer in well under a second). */
+/** How long one README command may take (they answer in well under a second). */
 const CALL_TIMEOUT_MS = 20_000;
 /** `npm start`: build (a no-op after `npm run build`), initdb, four services. */
 const START_TIMEOUT_MS = 90_000;
@@ -134,7 +135,7 @@ function readmeInlineDocketCommands(markdown: string): string[] {
 }
 
 /** The README's placeholders for a job id taken from an earlier response. */
-const JOB_ID_PLACEHOLDERS = ['<id from the response>', '<job id>', '<job.id from the response>'];
+const JOB_ID_PLACEHOLDERS = ['<job id it printed>'];
 
 function maskPlaceholders(text: string): string {
   return text.replace(/<[a-z][^<>\n]*>/gi, 'PLACEHOLDER');
@@ -156,42 +157,40 @@ function withJobId(text: string, jobId: string): string {
 // Classification: every README command is exactly one of these
 
 const ADMISSION = String.raw`http://127\.0\.0\.1:7401/docket\.admission\.v1\.AdmissionService`;
-const EVENTS = String.raw`http://127\.0\.0\.1:7403/docket\.events\.v1\.EventService`;
 const BUF_CURL = String.raw`npx buf curl --http2-prior-knowledge --protocol grpc`;
 const BEARER = String.raw`-H "authorization: Bearer \$DOCKET_TOKEN"`;
-/** `-d "{\"jobId\":\"$JOB\"}"`: the body names the job through JOB. */
-const JOB_BODY = String.raw`-d "\{\\"jobId\\":\\"\$JOB\\"\}"`;
 
 /** How the test checks each kind (see the `it`s below); `count` is how many README commands it expects. */
 const KINDS = {
   /** CI runs it (`npm ci` in `.ci/run`) before this test can run at all. */
   npmInstall: { pattern: /^npm install$/ },
-  /** beforeAll starts it; the last tests stop it with Ctrl-C and start it again. Shown twice. */
-  npmStart: { pattern: /^npm start$/, count: 2 },
+  /** beforeAll starts it; the last test stops it with Ctrl-C and starts it again. */
+  npmStart: { pattern: /^npm start$/ },
   /** CI runs it, and it runs this file: not run from here. */
   npmTest: { pattern: /^npm test$/ },
-  submitOrder: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} -d '\\{"idempotencyKey":"order-[^']*"queue":"email"[^']*' ${ADMISSION}/SubmitJob$`) },
-  getJobById: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} -d '[^']*<id from the response>[^']*' ${ADMISSION}/GetJob$`) },
-  listJobs: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} -d '\\{"pageSize":\\d+\\}' ${ADMISSION}/ListJobs$`) },
-  listMethods: { pattern: new RegExp(`^${BUF_CURL} --list-methods http://127\\.0\\.0\\.1:7401$`) },
-  curlListJobs: { pattern: new RegExp(`^curl -X POST -H "content-type: application/json" ${BEARER} -d '\\{"pageSize":\\d+\\}' ${ADMISSION}/ListJobs$`) },
-  streamById: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} -d '[^']*<job id>[^']*' ${EVENTS}/StreamJobEvents$`) },
-  cancelById: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} -d '\\{"idempotencyKey":"[^"]+","jobId":"<job id>"\\}' ${ADMISSION}/CancelJob$`) },
   worker: { pattern: /^npx docket worker(\s+#.*)?$/ },
   submitWatch: { pattern: /^npx docket submit --queue default --input '\{"count":\d+,"delay_ms":\d+\}' --watch$/ },
-  submitDemo: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} -d '\\{"idempotencyKey":"demo-count-[^']*"queue":"default"[^']*' ${ADMISSION}/SubmitJob$`) },
-  submitApproval: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} -d '\\{"idempotencyKey":"demo-approve-[^']*"queue":"default"[^']*"approve_at":3[^']*"effect":true[^']*' ${ADMISSION}/SubmitJob$`) },
-  /** After each demo SubmitJob. */
-  exportJob: { pattern: /^export JOB=<job\.id from the response>$/, count: 2 },
+  submitOrder: { pattern: /^npx docket submit --queue email --input '\{[^']*\}' --key order-[\w-]+$/ },
+  /** After each CLI submit whose job the README goes on with. */
+  exportJob: { pattern: /^export JOB=<job id it printed>$/, count: 3 },
+  getJob: { pattern: /^npx docket get \$JOB$/ },
+  listQueue: { pattern: /^npx docket list --queue email$/ },
+  watchJob: { pattern: /^npx docket watch \$JOB$/ },
+  /** The email job waiting in QUEUED. */
+  cancelQueued: { pattern: /^npx docket cancel \$JOB$/ },
+  /** The running demo job (its comment says what happens). */
+  cancelRunning: { pattern: /^npx docket cancel \$JOB\s+#.*$/ },
+  submitDemo: { pattern: /^npx docket submit --queue default --input '\{"count":20,"delay_ms":\d+\}'$/ },
+  pauseJob: { pattern: /^npx docket pause \$JOB(\s+#.*)?$/ },
+  resumeJob: { pattern: /^npx docket resume \$JOB(\s+#.*)?$/ },
+  sdkExample: { pattern: /^node examples\/typescript\/submit-and-watch\.mjs$/ },
+  bufSubmit: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} -d '\\{"idempotencyKey":"order-[^']*"queue":"email"[^']*' ${ADMISSION}/SubmitJob$`) },
+  listMethods: { pattern: new RegExp(`^${BUF_CURL} --list-methods http://127\\.0\\.0\\.1:7401$`) },
+  curlListJobs: { pattern: new RegExp(`^curl -X POST -H "content-type: application/json" ${BEARER} -d '\\{"pageSize":\\d+\\}' ${ADMISSION}/ListJobs$`) },
+  submitApproval: { pattern: /^npx docket submit --queue default --input '\{"count":20,"delay_ms":500,"approve_at":3,"effect":true\}'$/ },
   approve: { pattern: /^npx docket approve \$JOB --comment "[^"]+"$/ },
   signalAdd: { pattern: /^npx docket signal \$JOB add --payload '\{"n":\d+\}'$/ },
   verify: { pattern: /^npx docket verify \$JOB$/ },
-  getJobEnv: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} ${JOB_BODY} ${ADMISSION}/GetJob$`) },
-  streamEnv: { pattern: new RegExp(`^${BUF_CURL} ${BEARER} ${JOB_BODY} ${EVENTS}/StreamJobEvents$`) },
-  changeFunction: { pattern: /^change\(\) \{\n[\s\S]*\n\}$/ },
-  changePause: { pattern: /^change PauseJob(\s+#.*)?$/ },
-  changeResume: { pattern: /^change ResumeJob(\s+#.*)?$/ },
-  changeCancel: { pattern: /^change CancelJob(\s+#.*)?$/ },
 } satisfies Record<string, { pattern: RegExp; count?: number }>;
 
 type Kind = keyof typeof KINDS;
@@ -200,10 +199,12 @@ type Kind = keyof typeof KINDS;
 const INLINE_KINDS = {
   /** Run, and the token is checked against admission. */
   token: /^npx docket token --subject \S+ --role \S+$/,
-  /** The same worker as the ```sh block, started in the background: that is how the test runs it. */
-  workerInBackground: /^npx docket worker &$/,
   /** Run: it documents the exit codes the README refers to. */
   helpWatch: /^npx docket help watch$/,
+  /** The same command as the ```sh block: run on the demo job from "another terminal". */
+  watchDemo: /^npx docket watch \$JOB$/,
+  /** Run on the approval job: it shows the pending approval. */
+  getApproval: /^npx docket get \$JOB$/,
   /** Run on a second approval demo job: it ends FAILED, class APPROVAL_DENIED. */
   deny: /^npx docket deny \$JOB$/,
 } satisfies Record<string, RegExp>;
@@ -296,52 +297,46 @@ function succeeded(result: ShellResult & { script: string }): Record<string, any
   return message as Record<string, any>;
 }
 
-/** The error `buf curl` printed (JSON on stderr), its google.rpc.ErrorInfo decoded. */
-function refused(result: ShellResult & { script: string }): { code: string; message: string; reason: string | undefined } {
-  if (result.code === 0 || result.timedOut) throw new Error(`expected the call to be refused:\n${describeShell(result)}`);
-  const [error] = jsonValues(result.stderr) as { code?: string; message?: string; details?: { type: string; value: string; debug?: { reason?: string } }[] }[];
-  if (error?.code === undefined) throw new Error(`no error JSON on stderr:\n${describeShell(result)}`);
-  const info = error.details?.find((detail) => detail.type === 'google.rpc.ErrorInfo');
-  // buf curl prints the detail base64-encoded (it cannot resolve
-  // google.rpc.ErrorInfo through reflection); decode it as a client would.
-  const reason = info?.debug?.reason ?? (info ? fromBinary(ErrorInfoSchema, Buffer.from(info.value, 'base64')).reason : undefined);
-  return { code: error.code, message: error.message ?? '', reason };
+/** The standard output of a README `docket` command that exited 0; fails with its output otherwise. */
+function printed(result: ShellResult & { script: string }): string {
+  if (result.code !== 0 || result.timedOut) throw new Error(`a README command failed:\n${describeShell(result)}`);
+  return result.stdout;
 }
 
-/** The README's `GetJob` with `$JOB`, exactly as written; the job it shows. */
-async function getJobEnv(): Promise<Record<string, any>> {
-  return succeeded(await run(the('getJobEnv').text)).job as Record<string, any>;
+/** The id a `docket submit` printed: `submitted job_... to <queue>: QUEUED`. */
+function submittedId(stdout: string): string {
+  const id = /^submitted (job_[a-z0-9]+) to [\w.-]+: QUEUED$/m.exec(stdout)?.[1];
+  if (id === undefined) throw new Error(`docket submit printed no "submitted" line:\n${stdout}`);
+  return id;
 }
 
-/** Polls `probe` until it returns a value; fails after `timeoutMs` naming `what` and the last value seen. */
-async function until<T>(probe: () => Promise<{ done: T | undefined; last: unknown }>, what: string, timeoutMs: number): Promise<T> {
+/** Runs the README's `export JOB=<job id it printed>` with `id` in the placeholder; from then on JOB is `id`. */
+async function exportJob(id: string): Promise<void> {
+  // The trailing printenv is the test's, to read what the line exported.
+  const exported = await run(`${withJobId(the('exportJob').text, id)}\nprintenv JOB`);
+  expect(exported.code, describeShell(exported)).toBe(0);
+  job = exported.stdout.trim();
+  expect(job).toBe(id);
+}
+
+/** The job as the test itself reads it (GetJob through its own client, not a README command). */
+async function jobNow(id: string): Promise<Job> {
+  const { job: found } = await clientFor(AdmissionService, ADMISSION_URL, token).getJob({ jobId: id });
+  if (!found) throw new Error(`GetJob answered ${id} without a job`);
+  return found;
+}
+
+/** Polls GetJob until the job satisfies `wanted`; fails after `timeoutMs` with the last state seen. */
+async function jobUntil(id: string, wanted: (job: Job) => boolean, what: string, timeoutMs = 20_000): Promise<Job> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
-    const { done, last } = await probe();
-    if (done !== undefined) return done;
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}; last seen: ${JSON.stringify(last)}`);
+    const seen = await jobNow(id);
+    if (wanted(seen)) return seen;
+    if (performance.now() > deadline) {
+      throw new Error(`timed out waiting for ${what}; last seen: ${JobStatus[seen.status]}, progress ${seen.progress?.completedUnits}, attempts ${seen.attemptCount}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-}
-
-/** Polls the README's GetJob until the job satisfies `wanted`. */
-async function jobUntil(wanted: (job: Record<string, any>) => boolean, what: string, timeoutMs = 20_000): Promise<Record<string, any>> {
-  return until(async () => {
-    const seen = await getJobEnv();
-    return { done: wanted(seen) ? seen : undefined, last: { status: seen.status, progress: seen.progress, attempts: seen.attemptCount } };
-  }, what, timeoutMs);
-}
-
-/** The id of the job a SubmitJob response admitted. */
-function admittedId(message: Record<string, any>): string {
-  const id = message.job?.id;
-  expect(id).toMatch(/^job_[a-z0-9]+$/);
-  return id as string;
-}
-
-/** The `change()` function definition and one call of it, both exactly as the README writes them. */
-function change(call: 'changePause' | 'changeResume' | 'changeCancel'): string {
-  return `${the('changeFunction').text}\n${the(call).text}`;
 }
 
 async function portIsFree(port: number): Promise<boolean> {
@@ -443,65 +438,6 @@ describe('README.md commands, run as written', () => {
     expect(token).toMatch(/^ey[\w-]+\.[\w-]+\.[\w-]+$/);
   });
 
-  let orderId: string;
-
-  it('SubmitJob admits the job; the same command again replays it; a changed input under the same key is refused', async () => {
-    const first = succeeded(await run(the('submitOrder').text));
-    orderId = admittedId(first);
-    expect(first.job.status).toBe('JOB_STATUS_QUEUED');
-    expect(first.replayed ?? false).toBe(false);
-
-    // "Run the same command again: the response is identical, with "replayed": true."
-    const again = succeeded(await run(the('submitOrder').text));
-    expect(again.replayed).toBe(true);
-    const { replayed: _replayed, ...rest } = again;
-    expect(rest).toEqual(first);
-
-    // "Change the input and keep the key: the answer is already_exists with
-    // reason IDEMPOTENCY_CONFLICT." Derived: one field added to the input.
-    const changedInput = the('submitOrder').text.replace('"input":{', '"input":{"changed":true,');
-    expect(changedInput).not.toBe(the('submitOrder').text);
-    const conflict = refused(await run(changedInput));
-    expect(conflict.code).toBe('already_exists');
-    expect(conflict.reason).toBe('IDEMPOTENCY_CONFLICT');
-  });
-
-  it('GetJob shows the job; ListJobs (buf curl, and plain curl over HTTP/1.1) lists it; --list-methods lists the services', async () => {
-    const got = succeeded(await run(withJobId(the('getJobById').text, orderId)));
-    expect(got.job.id).toBe(orderId);
-    expect(got.job.status).toBe('JOB_STATUS_QUEUED');
-
-    const listed = succeeded(await run(the('listJobs').text));
-    expect((listed.jobs as { id: string }[]).map((j) => j.id)).toContain(orderId);
-
-    const overHttp1 = succeeded(await run(the('curlListJobs').text));
-    expect((overHttp1.jobs as { id: string }[]).map((j) => j.id)).toContain(orderId);
-
-    const methods = await run(the('listMethods').text);
-    expect(methods.code, describeShell(methods)).toBe(0);
-    const lines = methods.stdout.trim().split('\n');
-    for (const method of AdmissionService.methods) expect(lines).toContain(`${AdmissionService.typeName}/${method.name}`);
-    expect(lines).toContain('grpc.health.v1.Health/Check');
-    expect(lines).toContain('grpc.reflection.v1.ServerReflection/ServerReflectionInfo');
-    expect(lines).toContain('grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo');
-  });
-
-  it('StreamJobEvents prints the backlog; CancelJob from another terminal ends it with {"end":{}} and the stream closes', async () => {
-    const stream = start(withJobId(the('streamById').text, orderId), readerEnv(), 30_000);
-    await stream.waitFor((out) => jsonValues(out).length >= 1, 'the first StreamJobEvents frame', 10_000);
-    const [backlog] = jsonValues(stream.stdout()) as Record<string, any>[];
-    expect(backlog?.page?.events?.[0]).toMatchObject({ sequence: '1', type: 'job.admitted' });
-    expect(stream.child.exitCode, 'the stream closed before the job ended').toBeNull();
-
-    const cancelled = succeeded(await run(withJobId(the('cancelById').text, orderId)));
-    expect(cancelled.job.status).toBe('JOB_STATUS_CANCELLED');
-
-    const ended = await stream.exited;
-    expect(ended.code, describeShell({ ...ended, script: stream.script })).toBe(0);
-    const frames = checkedStream(ended.stdout);
-    expect(frames.events.map((event) => event.type)).toEqual(['job.admitted', 'job.cancelled']);
-  });
-
   it('npx docket token (inline) mints a token that admission accepts; npx docket help worker explains the options', async () => {
     const minted = await run(inline.token);
     expect(minted.code, describeShell(minted)).toBe(0);
@@ -513,17 +449,17 @@ describe('README.md commands, run as written', () => {
 
     // The worker command's comment points there for its options.
     const see = /see (npx docket help \w+)/.exec(the('worker').text)?.[1];
-    expect(see).toBeDefined();
+    expect(see).toBe('npx docket help worker');
     const help = await run(see!);
     expect(help.code, describeShell(help)).toBe(0);
     const named = /#\s*(.*): see/.exec(the('worker').text)?.[1]?.split(/,\s*/) ?? [];
-    expect(named.length).toBeGreaterThan(0);
+    expect(named).toEqual(['--queue', '--concurrency', '--name', '--url']);
     for (const option of named) expect(help.stdout).toContain(option);
   });
 
-  it('npx docket worker (in the background) registers with :7402 as demo-<host> on the default queue, four at a time', async () => {
-    // `npx docket worker &` in the reader's second shell, where DOCKET_TOKEN
-    // holds the user token (which the worker must not use).
+  it('npx docket worker (in a second terminal) registers with :7402 as demo-<host> on the default queue, four at a time', async () => {
+    // Started in the background, with DOCKET_TOKEN holding the user token
+    // (which the worker must not use).
     worker = start(the('worker').text, readerEnv(), 5 * 60_000);
     await worker.waitFor(/claiming from default/, 'the worker to start claiming', 30_000);
     const name = `demo-${hostname().replace(/[^A-Za-z0-9._:-]/g, '-')}`.slice(0, 128);
@@ -531,133 +467,162 @@ describe('README.md commands, run as written', () => {
     expect(worker.stdout()).toContain(`worker ${name} claiming from default at ${EXECUTION_URL}`);
   });
 
-  it('npx docket submit --watch runs a demo job with the worker and follows it to SUCCEEDED, exit 0', async () => {
+  it('npx docket submit --watch (in a third) runs a demo job with the worker and follows it to SUCCEEDED, exit 0', async () => {
     const watched = await run(the('submitWatch').text, 60_000);
     expect(watched.code, describeShell(watched)).toBe(0);
-    const id = /^submitted (job_\w+) to default: QUEUED$/m.exec(watched.stdout)?.[1];
-    expect(id, watched.stdout).toBeDefined();
+    const id = submittedId(watched.stdout);
     expect(watched.stdout).toMatch(/^1 job\.admitted$/m);
     expect(watched.stdout).toMatch(/^\d+ job\.succeeded$/m);
     expect(watched.stdout).toMatch(/^progress \d+\/10/m);
     expect(watched.stdout).toMatch(new RegExp(`^job ${id} ended SUCCEEDED`, 'm'));
-    expect(watched.stderr).toMatch(/key/); // the generated idempotency key, to retry with
+    expect(watched.stderr).toMatch(/idempotency key cli-/); // the generated key, to retry with
     const help = await run(inline.helpWatch);
     expect(help.code, describeShell(help)).toBe(0);
     expect(help.stdout).toMatch(/Exit status: 0 SUCCEEDED, 3 FAILED, 4 CANCELLED, 5 INTERRUPTED/);
   });
 
-  let demoId: string;
-  let demoStream: ShellProcess;
-
-  it('the demo job runs: GetJob shows status, progress and checkpointPresent', async () => {
-    const admitted = succeeded(await run(the('submitDemo').text));
-    demoId = admittedId(admitted);
-    expect(admitted.job.queue).toBe('default');
-
-    // `export JOB=<job.id from the response>`, the placeholder replaced; the
-    // trailing printenv is the test's, to read what the line exported.
-    const exported = await run(`${withJobId(the('exportJob').text, demoId)}\nprintenv JOB`);
-    expect(exported.code, describeShell(exported)).toBe(0);
-    job = exported.stdout.trim();
-    expect(job).toBe(demoId);
-
-    const running = await jobUntil(
-      (seen) => seen.status === 'JOB_STATUS_RUNNING' && seen.checkpointPresent === true && Number(seen.progress?.completedUnits) >= 6,
-      'the demo job to run with progress and a checkpoint',
-    );
-    expect(running.progress).toMatchObject({ totalUnits: '20' });
-    expect(worker!.stdout()).toContain(`claimed ${demoId} (attempt 1, fence 1)`);
-
-    demoStream = start(the('streamEnv').text, readerEnv(), 60_000);
-    await demoStream.waitFor((out) => jsonValues(out).length >= 1, 'the first frame of StreamJobEvents for $JOB', 10_000);
+  it('examples/typescript/submit-and-watch.mjs submits with the SDK and follows the job to SUCCEEDED', async () => {
+    const ran = await run(the('sdkExample').text, 60_000);
+    const out = printed(ran);
+    const id = /^submitted (job_[a-z0-9]+) with key \S+$/m.exec(out)?.[1];
+    expect(id, out).toBeDefined();
+    const sequences = [...out.matchAll(/^(\d+) ([a-z_.]+)$/gm)].map((match) => Number(match[1]));
+    expect(sequences[0]).toBe(1);
+    expect(sequences).toEqual(sequences.map((_, index) => index + 1)); // in order, no gap, no duplicate
+    expect(out).toMatch(/^\d+ job\.succeeded$/m);
+    expect(out).toMatch(/^progress 5\/5$/m);
+    expect(out).toMatch(new RegExp(`^${id} ended SUCCEEDED$`, 'm'));
   });
 
-  it('change PauseJob: the worker checkpoints and stops; the job is PAUSED', async () => {
-    const paused = succeeded(await run(change('changePause')));
-    expect(paused.job.id).toBe(demoId);
-    expect(['JOB_STATUS_RUNNING', 'JOB_STATUS_PAUSED']).toContain(paused.job.status); // RUNNING (pause requested)
-    const seen = await jobUntil((j) => j.status === 'JOB_STATUS_PAUSED', 'the job to be PAUSED');
+  let orderId: string;
+
+  it('docket submit --key admits the job; the same command again replays it; a changed input under the same key is refused', async () => {
+    orderId = submittedId(printed(await run(the('submitOrder').text)));
+    const again = printed(await run(the('submitOrder').text));
+    expect(again).toMatch(new RegExp(`^replayed ${orderId} to email: QUEUED`, 'm'));
+
+    // "Change the input and keep the key": one field added to the input.
+    const changedInput = the('submitOrder').text.replace(`--input '{`, `--input '{"changed":true,`);
+    expect(changedInput).not.toBe(the('submitOrder').text);
+    const conflict = await run(changedInput);
+    expect(conflict.code, describeShell(conflict)).toBe(1);
+    expect(conflict.stderr).toMatch(/already_exists IDEMPOTENCY_CONFLICT/);
+    expect((await jobNow(orderId)).input).toEqual({ to: 'ada@example.com' });
+  });
+
+  it('docket get shows the job; docket list --queue email lists it', async () => {
+    await exportJob(orderId);
+    const got = printed(await run(the('getJob').text));
+    expect(got).toMatch(new RegExp(`^job ${orderId}: QUEUED$`, 'm'));
+    expect(got).toMatch(/^\s+queue:\s+email$/m);
+    const listed = printed(await run(the('listQueue').text));
+    expect(listed.split('\n')[0]).toMatch(/^ID\s+STATUS\s+QUEUE\s+ATTEMPTS\s+UPDATED$/);
+    expect(listed).toMatch(new RegExp(`^${orderId}\\s+QUEUED\\s+email\\s`, 'm'));
+  });
+
+  it('docket watch follows the waiting job; docket cancel from another terminal ends the watch with CANCELLED, exit 4', async () => {
+    const watch = start(the('watchJob').text, readerEnv(), 30_000);
+    await watch.waitFor(/^1 job\.admitted$/m, 'the watch to print the journal', 15_000);
+    expect(watch.child.exitCode, 'the watch ended before the job did').toBeNull();
+    const cancelled = printed(await run(the('cancelQueued').text));
+    expect(cancelled).toMatch(new RegExp(`^cancelled ${orderId}: the job is CANCELLED$`, 'm'));
+    const ended = await watch.exited;
+    expect(ended.code, describeShell({ ...ended, script: watch.script })).toBe(4);
+    expect(ended.stdout).toMatch(/^2 job\.cancelled$/m);
+    expect(ended.stdout).toMatch(new RegExp(`^job ${orderId} ended CANCELLED`, 'm'));
+  });
+
+  let demoId: string;
+  let demoWatch: ShellProcess;
+
+  it('the demo job runs with progress and a checkpoint; docket watch in another terminal follows it', async () => {
+    demoId = submittedId(printed(await run(the('submitDemo').text)));
+    await exportJob(demoId);
+    demoWatch = start(inline.watchDemo, readerEnv(), 60_000);
+    const running = await jobUntil(
+      demoId,
+      (seen) => seen.status === JobStatus.RUNNING && seen.checkpointPresent && Number(seen.progress?.completedUnits) >= 6,
+      'the demo job to run with progress and a checkpoint',
+    );
+    expect(running.progress?.totalUnits).toBe(20n);
+    expect(worker!.stdout()).toContain(`claimed ${demoId} (attempt 1, fence 1)`);
+  });
+
+  it('docket pause: the worker checkpoints and stops; the job is PAUSED', async () => {
+    const paused = printed(await run(the('pauseJob').text));
+    expect(paused).toMatch(new RegExp(`^paused ${demoId}: the job is (RUNNING|PAUSED)$`, 'm')); // RUNNING (pause requested)
+    const seen = await jobUntil(demoId, (j) => j.status === JobStatus.PAUSED, 'the job to be PAUSED');
     expect(seen.checkpointPresent).toBe(true);
     await worker!.waitFor(new RegExp(`${demoId} pause requested: checkpoint saved at \\d+/20`), 'the worker to report the pause checkpoint', 5_000);
   });
 
-  it('change ResumeJob: QUEUED, then a new attempt with a higher fence continues from the checkpoint', async () => {
+  it('docket resume: QUEUED, then a new attempt with a higher fence continues from the checkpoint', async () => {
     const at = new RegExp(`${demoId} pause requested: checkpoint saved at (\\d+)/20`).exec(worker!.stdout())?.[1];
     expect(Number(at)).toBeGreaterThan(0);
-    const resumed = succeeded(await run(change('changeResume')));
-    expect(resumed.job.status).toBe('JOB_STATUS_QUEUED');
+    const resumed = printed(await run(the('resumeJob').text));
+    expect(resumed).toMatch(new RegExp(`^resumed ${demoId}: the job is QUEUED$`, 'm'));
     await worker!.waitFor(new RegExp(`${demoId} resuming at ${at}/20 \\(attempt 2, fence 2\\)`), `the worker to print "resuming at ${at}/20"`, 15_000);
-    await jobUntil((j) => j.status === 'JOB_STATUS_RUNNING' && j.attemptCount === 2, 'the job to run again (attempt 2)');
+    await jobUntil(demoId, (j) => j.status === JobStatus.RUNNING && j.attemptCount === 2, 'the job to run again (attempt 2)');
   });
 
-  it('change CancelJob: CANCELLING, the handler stops, CANCELLED; StreamJobEvents ends after the terminal event', async () => {
-    const cancelling = succeeded(await run(change('changeCancel')));
-    expect(cancelling.job.status).toBe('JOB_STATUS_CANCELLING');
-    await jobUntil((j) => j.status === 'JOB_STATUS_CANCELLED', 'the job to be CANCELLED');
+  it('docket cancel of the running job: CANCELLING, the handler stops, CANCELLED; the watch shows the whole journal and exits 4', async () => {
+    const cancelling = printed(await run(the('cancelRunning').text));
+    expect(cancelling).toMatch(new RegExp(`^cancelled ${demoId}: the job is CANCELLING$`, 'm'));
+    await jobUntil(demoId, (j) => j.status === JobStatus.CANCELLED, 'the job to be CANCELLED');
     await worker!.waitFor(new RegExp(`${demoId} cancel requested: stopped at \\d+/20`), 'the worker to report the cancel', 5_000);
     await worker!.waitFor(new RegExp(`${demoId} cancelled -> CANCELLED`), 'the worker to report CANCELLED', 5_000);
 
-    const ended = await demoStream.exited;
-    expect(ended.code, describeShell({ ...ended, script: demoStream.script })).toBe(0);
-    const frames = checkedStream(ended.stdout);
-    const types = frames.events.map((event) => event.type);
-    for (const type of ['attempt.started', 'checkpoint.saved', 'worker.demo_started']) expect(types).toContain(type);
+    const ended = await demoWatch.exited;
+    expect(ended.code, describeShell({ ...ended, script: demoWatch.script })).toBe(4);
+    const types = [...ended.stdout.matchAll(/^\d+ ([a-z_.]+)$/gm)].map((match) => match[1]);
+    for (const type of ['job.admitted', 'attempt.started', 'checkpoint.saved', 'worker.demo_started', 'job.paused', 'job.resumed']) expect(types).toContain(type);
     expect(types.at(-1)).toBe('job.cancelled');
-    expect(frames.progress, 'live progress frames').toBeGreaterThan(0);
+    expect(ended.stdout, 'live progress').toMatch(/^progress \d+\/20/m);
+    expect(ended.stdout).toMatch(new RegExp(`^job ${demoId} ended CANCELLED`, 'm'));
   });
 
-  it('an approval demo job waits PAUSED; npx docket approve lets it go on; npx docket signal reaches it; it commits its effect; npx docket verify passes', async () => {
-    const id = admittedId(succeeded(await run(the('submitApproval').text)));
-    const exported = await run(`${withJobId(the('exportJob').text, id)}\nprintenv JOB`);
-    job = exported.stdout.trim();
-    expect(job).toBe(id);
+  it('an approval demo job waits PAUSED; docket get shows the approval; docket approve lets it go on; docket signal reaches it; it commits its effect; docket verify passes', async () => {
+    const id = submittedId(printed(await run(the('submitApproval').text)));
+    await exportJob(id);
     await worker!.waitFor(new RegExp(`${id} waiting for approval apr_`), 'the worker to ask for approval', 15_000);
-    const paused = await jobUntil((j) => j.status === 'JOB_STATUS_PAUSED' && j.pendingApproval !== undefined, 'the job to wait for approval');
-    expect(paused.pendingApproval.details).toMatchObject({ at: 3 });
+    const paused = await jobUntil(id, (j) => j.status === JobStatus.PAUSED && j.pendingApproval !== undefined, 'the job to wait for approval');
+    const approvalId = paused.pendingApproval!.approvalId;
+    expect(printed(await run(inline.getApproval))).toMatch(new RegExp(`^\\s+approval:\\s+${approvalId}\\b`, 'm'));
 
-    const approved = await run(the('approve').text);
-    expect(approved.code, describeShell(approved)).toBe(0);
-    expect(approved.stdout).toMatch(new RegExp(`allowed ${paused.pendingApproval.approvalId} of ${id}`));
+    const approved = printed(await run(the('approve').text));
+    expect(approved).toMatch(new RegExp(`allowed ${approvalId} of ${id}`));
     await worker!.waitFor(new RegExp(`${id} approved: continuing from 3/20`), 'the next attempt to continue after the approval', 15_000);
 
-    const signalled = await run(the('signalAdd').text);
-    expect(signalled.code, describeShell(signalled)).toBe(0);
-    expect(signalled.stdout).toMatch(new RegExp(`signal 1 "add" to ${id}`));
+    const signalled = printed(await run(the('signalAdd').text));
+    expect(signalled).toMatch(new RegExp(`signal 1 "add" to ${id}`));
     await worker!.waitFor(new RegExp(`${id} signal 1 add`), 'the worker to take the signal', 15_000);
 
-    const done = await jobUntil((j) => j.status === 'JOB_STATUS_SUCCEEDED', 'the approved job to succeed', 30_000);
+    const done = await jobUntil(id, (j) => j.status === JobStatus.SUCCEEDED, 'the approved job to succeed', 30_000);
     expect(done.result).toMatchObject({ counted: 20 });
-    expect(typeof done.result.external_id).toBe('string');
-    const verified = await run(the('verify').text);
-    expect(verified.code, describeShell(verified)).toBe(0);
-    expect(verified.stdout).toMatch(new RegExp(`^intact: ${id}, \\d+ events`));
+    expect(typeof done.result?.external_id).toBe('string');
+    const verified = printed(await run(the('verify').text));
+    expect(verified).toMatch(new RegExp(`^intact: ${id}, \\d+ events`));
   });
 
   it('npx docket deny (inline) fails a job that waits for approval with class APPROVAL_DENIED', async () => {
-    const anotherKey = the('submitApproval').text.replace(/"idempotencyKey":"[^"]+"/, '"idempotencyKey":"demo-approve-0002"');
-    expect(anotherKey).not.toBe(the('submitApproval').text);
-    job = admittedId(succeeded(await run(anotherKey)));
-    await jobUntil((j) => j.status === 'JOB_STATUS_PAUSED' && j.pendingApproval !== undefined, 'the second approval job to wait');
+    // The same submit again: the CLI makes a new key, so it is a new job.
+    const id = submittedId(printed(await run(the('submitApproval').text)));
+    await exportJob(id);
+    await jobUntil(id, (j) => j.status === JobStatus.PAUSED && j.pendingApproval !== undefined, 'the second approval job to wait');
     const denied = await run(inline.deny);
     expect(denied.code, describeShell(denied)).toBe(0);
-    const failed = await getJobEnv();
-    expect([failed.status, failed.failure?.failureClass]).toEqual(['JOB_STATUS_FAILED', 'FAILURE_CLASS_APPROVAL_DENIED']);
+    const failed = await jobNow(id);
+    expect([failed.status, failed.failure?.failureClass]).toEqual([JobStatus.FAILED, FailureClass.APPROVAL_DENIED]);
   });
 
   let succeededId: string;
 
-  it('a demo job submitted with a new key runs to SUCCEEDED; Ctrl-C drains the worker while it runs', async () => {
-    // "submit another with a new key": the README's demo SubmitJob with
-    // another idempotencyKey.
-    const anotherKey = the('submitDemo').text.replace(/"idempotencyKey":"[^"]+"/, '"idempotencyKey":"demo-count-to-twenty-0002"');
-    expect(anotherKey).not.toBe(the('submitDemo').text);
-    succeededId = admittedId(succeeded(await run(anotherKey)));
-    const exported = await run(`${withJobId(the('exportJob').text, succeededId)}\nprintenv JOB`);
-    job = exported.stdout.trim();
-    expect(job).toBe(succeededId);
-
+  it('another demo job runs to SUCCEEDED; Ctrl-C drains the worker while it runs; cancelling the ended job is ILLEGAL_TRANSITION', async () => {
+    // "submit another": the demo submit again (a new key, a new job).
+    succeededId = submittedId(printed(await run(the('submitDemo').text)));
+    await exportJob(succeededId);
     await worker!.waitFor(new RegExp(`claimed ${succeededId} `), 'the worker to claim the second demo job', 15_000);
-    await jobUntil((j) => j.status === 'JOB_STATUS_RUNNING' && Number(j.progress?.completedUnits) >= 1, 'the second job to make progress');
+    await jobUntil(succeededId, (j) => j.status === JobStatus.RUNNING && Number(j.progress?.completedUnits) >= 1, 'the second job to make progress');
 
     // Ctrl-C in the worker's terminal: no new claims, the running job finishes, then it exits.
     worker!.interrupt();
@@ -668,23 +633,36 @@ describe('README.md commands, run as written', () => {
     expect(stopped.stdout).toMatch(/stopped \(drained\)\n$/);
     expect(`${stopped.stdout}${stopped.stderr}`.match(/SIGINT: draining/g) ?? [], 'a single Ctrl-C reaches the worker once').toHaveLength(1);
 
-    const done = await getJobEnv();
-    expect(done.status).toBe('JOB_STATUS_SUCCEEDED');
+    const done = await jobNow(succeededId);
+    expect(done.status).toBe(JobStatus.SUCCEEDED);
     expect(done.result).toEqual({ counted: 20, resumed_from: 0 });
 
-    // StreamJobEvents on a finished job: the whole journal, then end.
-    const streamed = await run(the('streamEnv').text);
-    expect(streamed.code, describeShell(streamed)).toBe(0);
-    expect(checkedStream(streamed.stdout).events.at(-1)?.type).toBe('job.succeeded');
+    const refusal = await run(the('cancelRunning').text);
+    expect(refusal.code, describeShell(refusal)).toBe(1);
+    expect(refusal.stderr).toMatch(/failed_precondition ILLEGAL_TRANSITION: a SUCCEEDED job cannot become CANCELLED/);
   });
 
-  it('change CancelJob on the ended job: failed_precondition, ILLEGAL_TRANSITION, "a SUCCEEDED job cannot become CANCELLED"', async () => {
-    const refusal = refused(await run(change('changeCancel')));
-    expect(refusal).toEqual({
-      code: 'failed_precondition',
-      reason: 'ILLEGAL_TRANSITION',
-      message: 'a SUCCEEDED job cannot become CANCELLED',
-    });
+  it('buf curl SubmitJob admits a job and replays it identically; --list-methods lists the services; plain curl lists jobs over HTTP/1.1', async () => {
+    const first = succeeded(await run(the('bufSubmit').text));
+    const id = first.job?.id as string;
+    expect(id).toMatch(/^job_[a-z0-9]+$/);
+    expect(first.job.status).toBe('JOB_STATUS_QUEUED');
+    expect(first.replayed ?? false).toBe(false);
+    const again = succeeded(await run(the('bufSubmit').text));
+    expect(again.replayed).toBe(true);
+    const { replayed: _replayed, ...rest } = again;
+    expect(rest).toEqual(first);
+
+    const methods = await run(the('listMethods').text);
+    expect(methods.code, describeShell(methods)).toBe(0);
+    const lines = methods.stdout.trim().split('\n');
+    for (const method of AdmissionService.methods) expect(lines).toContain(`${AdmissionService.typeName}/${method.name}`);
+    expect(lines).toContain('grpc.health.v1.Health/Check');
+    expect(lines).toContain('grpc.reflection.v1.ServerReflection/ServerReflectionInfo');
+    expect(lines).toContain('grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo');
+
+    const overHttp1 = succeeded(await run(the('curlListJobs').text));
+    expect((overHttp1.jobs as { id: string }[]).map((j) => j.id)).toContain(id);
   });
 
   it('Ctrl-C stops npm start cleanly; the next npm start keeps the data', async () => {
@@ -692,44 +670,8 @@ describe('README.md commands, run as written', () => {
     system = await npmStart();
     expect(system.stdout()).toMatch(/Postgres is up on port \d+ \(existing cluster/);
     // The token from the first run is still valid (secrets.json is kept), and the jobs are still there.
-    const got = succeeded(await run(withJobId(the('getJobById').text, orderId)));
-    expect(got.job.status).toBe('JOB_STATUS_CANCELLED');
-    expect((await getJobEnv()).status).toBe('JOB_STATUS_SUCCEEDED');
+    expect((await jobNow(orderId)).status).toBe(JobStatus.CANCELLED);
+    expect(printed(await run(the('getJob').text))).toMatch(new RegExp(`^job ${succeededId}: SUCCEEDED$`, 'm'));
     await stopSystem(system);
   }, START_TIMEOUT_MS + 60_000);
 });
-
-/** An event as `buf curl` prints it. */
-interface PrintedEvent {
-  readonly sequence: string;
-  readonly type: string;
-  readonly previousHash: string;
-  readonly hash: string;
-}
-
-/**
- * Checks what the README says of a StreamJobEvents output: a backlog page
- * first, events in sequence from 1 with no gap or duplicate, each with its
- * previousHash (chained to the one before) and hash, only page / progress /
- * heartbeat frames in between, and `{"end":{}}` last.
- */
-function checkedStream(stdout: string): { events: PrintedEvent[]; progress: number } {
-  const frames = jsonValues(stdout) as Record<string, any>[];
-  expect(frames[0]?.page, 'the first frame is the backlog page').toBeDefined();
-  expect(frames.at(-1)).toEqual({ end: {} });
-  const events: PrintedEvent[] = [];
-  let progress = 0;
-  for (const frame of frames.slice(0, -1)) {
-    const [key, ...others] = Object.keys(frame);
-    expect(others).toEqual([]);
-    if (key === 'page') events.push(...(frame.page.events as PrintedEvent[]));
-    else if (key === 'progress') progress++;
-    else expect(key).toBe('heartbeat');
-  }
-  events.forEach((event, index) => {
-    expect(event.sequence).toBe(String(index + 1));
-    expect(event.hash).toMatch(/^[0-9a-f]{64}$/);
-    expect(event.previousHash).toBe(index === 0 ? '0'.repeat(64) : events[index - 1]?.hash);
-  });
-  return { events, progress };
-}
