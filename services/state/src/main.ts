@@ -4,8 +4,7 @@ import { ChangeListenerHub } from './db/change-listener.js';
 import { ApprovalHistory } from './db/approval-history.js';
 import { openDatabase } from './db/database.js';
 import { resolveDatabaseUrl } from './db/embedded-database.js';
-import { MIGRATIONS } from './db/migrations/index.js';
-import { SchemaRefusal, migrateDatabase } from './db/migrator.js';
+import { prepareSchema } from './db/prepare-schema.js';
 import { startStateServer } from './server.js';
 
 runService('state', async (logger) => {
@@ -13,15 +12,11 @@ runService('state', async (logger) => {
   const database = await resolveDatabaseUrl(config, logger);
   const { db, pool } = openDatabase({ connectionString: database.url, maxConnections: config.maxConnections });
   try {
-    const report = await migrateDatabase(db, MIGRATIONS);
-    logger.info('schema ready', { schema_version: report.current, applied: report.applied });
+    await prepareSchema(db, logger);
   } catch (error) {
     await db.destroy();
     await database.stop();
-    if (error instanceof SchemaRefusal) throw error;
-    // pg's messages can name hosts, users and SQL: only the name and SQLSTATE leave.
-    logger.error('cannot reach or migrate the database', { error: (error as Error).name, code: (error as { code?: string }).code });
-    throw new Error('the database is unavailable');
+    throw error;
   }
   let approvals: ApprovalHistory;
   try {
