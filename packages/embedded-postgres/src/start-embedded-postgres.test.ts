@@ -81,10 +81,21 @@ describe('startEmbeddedPostgres', () => {
   );
 
   describe('persistent', () => {
-    let dataDir: string;
+    /**
+     * A persistent cluster of this test's own, initialised and stopped,
+     * holding database `app` with one note: no test depends on another
+     * having run first, or on what another left behind.
+     */
+    async function stoppedClusterWithNote(): Promise<string> {
+      const dataDir = join(await scratchDir(), 'pg');
+      const server = await start({ dataDir, persistent: true });
+      await query(await server.createDatabase('app'), `create table notes (body text); insert into notes values ('kept')`);
+      await server.stop();
+      return dataDir;
+    }
 
     it('keeps data, password and cluster across a restart', async () => {
-      dataDir = join(await scratchDir(), 'pg');
+      const dataDir = join(await scratchDir(), 'pg');
       const first = await start({ dataDir, persistent: true });
       const appUrl = await first.createDatabase('app');
       await query(appUrl, `create table notes (body text); insert into notes values ('kept')`);
@@ -101,6 +112,7 @@ describe('startEmbeddedPostgres', () => {
     });
 
     it('refuses a second server on a cluster that is running', async () => {
+      const dataDir = await stoppedClusterWithNote();
       const server = await start({ dataDir, persistent: true });
       const error = await startEmbeddedPostgres({ dataDir, persistent: true }).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(EmbeddedPostgresError);
@@ -109,6 +121,7 @@ describe('startEmbeddedPostgres', () => {
     });
 
     it('recovers after a crash whose postmaster.pid names a reused pid', async () => {
+      const dataDir = await stoppedClusterWithNote();
       const server = await start({ dataDir, persistent: true });
       const pidFile = join(dataDir, 'pgdata', 'postmaster.pid');
       const pid = Number.parseInt((await readFile(pidFile, 'utf8')).split('\n')[0] ?? '', 10);
@@ -135,6 +148,7 @@ describe('startEmbeddedPostgres', () => {
     });
 
     it("rejects with Postgres' own log when the port is taken", async () => {
+      const dataDir = await stoppedClusterWithNote();
       const blocker: Server = createServer();
       await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
       const address = blocker.address();
@@ -152,6 +166,7 @@ describe('startEmbeddedPostgres', () => {
     });
 
     it("rejects with Postgres' own log on an invalid setting", async () => {
+      const dataDir = await stoppedClusterWithNote();
       const error = await startEmbeddedPostgres({
         dataDir,
         persistent: true,
