@@ -19,7 +19,7 @@ export const isDocket = (system) => system.startsWith('docket');
 /** Scenarios measured by default, in order. */
 export const DEFAULT_SCENARIOS = ['submit', 'claim', 'claim-batched', 'backlog', 'e2e'];
 /** Older in-process benchmarks, run only when named with --only. */
-export const EXTRA_SCENARIOS = ['journal', 'streams', 'reaper'];
+export const EXTRA_SCENARIOS = ['journal', 'streams', 'reaper', 'wakeups', 'renewals'];
 
 const HANDLERS = 16;
 /** The claim shapes, as consumer specs (see bench/load/claim-loops.mjs and the drivers). */

@@ -25,6 +25,8 @@ const EXTRAS = {
   journal: async (options) => (await import('./journal.mjs')).benchJournal(options),
   streams: async (options) => (await import('./streams.mjs')).benchStreams(options),
   reaper: async (options) => (await import('./reaper.mjs')).benchReaper(options),
+  wakeups: async (options) => (await import('./wakeups.mjs')).benchWakeups(options),
+  renewals: async (options) => (await import('./renewals.mjs')).benchRenewals(options),
 };
 
 const options = parseOptions(process.argv.slice(2));
@@ -113,7 +115,7 @@ try {
 
   for (const extra of extras) {
     console.log(`${elapsed()}  ${extra} (in-process)`);
-    extraRows[extra] = await EXTRAS[extra]({ server, root: options.docketRoot });
+    extraRows[extra] = await EXTRAS[extra]({ server, root: options.docketRoot, quick: options.quick });
     console.table(extraRows[extra]);
   }
 } finally {

@@ -1,6 +1,6 @@
 import type { JsonObject } from '@bufbuild/protobuf';
 import { Code } from '@connectrpc/connect';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { abortKindOf } from './abort-reason.js';
 import { createWorker, type Worker } from './create-worker.js';
 import { delay } from '@docket/contracts';
@@ -77,20 +77,42 @@ describe('createWorker against an in-memory execution service', () => {
   });
 
   it('renews at a third of the lease, keeps a long handler alive, and stops renewing when it ends', async () => {
-    const fake = new FakeExecution(300);
-    const job = fake.submit();
-    const worker = startWorker(fake, async () => {
-      await delay(1_500);
-      return { slept: 1_500 };
-    });
-    await worker.start();
-    await until(() => fake.outcomes.length === 1);
-    expect(fake.outcomes[0]?.outcome.case).toBe('success');
-    const renewals = fake.countOf('RenewAttempt', job.id);
-    expect(renewals).toBeGreaterThanOrEqual(12); // 1500 / 100 = 15, minus timer slack
-    expect(renewals).toBeLessThanOrEqual(16);
-    await delay(400);
-    expect(fake.countOf('RenewAttempt', job.id)).toBe(renewals);
+    // On a fake clock (timers, Date.now, performance.now), so the schedule
+    // is checked to the millisecond however busy the machine is.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'] });
+    try {
+      const fake = new FakeExecution(300);
+      const job = fake.submit();
+      const worker = startWorker(fake, async () => {
+        await delay(1_500);
+        return { slept: 1_500 };
+      });
+      await worker.start();
+      await vi.advanceTimersByTimeAsync(1_600);
+      expect(fake.outcomes).toHaveLength(1);
+      expect(fake.outcomes[0]).toMatchObject({ jobId: job.id, outcome: { case: 'success' } });
+      // The only job: every call is about it (a renewal of an ended attempt carries no job id).
+      const callsAt = (rpc: string) => fake.calls.filter((call) => call.rpc === rpc).map((call) => call.at);
+      const claimedAt = callsAt('ClaimJobs')[0]!;
+      const reportedAt = callsAt('ReportOutcome')[0]!;
+      const renewals = callsAt('RenewAttempt').filter((at) => at <= reportedAt);
+      // A third of the 300 ms lease: the first up to a quarter early, then one
+      // every 100 ms after the previous answer, for as long as the handler runs
+      // (1,400 ms after the first).
+      expect(renewals.length).toBeGreaterThanOrEqual(14);
+      expect(renewals[0]! - claimedAt).toBeGreaterThanOrEqual(75);
+      expect(renewals[0]! - claimedAt).toBeLessThanOrEqual(100);
+      expect(renewals.slice(1).map((at, index) => at - renewals[index]!)).toEqual(new Array(renewals.length - 1).fill(100));
+      expect(reportedAt - renewals.at(-1)!).toBeLessThanOrEqual(100);
+      // None after the outcome, however long the worker stays up.
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(callsAt('RenewAttempt').filter((at) => at > reportedAt)).toEqual([]);
+      const stopped = worker.stop();
+      await vi.advanceTimersByTimeAsync(1_000);
+      await stopped;
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('aborts the handler with reason cancel when a renewal reports cancel_requested, and reports cancelled', async () => {
@@ -268,11 +290,15 @@ describe('createWorker against an in-memory execution service', () => {
     const cancelled = fake.submit({ name: 'cancelled' });
     const paused = fake.submit({ name: 'paused' });
     const started: unknown[] = [];
+    // The running job holds the only slot until the test lets it go, so the
+    // prefetched jobs' reports cannot race its end however slow the machine.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
     const worker = startWorker(
       fake,
       async (ctx) => {
         started.push(ctx.input['name']);
-        await delay(ctx.input['name'] === 'running' ? 1_000 : 10);
+        await (ctx.input['name'] === 'running' ? released : delay(10));
       },
       { concurrency: 1, prefetch: 2 },
     );
@@ -283,6 +309,7 @@ describe('createWorker against an in-memory execution service', () => {
     await until(() => fake.outcomes.length === 2);
     expect(Object.fromEntries(fake.outcomes.map((o) => [o.jobId, o.outcome.case]))).toEqual({ [cancelled.id]: 'cancelled', [paused.id]: 'paused' });
     expect(started).toEqual(['running']);
+    release();
     await until(() => fake.outcomes.length === 4); // the paused job is claimed again once it is re-queued
     expect(fake.outcomes.find((o) => o.jobId === running.id)?.outcome.case).toBe('success');
     expect(started).toEqual(['running', 'paused']);

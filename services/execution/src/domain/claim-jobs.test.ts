@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { durationFromMs, timestampFromMs } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { isDocketError } from '@docket/contracts';
 import {
   ClaimJobsRequestSchema,
@@ -107,7 +107,18 @@ function callContext(timeoutMs?: number) {
   return { call, client, drain };
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Lets `ms` of fake time pass, running every timer that ends in it. */
+const sleep = (ms: number) => vi.advanceTimersByTimeAsync(ms);
+
+/** Whether `promise` has settled yet, readable at any moment. */
+function watch<T>(promise: Promise<T>): { readonly settled: boolean; readonly result: Promise<T> } {
+  const state = { settled: false, result: promise };
+  promise.then(
+    () => (state.settled = true),
+    () => (state.settled = true),
+  );
+  return state;
+}
 
 describe('claimWaitMs', () => {
   it('reads unset and zero as no wait, caps at 60 s and refuses negative durations', () => {
@@ -129,6 +140,16 @@ describe('claimWaitMs', () => {
 });
 
 describe('claimJobs', () => {
+  // The wait's clock is faked (timers, Date.now for the deadline and the
+  // hint, performance.now for the wait's end), so every pause is checked to
+  // the millisecond however busy the machine is.
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date', 'performance'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('makes exactly one attempt when the request does not wait', async () => {
     const { state, calls } = scriptedState([EMPTY]);
     const ticks = new ManualTicks();
@@ -155,39 +176,43 @@ describe('claimJobs', () => {
 
   it('re-checks on its own timer when nothing ticks (run_after passing by time alone)', async () => {
     const { state, calls } = scriptedState([EMPTY, EMPTY, CLAIMED]);
-    const answer = await claimJobs({ state, ticks: new ManualTicks(), recheckMs: 40 }, 'w', request(5_000), callContext().call);
-    expect(answer.assignments).toHaveLength(1);
-    expect(calls).toHaveLength(3);
-    expect(calls[2]!.at).toBeGreaterThanOrEqual(70);
-    expect(calls[2]!.at).toBeLessThan(1_000);
+    const claiming = watch(claimJobs({ state, ticks: new ManualTicks(), recheckMs: 40 }, 'w', request(5_000), callContext().call));
+    await sleep(100);
+    expect(claiming.settled).toBe(true);
+    expect((await claiming.result).assignments).toHaveLength(1);
+    expect(calls.map((call) => call.at)).toEqual([0, 40, 80]);
   });
 
   it("tries again when the state service says the next job becomes claimable, without a tick or the re-check", async () => {
     const { state, calls } = scriptedState([EMPTY, CLAIMED], 120);
-    const answer = await claimJobs({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(10_000), callContext().call);
-    expect(answer.assignments).toHaveLength(1);
-    expect(calls).toHaveLength(2);
-    expect(calls[1]!.at).toBeGreaterThanOrEqual(100);
-    expect(calls[1]!.at).toBeLessThan(1_000);
+    const claiming = watch(claimJobs({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(10_000), callContext().call));
+    await sleep(200);
+    expect(claiming.settled).toBe(true);
+    expect((await claiming.result).assignments).toHaveLength(1);
+    expect(calls.map((call) => call.at)).toEqual([0, 120]);
   });
 
   it('answers with no assignments when the wait runs out, after a last try', async () => {
     const { state, calls } = scriptedState([EMPTY]);
-    const started = performance.now();
-    const answer = await claimJobs({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(150), callContext().call);
-    expect(answer.assignments).toEqual([]);
-    expect(performance.now() - started).toBeGreaterThanOrEqual(140);
-    expect(calls).toHaveLength(2);
+    const claiming = watch(claimJobs({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(150), callContext().call));
+    await sleep(149);
+    expect(claiming.settled).toBe(false);
+    await sleep(1);
+    expect(claiming.settled).toBe(true);
+    expect((await claiming.result).assignments).toEqual([]);
+    expect(calls.map((call) => call.at)).toEqual([0, 150]);
   });
 
   it('ends its wait before the caller deadline instead of running into it', async () => {
     const { state } = scriptedState([EMPTY]);
-    const started = performance.now();
-    const answer = await claimJobs({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(30_000), callContext(600).call);
-    const elapsed = performance.now() - started;
-    expect(answer.assignments).toEqual([]);
-    expect(elapsed).toBeGreaterThanOrEqual(300);
-    expect(elapsed).toBeLessThan(600);
+    const claiming = watch(claimJobs({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(30_000), callContext(600).call));
+    // It waits most of the 600 ms deadline, keeping back a quarter of it at most...
+    await sleep(449);
+    expect(claiming.settled).toBe(false);
+    // ...and answers before the deadline, not at it.
+    await sleep(1);
+    expect(claiming.settled).toBe(true);
+    expect((await claiming.result).assignments).toEqual([]);
   });
 
   it('answers with no assignments at once when the server drains', async () => {
@@ -195,10 +220,12 @@ describe('claimJobs', () => {
     const { call, drain } = callContext();
     const claiming = claimJobs({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(30_000), call);
     await sleep(20);
-    const started = performance.now();
+    const answer = watch(claiming);
     drain.abort();
+    // No time passes: the answer must not wait for the 30 s wait to run out.
+    await sleep(0);
+    expect(answer.settled).toBe(true);
     expect((await claiming).assignments).toEqual([]);
-    expect(performance.now() - started).toBeLessThan(100);
   });
 
   it('stops waiting when the caller cancels', async () => {

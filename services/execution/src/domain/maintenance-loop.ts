@@ -1,6 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { durationFromMs, timestampMs } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError } from '@connectrpc/connect';
+import { delay } from '@docket/contracts';
 import { MaintenanceTask } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { Logger } from '@docket/service-kit';
 import type { StateClient } from './worker-call.js';
@@ -87,7 +87,7 @@ export async function runMaintenanceLoop(
       }
       pauseMs = Math.min(FIRST_FAILURE_PAUSE_MS * 2 ** (failures - 1), MAX_FAILURE_PAUSE_MS, settings.intervalMs);
     }
-    await sleep(pauseMs, undefined, { signal: stop }).catch(() => {});
+    await delay(pauseMs, stop);
   }
 }
 
