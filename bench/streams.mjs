@@ -35,11 +35,11 @@ const HEAP_PROBE = `data:text/javascript,${encodeURIComponent(
 /**
  * Starts an events process against `stateUrl` with the heap probe. It
  * verifies user tokens with its own secret (returned), and reaches state
- * with a service token minted by the system under test.
+ * with the service credentials of the system under test.
  */
-async function startProbedEvents(root, stateUrl, serviceToken) {
+async function startProbedEvents(root, stateUrl, system) {
   const authSecret = randomBytes(32).toString('base64url');
-  const settings = { authSecret, cursorSecret: randomBytes(32).toString('base64url'), serviceToken, databaseUrl: '' };
+  const settings = { ...system.settings, authSecret, cursorSecret: randomBytes(32).toString('base64url') };
   let reportHeap;
   const events = launchService({
     name: 'events',
@@ -47,6 +47,8 @@ async function startProbedEvents(root, stateUrl, serviceToken) {
     env: {
       PATH: process.env.PATH ?? '',
       NODE_OPTIONS: `--expose-gc --import=${HEAP_PROBE}`,
+      ...system.legacyEnv,
+      DOCKET_AUTH_SECRET: authSecret,
       ...serviceEnvironment('events', settings, '127.0.0.1:0', stateUrl),
     },
     onLine: (line) => {
@@ -57,7 +59,7 @@ async function startProbedEvents(root, stateUrl, serviceToken) {
   const pid = events.child.pid;
   return {
     url,
-    token: (subject) => mintToken({ secret: authSecret, subject, role: 'user' }),
+    token: (subject) => mintToken({ secret: authSecret, subject, role: 'user', ttlSeconds: 86_400 }),
     /** VmRSS and open fds (bytes, count) and the heap in use after a full GC (bytes). */
     async footprint() {
       const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -83,7 +85,7 @@ const lastSequenceOf = (frame) => (frame.frame.case === 'page' ? frame.frame.val
 
 export async function benchStreams(options = {}) {
   const system = await startSystem(['state', 'admission'], options);
-  const probed = await startProbedEvents(options.root ?? REPO_ROOT, system.urls.state[0], await system.token('docket-internal', 'service'));
+  const probed = await startProbedEvents(options.root ?? REPO_ROOT, system.urls.state[0], system);
   try {
     const admission = clientWith(AdmissionService, system.urls.admission[0], await system.token('bench'));
     const state = clientWith(StateService, system.urls.state[0], await system.token('docket-internal', 'service'));

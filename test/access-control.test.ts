@@ -1,5 +1,6 @@
 import { Code } from '@connectrpc/connect';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SignJWT } from 'jose';
 import { mintToken } from '@docket/auth';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
@@ -14,7 +15,9 @@ let bob: string;
 let alicesJobId: string;
 
 beforeAll(async () => {
-  cluster = await startCluster({ databaseUrl: await createTestDatabase('access control') });
+  // One second of clock tolerance, so that the expiry test waits seconds, not the default half minute.
+  const tolerance = { DOCKET_AUTH_CLOCK_TOLERANCE_SECONDS: '1' };
+  cluster = await startCluster({ databaseUrl: await createTestDatabase('access control'), env: { admission: tolerance, events: tolerance } });
   alice = await cluster.tokenFor('alice', 'user');
   bob = await cluster.tokenFor('bob', 'user');
   const submitted = await clientFor(AdmissionService, cluster.admission.url, alice).submitJob({
@@ -53,12 +56,20 @@ describe('who may see what', () => {
     expect(bobsList.jobs.map((job) => job.id)).not.toContain(alicesJobId);
   });
 
-  it('refuses a call without a token, or with a forged or expired one, as UNAUTHENTICATED, hinting at nothing', async () => {
+  it('refuses a call without a token, or with a forged, expired, exp-less, future-issued, service-role or alg-none one, as UNAUTHENTICATED, hinting at nothing', async () => {
     const forged = `${alice.slice(0, -4)}AAAA`;
     // Signed with the cluster's secret, but its exp passed a minute ago.
     const expired = await mintToken({ secret: cluster.secret, subject: 'alice', role: 'user', ttlSeconds: -60 });
+    const key = new TextEncoder().encode(cluster.secret);
+    const now = Math.floor(Date.now() / 1000);
+    const withoutExp = await new SignJWT({ role: 'user' }).setProtectedHeader({ alg: 'HS256' }).setSubject('alice').setIssuedAt().sign(key);
+    const issuedLater = await new SignJWT({ role: 'user' }).setProtectedHeader({ alg: 'HS256' }).setSubject('alice').setIssuedAt(now + 600).setExpirationTime(now + 3600).sign(key);
+    const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const algNone = `${part({ alg: 'none', typ: 'JWT' })}.${part({ sub: 'alice', role: 'admin', exp: now + 3600 })}.`;
+    // A service token is signed with the state service's own secret: the public services do not know it.
+    const serviceRole = cluster.serviceToken;
     const refusals = [];
-    for (const token of [undefined, forged, 'not-a-jwt', expired]) {
+    for (const token of [undefined, forged, 'not-a-jwt', expired, withoutExp, issuedLater, algNone, serviceRole]) {
       refusals.push(await failureOf(clientFor(AdmissionService, cluster.admission.url, token).getJob({ jobId: alicesJobId })));
     }
     expect(refusals[0]).toMatchObject({ code: Code.Unauthenticated, reason: 'UNAUTHENTICATED', violations: [] });
@@ -71,7 +82,8 @@ describe('who may see what', () => {
     const asAlice = clientFor(AdmissionService, cluster.admission.url, shortLived);
     expect((await asAlice.getJob({ jobId: alicesJobId })).job?.id).toBe(alicesJobId);
     const { exp } = JSON.parse(Buffer.from(shortLived.split('.')[1]!, 'base64url').toString()) as { exp: number };
-    await new Promise((resolve) => setTimeout(resolve, exp * 1000 - Date.now() + 50));
+    // Past exp and the one second of tolerance.
+    await new Promise((resolve) => setTimeout(resolve, exp * 1000 + 1_000 - Date.now() + 50));
     const refusal = await failureOf(asAlice.getJob({ jobId: alicesJobId }));
     expect(refusal).toEqual(await failureOf(clientFor(AdmissionService, cluster.admission.url).getJob({ jobId: alicesJobId })));
     expect(refusal).toMatchObject({ code: Code.Unauthenticated, reason: 'UNAUTHENTICATED', violations: [] });

@@ -189,7 +189,7 @@ describe('a claim', () => {
   let slowRecheck: ServiceProcess;
 
   beforeAll(async () => {
-    const settings = { authSecret: cluster.secret, cursorSecret: cluster.cursorSecret, serviceToken: cluster.serviceToken, databaseUrl: cluster.databaseUrl };
+    const settings = { authSecret: cluster.secret, cursorSecret: cluster.cursorSecret, serviceAuthSecret: cluster.serviceAuthSecret, databaseUrl: cluster.databaseUrl };
     slowRecheck = await startService('execution', {
       ...serviceEnvironment('execution', settings, '127.0.0.1:0', cluster.replicas.state[1]!.url),
       DOCKET_CLAIM_RECHECK_MS: '60000',
@@ -271,7 +271,10 @@ describe('a claim', () => {
     expect(waited.assignments.map((assignment) => assignment.envelope!.jobId)).toEqual([job.id]);
     const [attempt] = await harness.attempts(job.id);
     expect(attempt!.started_at.getTime()).toBeGreaterThanOrEqual(runAfterMs);
-    expect(answeredAt - runAfterMs).toBeLessThan(750);
+    // Woken by the hint, not by the end of its 20 s wait (or the re-check a
+    // minute away), however busy the machine. How soon after run_after it
+    // wakes is measured by `npm run bench -- --only wakeups`.
+    expect(answeredAt - runAfterMs).toBeLessThan(10_000);
   });
 
   it('that is waiting wakes on the change stream as soon as a job is admitted, not on its re-check timer', async () => {
@@ -281,18 +284,22 @@ describe('a claim', () => {
     const queue = freshQueue('wake');
     const client = executionClient(slowRecheck);
     const incarnation = await register(client, 'waker', [queue], 1);
-    const latencies: number[] = [];
+    const waits: number[] = [];
     for (let round = 0; round < 3; round += 1) {
+      const claimStartedAt = performance.now();
       const claiming = client.claimJobs({ workerIncarnation: incarnation, maxJobs: 1, wait: durationFromMs(20_000), operationId: newOperationId() });
       await sleep(300);
       const job = await harness.submit({ queue, input: { round } });
-      const admittedAt = performance.now();
       const { assignments } = await claiming;
-      latencies.push(performance.now() - admittedAt);
+      waits.push(performance.now() - claimStartedAt);
       expect(assignments.map((assignment) => assignment.envelope!.jobId)).toEqual([job.id]);
       await client.reportOutcome({ attempt: attemptOf(assignments[0]!), operationId: newOperationId(), outcome: { case: 'success', value: {} } });
     }
-    expect(Math.max(...latencies)).toBeLessThan(750);
+    // Each claim was answered with the job, well before its 20 s wait ran
+    // out (and the minute's re-check), however busy the machine. The
+    // admission-to-claim latency is measured by `npm run bench -- --only wakeups`.
+    expect(waits).toHaveLength(3);
+    expect(Math.max(...waits)).toBeLessThan(10_000);
   });
 
   it('that waits in vain answers with no assignments when its wait is over', async () => {

@@ -349,7 +349,7 @@ describe('what leaves a service', () => {
     const url = 'postgres://docket:hunter2-very-secret@127.0.0.1:1/docket';
     const output = await new Promise<{ code: number | null; text: string }>((resolve) => {
       const child = spawn(process.execPath, [join(REPO_ROOT, 'services/state/dist/main.js')], {
-        env: { PATH: process.env['PATH'] ?? '', DOCKET_LISTEN: '127.0.0.1:0', DOCKET_AUTH_SECRET: 'x', DOCKET_DATABASE_URL: url },
+        env: { PATH: process.env['PATH'] ?? '', DOCKET_LISTEN: '127.0.0.1:0', DOCKET_SERVICE_AUTH_SECRET: randomBytes(32).toString('base64url'), DOCKET_DATABASE_URL: url },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let text = '';

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import type pg from 'pg';
@@ -6,13 +7,13 @@ import { REPO_ROOT, startService, stopAll } from './support/cluster.js';
 import { createTestDatabase } from './support/database.js';
 import { openSql } from './support/sql.js';
 
-const SECRET = 'schema-refusal-test-secret';
+const SECRET = randomBytes(32).toString('base64url');
 
 /** Runs the state service until it exits by itself; its output and exit code. */
 function runStateToExit(databaseUrl: string): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join(REPO_ROOT, 'services/state/dist/main.js')], {
-      env: { PATH: process.env['PATH'] ?? '', DOCKET_LISTEN: '127.0.0.1:0', DOCKET_AUTH_SECRET: SECRET, DOCKET_DATABASE_URL: databaseUrl },
+      env: { PATH: process.env['PATH'] ?? '', DOCKET_LISTEN: '127.0.0.1:0', DOCKET_SERVICE_AUTH_SECRET: SECRET, DOCKET_DATABASE_URL: databaseUrl },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -43,7 +44,7 @@ async function schemaFingerprint(sql: pg.Client): Promise<unknown> {
 /** A database migrated by this build, then damaged by `damage`. */
 async function damagedDatabase(label: string, damage: string): Promise<{ url: string; sql: pg.Client }> {
   const url = await createTestDatabase(label);
-  const state = await startService('state', { DOCKET_AUTH_SECRET: SECRET, DOCKET_DATABASE_URL: url });
+  const state = await startService('state', { DOCKET_SERVICE_AUTH_SECRET: SECRET, DOCKET_DATABASE_URL: url });
   await state.stop();
   const sql = await openSql(url);
   await sql.query(damage);
@@ -94,7 +95,7 @@ describe('startup against a database it must not run on', () => {
 
   it('migrates an empty database once, even when two state processes start at the same moment', async () => {
     const url = await createTestDatabase('concurrent migration');
-    const env = { DOCKET_AUTH_SECRET: SECRET, DOCKET_DATABASE_URL: url };
+    const env = { DOCKET_SERVICE_AUTH_SECRET: SECRET, DOCKET_DATABASE_URL: url };
     const [first, second] = await Promise.all([startService('state', env), startService('state', env)]);
     const sql = await openSql(url);
     try {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { waitForServing } from '@docket/cli';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -54,7 +55,7 @@ describe('state migrate entry', () => {
     expect(again.code).toBe(0);
     expect(logLines(again)).toEqual([expect.objectContaining({ msg: 'schema ready', applied: [] })]);
 
-    const state = await startService('state', { DOCKET_AUTH_SECRET: 'state-migrate-test', DOCKET_DATABASE_URL: url });
+    const state = await startService('state', { DOCKET_SERVICE_AUTH_SECRET: randomBytes(32).toString('base64url'), DOCKET_DATABASE_URL: url });
     expect(state.logs.map((line) => JSON.parse(line) as Record<string, unknown>)).toContainEqual(expect.objectContaining({ msg: 'schema ready', applied: [] }));
     await waitForServing(state.url);
     expect(await state.stop()).toBe(0);

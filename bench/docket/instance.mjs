@@ -6,7 +6,8 @@
 // report can say whether a service complained during the run.
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mintToken } from '@docket/auth';
+import { join } from 'node:path';
+import { SERVICE_AUDIENCE, mintToken } from '@docket/auth';
 import { launchService, serviceEntryPath, serviceEnvironment } from '@docket/cli';
 
 const LEVELS = { 40: 'warn', 50: 'error', 60: 'fatal', warn: 'warn', error: 'error', fatal: 'fatal' };
@@ -21,6 +22,9 @@ function complaintLevel(line) {
   }
 }
 
+/** How long the tokens a benchmark mints live: longer than any run. */
+const TOKEN_TTL_SECONDS = 86_400;
+
 /**
  * Starts the `names` services from checkout `root` on `databaseUrl`
  * (`replicas` per name, default 1; every replica of a front service talks to
@@ -33,11 +37,14 @@ export async function launchDocket({ root, databaseUrl, names = ['state', 'admis
     if (!existsSync(entry)) throw new Error(`${entry} is missing: build that checkout first (npm run build)`);
   }
   const authSecret = randomBytes(32).toString('base64url');
-  const settings = {
-    authSecret,
-    cursorSecret: randomBytes(32).toString('base64url'),
-    serviceToken: await mintToken({ secret: authSecret, subject: 'docket-internal', role: 'service' }),
-    databaseUrl,
+  const serviceAuthSecret = randomBytes(32).toString('base64url');
+  const settings = { authSecret, cursorSecret: randomBytes(32).toString('base64url'), serviceAuthSecret, databaseUrl };
+  // A checkout from before the internal secret (a --baseline-root) reads a
+  // pre-minted service token and verifies it with DOCKET_AUTH_SECRET; the
+  // current one ignores both.
+  const legacy = {
+    DOCKET_AUTH_SECRET: authSecret,
+    DOCKET_SERVICE_TOKEN: await mintToken({ secret: authSecret, subject: 'docket-internal', role: 'service', ttlSeconds: TOKEN_TTL_SECONDS }),
   };
   const launched = [];
   const urls = {};
@@ -54,7 +61,7 @@ export async function launchDocket({ root, databaseUrl, names = ['state', 'admis
           name,
           entry: serviceEntryPath(root, name),
           nodeOptions,
-          env: { PATH: process.env.PATH ?? '', ...env, ...serviceEnvironment(name, settings, '127.0.0.1:0', stateUrl) },
+          env: { PATH: process.env.PATH ?? '', ...env, ...legacy, ...serviceEnvironment(name, settings, '127.0.0.1:0', stateUrl) },
           onLine: (line) => {
             const level = complaintLevel(line);
             if (level) complaints.push({ service: name, level, line: line.slice(0, 500) });
@@ -72,8 +79,19 @@ export async function launchDocket({ root, databaseUrl, names = ['state', 'admis
     root,
     urls,
     databaseUrl,
-    /** A bearer token for `subject` with `role` (user, admin, worker, service). */
-    token: (subject, role = 'user') => mintToken({ secret: authSecret, subject, role }),
+    /**
+     * A bearer token for `subject` with `role` (user, admin, worker, or
+     * service for calling state directly), valid for the run.
+     */
+    token: (subject, role = 'user') => {
+      const internal = role === 'service' && existsSync(join(root, 'packages/auth/dist/service-tokens.js'));
+      return internal
+        ? mintToken({ secret: serviceAuthSecret, subject, role, ttlSeconds: TOKEN_TTL_SECONDS, audience: SERVICE_AUDIENCE })
+        : mintToken({ secret: authSecret, subject, role, ttlSeconds: TOKEN_TTL_SECONDS });
+    },
+    /** The settings the services were started with, for starting one more (`serviceEnvironment`). */
+    settings,
+    legacyEnv: legacy,
     /** Warning and error lines the services printed so far. */
     complaints: () => [...complaints],
     stop,

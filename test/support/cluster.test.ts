@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { verifyBearer } from '@docket/auth';
+import { SERVICE_AUDIENCE, verifyBearer } from '@docket/auth';
 import { startCluster, stopAll, type ServiceProcess } from './cluster.js';
 
 const FAKE_SERVICE = fileURLToPath(new URL('./fixtures/fake-service.mjs', import.meta.url));
@@ -11,7 +11,7 @@ interface FakeConfiguration {
   readonly envKeys: string[];
   readonly stateUrl?: string;
   readonly databaseUrl?: string;
-  readonly serviceToken?: string;
+  readonly serviceAuthSecret?: string;
 }
 
 function configuration(service: ServiceProcess): FakeConfiguration {
@@ -20,7 +20,7 @@ function configuration(service: ServiceProcess): FakeConfiguration {
 }
 
 describe('startCluster', () => {
-  it('starts state first and wires the other services to it with a service token', async () => {
+  it('starts state first and wires the other services to it with the service secret, which differs from the public one', async () => {
     const cluster = await startCluster({
       databaseUrl: 'postgres://example/db',
       entryFor: () => FAKE_SERVICE,
@@ -29,21 +29,24 @@ describe('startCluster', () => {
     const state = configuration(cluster.state);
     expect(state.databaseUrl).toBe('postgres://example/db');
     expect(state.envKeys).not.toContain('DOCKET_STATE_URL');
-    expect(state.envKeys).not.toContain('DOCKET_SERVICE_TOKEN');
+    expect(state.envKeys).not.toContain('DOCKET_AUTH_SECRET');
+    expect(state.serviceAuthSecret).toBe(cluster.serviceAuthSecret);
 
     for (const service of [cluster.admission, cluster.execution, cluster.events]) {
       const front = configuration(service);
       expect(front.stateUrl).toBe(cluster.state.url);
       expect(front.envKeys).not.toContain('DOCKET_DATABASE_URL');
       expect(front.envKeys).toEqual(expect.arrayContaining(['DOCKET_AUTH_SECRET', 'DOCKET_CURSOR_SECRET']));
-      expect(front.serviceToken).toBe(cluster.serviceToken);
+      expect(front.serviceAuthSecret).toBe(cluster.serviceAuthSecret);
     }
+    expect(cluster.serviceAuthSecret).not.toBe(cluster.secret);
     expect(configuration(cluster.execution).envKeys).toContain('DOCKET_EXTRA');
-    expect(await verifyBearer(`Bearer ${cluster.serviceToken}`, cluster.secret)).toMatchObject({
+    expect(await verifyBearer(`Bearer ${cluster.serviceToken}`, cluster.serviceAuthSecret, { audience: SERVICE_AUDIENCE })).toMatchObject({
       ok: true,
       principal: { role: 'service' },
     });
-    expect(await verifyBearer(`Bearer ${await cluster.tokenFor('alice', 'user')}`, cluster.secret)).toEqual({
+    expect(await verifyBearer(`Bearer ${cluster.serviceToken}`, cluster.secret)).toEqual({ ok: false, refusal: 'invalid' });
+    expect(await verifyBearer(`Bearer ${await cluster.tokenFor('alice', 'user')}`, cluster.secret)).toMatchObject({
       ok: true,
       principal: { subject: 'alice', role: 'user' },
     });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mintToken, type Role } from '@docket/auth';
+import { mintToken, SERVICE_AUDIENCE, type Role } from '@docket/auth';
 import {
   FRONT_SERVICE_NAMES,
   serviceEnvironment,
@@ -10,6 +10,9 @@ import { startService, type ServiceProcess, type StartServiceOptions } from './s
 
 export { REPO_ROOT, startService, stopAll, type ServiceProcess, type StartServiceOptions } from './service-process.js';
 export type { ServiceName } from '@docket/cli';
+
+/** How long the tokens a test cluster mints live: longer than any test run. */
+const TEST_TOKEN_TTL_SECONDS = 86_400;
 
 /** Options for {@link startCluster}. */
 export interface ClusterOptions {
@@ -37,14 +40,16 @@ export interface DocketCluster {
   readonly events: ServiceProcess;
   /** Every replica, by service, kept current across restarts. */
   readonly replicas: Readonly<Record<ServiceName, readonly ServiceProcess[]>>;
-  /** The HS256 secret all services verify tokens with (random per cluster). */
+  /** The HS256 secret the public services verify tokens with (random per cluster). */
   readonly secret: string;
   readonly cursorSecret: string;
-  /** The `service`-role token the front services present to state. */
+  /** The state service's own secret (random per cluster), which public tokens are never signed with. */
+  readonly serviceAuthSecret: string;
+  /** A `service`-role token signed with it, for tests that call the state service directly. */
   readonly serviceToken: string;
   readonly databaseUrl: string;
-  /** A non-expiring bearer token for `subject` with `role`, valid on this cluster. */
-  tokenFor(subject: string, role: Role): Promise<string>;
+  /** A bearer token for `subject` with `role` (and, for a worker, the queues it may serve), valid on this cluster for a day. */
+  tokenFor(subject: string, role: Role, queues?: readonly string[]): Promise<string>;
   /** Stops the front services, then state (SIGTERM, SIGKILL after the grace period). */
   stop(): Promise<void>;
 }
@@ -58,12 +63,20 @@ export interface DocketCluster {
  */
 export async function startCluster(options: ClusterOptions): Promise<DocketCluster> {
   const secret = randomBytes(32).toString('base64url');
+  const serviceAuthSecret = randomBytes(32).toString('base64url');
   const settings: DocketServiceSettings = {
     authSecret: secret,
     cursorSecret: randomBytes(32).toString('base64url'),
     databaseUrl: options.databaseUrl,
-    serviceToken: await mintToken({ secret, subject: 'docket-test-cluster', role: 'service' }),
+    serviceAuthSecret,
   };
+  const serviceToken = await mintToken({
+    secret: serviceAuthSecret,
+    subject: 'docket-test-cluster',
+    role: 'service',
+    ttlSeconds: TEST_TOKEN_TTL_SECONDS,
+    audience: SERVICE_AUDIENCE,
+  });
   const replicas: Record<ServiceName, ServiceProcess[]> = { state: [], admission: [], execution: [], events: [] };
   const countOf = (name: ServiceName): number => {
     const count = options.replicas?.[name] ?? 1;
@@ -126,9 +139,11 @@ export async function startCluster(options: ClusterOptions): Promise<DocketClust
     replicas,
     secret,
     cursorSecret: settings.cursorSecret,
-    serviceToken: settings.serviceToken,
+    serviceAuthSecret,
+    serviceToken,
     databaseUrl: options.databaseUrl,
-    tokenFor: (subject, role) => mintToken({ secret, subject, role }),
+    tokenFor: (subject, role, queues) =>
+      mintToken({ secret, subject, role, ttlSeconds: TEST_TOKEN_TTL_SECONDS, ...(queues === undefined ? {} : { queues }) }),
     stop,
   };
 }

@@ -29,6 +29,16 @@ async function signed(claims: Record<string, unknown>, secret = SECRET): Promise
   return new SignJWT(claims).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(new TextEncoder().encode(secret));
 }
 
+function inAnHour(): number {
+  return Math.floor(Date.now() / 1000) + 3600;
+}
+
+/** A token with `alg: none` and an empty signature, as an attacker sends it. */
+function unsigned(claims: Record<string, unknown>): string {
+  const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  return `${part({ alg: 'none', typ: 'JWT' })}.${part(claims)}.`;
+}
+
 const verifications = vi.mocked(verifyToken);
 beforeEach(() => verifications.mockClear());
 
@@ -40,14 +50,19 @@ describe('createBearerVerifier', () => {
       ['missing', undefined],
       ['not Bearer', `Basic ${user}`],
       ['not a JWT', 'Bearer abc'],
-      ['wrong secret', `Bearer ${await mintToken({ secret: OTHER_SECRET, subject: 'alice', role: 'user' })}`],
+      ['wrong secret', `Bearer ${await mintToken({ secret: OTHER_SECRET, subject: 'alice', role: 'user', ttlSeconds: 600 })}`],
       ['tampered header', `Bearer ${tamper(user, 0)}`],
       ['tampered payload', `Bearer ${tamper(user, 1)}`],
       ['tampered signature', `Bearer ${tamper(user, 2)}`],
       ['expired', `Bearer ${await mintToken({ secret: SECRET, subject: 'alice', role: 'user', ttlSeconds: -1 })}`],
-      ['unknown role', `Bearer ${await signed({ sub: 'alice', role: 'root' })}`],
-      ['no subject', `Bearer ${await signed({ role: 'user' })}`],
-      ['not yet valid', `Bearer ${await signed({ sub: 'alice', role: 'user', nbf: Math.floor(Date.now() / 1000) + 600 })}`],
+      ['unknown role', `Bearer ${await signed({ sub: 'alice', role: 'root', exp: inAnHour() })}`],
+      ['no subject', `Bearer ${await signed({ role: 'user', exp: inAnHour() })}`],
+      ['not yet valid', `Bearer ${await signed({ sub: 'alice', role: 'user', exp: inAnHour(), nbf: Math.floor(Date.now() / 1000) + 600 })}`],
+      ['no exp', `Bearer ${await signed({ sub: 'alice', role: 'user' })}`],
+      ['issued in the future', `Bearer ${await signed({ sub: 'alice', role: 'user', exp: inAnHour(), iat: Math.floor(Date.now() / 1000) + 600 })}`],
+      ['queues on a user', `Bearer ${await signed({ sub: 'alice', role: 'user', exp: inAnHour(), queues: ['q'] })}`],
+      ['queues not a list', `Bearer ${await signed({ sub: 'w', role: 'worker', exp: inAnHour(), queues: 'q' })}`],
+      ['alg none', `Bearer ${unsigned({ sub: 'alice', role: 'user', exp: inAnHour() })}`],
     ];
     const verifier = createBearerVerifier(SECRET);
     for (const [what, authorization] of cases) {
@@ -55,13 +70,13 @@ describe('createBearerVerifier', () => {
       expect([what, await verifier.verify(authorization)]).toEqual([what, expected]);
       expect([what, await verifier.verify(authorization)]).toEqual([what, expected]);
     }
-    expect(await verifier.verify(`Bearer ${user}`)).toEqual({ ok: true, principal: { subject: 'alice', role: 'user' } });
+    expect(await verifier.verify(`Bearer ${user}`)).toMatchObject({ ok: true, principal: { subject: 'alice', role: 'user' } });
   });
 
   it('verifies an accepted token once, and a refused one every time', async () => {
     const verifier = createBearerVerifier(SECRET);
-    const user = await mintToken({ secret: SECRET, subject: 'alice', role: 'user' });
-    const forged = await mintToken({ secret: OTHER_SECRET, subject: 'alice', role: 'user' });
+    const user = await mintToken({ secret: SECRET, subject: 'alice', role: 'user', ttlSeconds: 600 });
+    const forged = await mintToken({ secret: OTHER_SECRET, subject: 'alice', role: 'user', ttlSeconds: 600 });
     for (let i = 0; i < 3; i++) await verifier.verify(`Bearer ${user}`);
     expect(verifications).toHaveBeenCalledTimes(1);
     for (let i = 0; i < 3; i++) expect(await verifier.verify(`Bearer ${forged}`)).toEqual({ ok: false, refusal: 'invalid' });
@@ -71,7 +86,8 @@ describe('createBearerVerifier', () => {
   it.each([
     // [what, token lifetime (s), clock moved by (ms), verdict]
     ['within exp and max age', 30, 29_000, { ok: true }],
-    ['exp passed while cached', 30, 31_000, { ok: false, refusal: 'expired' }],
+    ['exp (and the clock tolerance) passed while cached', 30, 61_000, { ok: false, refusal: 'expired' }],
+    ['exp passed within the clock tolerance', 30, 45_000, { ok: true }],
     ['max age passed, token still valid', 600, 61_000, { ok: true }],
   ] as const)('%s', async (_what, ttlSeconds, movedMs, verdict) => {
     const clock = testClock();
@@ -85,7 +101,7 @@ describe('createBearerVerifier', () => {
   });
 
   it('keeps secrets apart: a token another verifier accepted is refused here', async () => {
-    const token = await mintToken({ secret: OTHER_SECRET, subject: 'alice', role: 'user' });
+    const token = await mintToken({ secret: OTHER_SECRET, subject: 'alice', role: 'user', ttlSeconds: 600 });
     expect(await createBearerVerifier(OTHER_SECRET).verify(`Bearer ${token}`)).toMatchObject({ ok: true });
     expect(await createBearerVerifier(SECRET).verify(`Bearer ${token}`)).toEqual({ ok: false, refusal: 'invalid' });
   });
@@ -93,14 +109,37 @@ describe('createBearerVerifier', () => {
   it('remembers at most `capacity` tokens, verifying an evicted one again', async () => {
     const verifier = createBearerVerifier(SECRET, { capacity: 2 });
     const tokens = await Promise.all(
-      ['a', 'b', 'c'].map((subject) => mintToken({ secret: SECRET, subject, role: 'user' })),
+      ['a', 'b', 'c'].map((subject) => mintToken({ secret: SECRET, subject, role: 'user', ttlSeconds: 600 })),
     );
     for (const token of tokens) await verifier.verify(`Bearer ${token}`);
     expect(verifications).toHaveBeenCalledTimes(3);
     await verifier.verify(`Bearer ${tokens[2]!}`);
     await verifier.verify(`Bearer ${tokens[1]!}`);
     expect(verifications).toHaveBeenCalledTimes(3);
-    expect(await verifier.verify(`Bearer ${tokens[0]!}`)).toEqual({ ok: true, principal: { subject: 'a', role: 'user' } });
+    expect(await verifier.verify(`Bearer ${tokens[0]!}`)).toMatchObject({ ok: true, principal: { subject: 'a', role: 'user' } });
     expect(verifications).toHaveBeenCalledTimes(4);
+  });
+});
+
+describe('token rules', () => {
+  it('checks aud and iss when configured, and refuses tokens without them', async () => {
+    const rules = { audience: 'docket', issuer: 'https://issuer.example' };
+    const both = await mintToken({ secret: SECRET, subject: 'alice', role: 'user', ttlSeconds: 600, audience: 'docket', issuer: 'https://issuer.example' });
+    const wrongAudience = await mintToken({ secret: SECRET, subject: 'alice', role: 'user', ttlSeconds: 600, audience: 'other', issuer: 'https://issuer.example' });
+    const noIssuer = await mintToken({ secret: SECRET, subject: 'alice', role: 'user', ttlSeconds: 600, audience: 'docket' });
+    const verifier = createBearerVerifier(SECRET, rules);
+    expect(await verifier.verify(`Bearer ${both}`)).toMatchObject({ ok: true, principal: { subject: 'alice' } });
+    expect(await verifier.verify(`Bearer ${wrongAudience}`)).toEqual({ ok: false, refusal: 'invalid' });
+    expect(await verifier.verify(`Bearer ${noIssuer}`)).toEqual({ ok: false, refusal: 'invalid' });
+    // Without rules, aud and iss are not required.
+    expect(await createBearerVerifier(SECRET).verify(`Bearer ${noIssuer}`)).toMatchObject({ ok: true });
+  });
+
+  it("carries a worker's queue grant, and the token's expiry", async () => {
+    const token = await mintToken({ secret: SECRET, subject: 'w1', role: 'worker', ttlSeconds: 600, queues: ['emails', 'reports'] });
+    const verdict = await verifyBearer(`Bearer ${token}`, SECRET);
+    expect(verdict).toMatchObject({ ok: true, principal: { subject: 'w1', role: 'worker', queues: ['emails', 'reports'] } });
+    const expiresAtMs = verdict.ok ? verdict.expiresAtMs : 0;
+    expect(Math.abs(expiresAtMs - (Date.now() + 600_000))).toBeLessThan(5_000);
   });
 });

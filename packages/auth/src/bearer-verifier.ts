@@ -1,8 +1,8 @@
-import { bearerTokenOf, verifyToken, type BearerVerdict } from './tokens.js';
+import { bearerTokenOf, verifyToken, type BearerVerdict, type TokenRules } from './tokens.js';
 import { VerifiedTokenCache } from './verified-token-cache.js';
 
 /** Tuning of {@link createBearerVerifier}; the defaults suit a service. */
-export interface BearerVerifierOptions {
+export interface BearerVerifierOptions extends TokenRules {
   /** Most verified tokens remembered (default 10,000). */
   readonly capacity?: number;
   /** Longest one verification is trusted, within the token's `exp` (default 60 s). */
@@ -11,7 +11,7 @@ export interface BearerVerifierOptions {
   readonly clock?: () => number;
 }
 
-/** Verifies bearer tokens against one secret; see {@link createBearerVerifier}. */
+/** Verifies bearer tokens against one secret and one set of rules; see {@link createBearerVerifier}. */
 export interface BearerVerifier {
   verify(authorization: string | null | undefined): Promise<BearerVerdict>;
 }
@@ -23,8 +23,9 @@ export const DEFAULT_VERIFIED_TOKEN_CAPACITY = 10_000;
 export const DEFAULT_VERIFIED_TOKEN_MAX_AGE_MS = 60_000;
 
 /**
- * A bearer verifier for one HS256 secret that gives the same verdicts as
- * `verifyBearer(authorization, secret)` but remembers the tokens it
+ * A bearer verifier for one HS256 secret (and the {@link TokenRules} in
+ * `options`) that gives the same verdicts as
+ * `verifyBearer(authorization, secret, rules)` but remembers the tokens it
  * accepted (a {@link VerifiedTokenCache}): a token seen again within
  * `maxAgeMs` and before its `exp` is accepted without another HMAC. A
  * refused token is never remembered, an expired one is refused even if it
@@ -44,11 +45,10 @@ export function createBearerVerifier(secret: string, options: BearerVerifierOpti
       if (!bearer.ok) return bearer;
       const nowMs = clock();
       const remembered = verified.get(bearer.token, nowMs);
-      if (remembered) return { ok: true, principal: remembered };
-      const verdict = await verifyToken(bearer.token, secret, new Date(nowMs));
-      if (!verdict.ok) return verdict;
-      verified.remember(bearer.token, verdict.principal, nowMs, verdict.expiresAtMs);
-      return { ok: true, principal: verdict.principal };
+      if (remembered) return { ok: true, ...remembered };
+      const verdict = await verifyToken(bearer.token, secret, new Date(nowMs), options);
+      if (verdict.ok) verified.remember(bearer.token, { principal: verdict.principal, expiresAtMs: verdict.expiresAtMs }, nowMs);
+      return verdict;
     },
   };
 }

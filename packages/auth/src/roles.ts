@@ -17,4 +17,6 @@ export function isRole(value: unknown): value is Role {
 export interface Principal {
   readonly subject: string;
   readonly role: Role;
+  /** For a worker whose token names them: the only queues it may serve. */
+  readonly queues?: readonly string[];
 }

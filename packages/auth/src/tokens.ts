@@ -4,24 +4,53 @@ import { isRole, type Principal, type Role } from './roles.js';
 
 const ALGORITHM = 'HS256';
 
+/** The clock skew tolerated by default when judging `exp`, `nbf` and `iat`. */
+export const DEFAULT_CLOCK_TOLERANCE_SECONDS = 30;
+
+/** Most queues one worker token may grant. */
+export const MAX_GRANTED_QUEUES = 100;
+
 /** Options for {@link mintToken}. */
 export interface MintTokenOptions {
-  /** The HS256 shared secret (`DOCKET_AUTH_SECRET`). */
+  /** The HS256 shared secret (`DOCKET_AUTH_SECRET`, or `DOCKET_SERVICE_AUTH_SECRET` for role `service`). */
   readonly secret: string;
   readonly subject: string;
   readonly role: Role;
-  /** Lifetime in seconds; omitted means the token never expires. */
-  readonly ttlSeconds?: number;
+  /** Lifetime in seconds: every token expires. */
+  readonly ttlSeconds: number;
+  /** `aud`, for verifiers that require one. */
+  readonly audience?: string;
+  /** `iss`, for verifiers that require one. */
+  readonly issuer?: string;
+  /** For a worker: the only queues it may serve (claim `queues`); absent means any. */
+  readonly queues?: readonly string[];
 }
 
-/** Mints an HS256 bearer JWT with claims `sub` and `role`. */
+/** Mints an HS256 bearer JWT with claims `sub`, `role`, `iat` and `exp` (and `aud`, `iss`, `queues` when given). */
 export async function mintToken(options: MintTokenOptions): Promise<string> {
-  const jwt = new SignJWT({ role: options.role })
+  const claims: Record<string, unknown> = { role: options.role };
+  if (options.queues !== undefined) claims['queues'] = [...options.queues];
+  const jwt = new SignJWT(claims)
     .setProtectedHeader({ alg: ALGORITHM, typ: 'JWT' })
     .setSubject(options.subject)
-    .setIssuedAt();
-  if (options.ttlSeconds !== undefined) jwt.setExpirationTime(`${options.ttlSeconds}s`);
+    .setIssuedAt()
+    .setExpirationTime(`${options.ttlSeconds}s`);
+  if (options.audience !== undefined) jwt.setAudience(options.audience);
+  if (options.issuer !== undefined) jwt.setIssuer(options.issuer);
   return jwt.sign(await hmacKey(options.secret));
+}
+
+/**
+ * What a verifier demands of a token beyond its signature, `exp` (always
+ * required), a `sub` and a known `role`.
+ */
+export interface TokenRules {
+  /** When set, `aud` must name it. */
+  readonly audience?: string;
+  /** When set, `iss` must equal it. */
+  readonly issuer?: string;
+  /** Skew allowed on `exp`, `nbf` and `iat` (default {@link DEFAULT_CLOCK_TOLERANCE_SECONDS}). */
+  readonly clockToleranceSeconds?: number;
 }
 
 /**
@@ -30,25 +59,25 @@ export async function mintToken(options: MintTokenOptions): Promise<string> {
  */
 export type TokenRefusal = 'missing' | 'malformed' | 'invalid' | 'expired';
 
-/** The outcome of {@link verifyBearer}. */
+/** The outcome of {@link verifyBearer}: the caller and the instant its token expires, or why it was refused. */
 export type BearerVerdict =
-  | { readonly ok: true; readonly principal: Principal }
+  | { readonly ok: true; readonly principal: Principal; readonly expiresAtMs: number }
   | { readonly ok: false; readonly refusal: TokenRefusal };
 
 /**
  * Verifies an `authorization` header value (`Bearer <JWT>`) against the
- * HS256 secret: signature, expiry, a non-empty `sub` and a known `role`.
- * Every call verifies afresh; a server verifying the same tokens over and
- * over uses `createBearerVerifier`, which remembers them.
+ * HS256 secret and `rules` ({@link verifyToken}). Every call verifies
+ * afresh; a server verifying the same tokens over and over uses
+ * `createBearerVerifier`, which remembers them.
  */
 export async function verifyBearer(
   authorization: string | null | undefined,
   secret: string,
+  rules: TokenRules = {},
 ): Promise<BearerVerdict> {
   const token = bearerTokenOf(authorization);
   if (!token.ok) return token;
-  const verified = await verifyToken(token.token, secret, new Date());
-  return verified.ok ? { ok: true, principal: verified.principal } : verified;
+  return verifyToken(token.token, secret, new Date(), rules);
 }
 
 /** The JWT of a `Bearer <JWT>` header value, or why there is none. Internal. */
@@ -61,28 +90,47 @@ export function bearerTokenOf(
   return { ok: true, token: match[1] };
 }
 
-/** A verified token's principal and the instant it expires. Internal. */
-export type TokenVerification =
-  | { readonly ok: true; readonly principal: Principal; readonly expiresAtMs: number | undefined }
-  | { readonly ok: false; readonly refusal: 'invalid' | 'expired' };
-
 /**
- * Verifies a compact JWT as of `now`: HS256 signature with `secret`'s key,
- * `exp` and `nbf` against `now`, a `sub` of 1 to 256 characters and a known
- * `role`. Internal: the one verification both {@link verifyBearer} and the
- * caching verifier run.
+ * Verifies a compact JWT as of `now`: the HS256 signature with `secret`'s
+ * key (no other algorithm, `none` included), `exp` present and not passed,
+ * `nbf` reached and `iat` not in the future (each within the clock
+ * tolerance), `aud` and `iss` as `rules` demand, a `sub` of 1 to 256
+ * characters, a known `role`, and for a worker an optional `queues` grant
+ * (1 to {@link MAX_GRANTED_QUEUES} names of 1 to 128 characters). Internal:
+ * the one verification both {@link verifyBearer} and the caching verifier run.
  */
-export async function verifyToken(token: string, secret: string, now: Date): Promise<TokenVerification> {
+export async function verifyToken(token: string, secret: string, now: Date, rules: TokenRules = {}): Promise<BearerVerdict> {
+  const tolerance = rules.clockToleranceSeconds ?? DEFAULT_CLOCK_TOLERANCE_SECONDS;
   try {
-    const { payload } = await jwtVerify(token, await hmacKey(secret), { algorithms: [ALGORITHM], currentDate: now });
-    const subject = payload.sub;
+    const { payload } = await jwtVerify(token, await hmacKey(secret), {
+      algorithms: [ALGORITHM],
+      currentDate: now,
+      clockTolerance: tolerance,
+      requiredClaims: ['exp', 'sub'],
+      ...(rules.audience === undefined ? {} : { audience: rules.audience }),
+      ...(rules.issuer === undefined ? {} : { issuer: rules.issuer }),
+    });
+    const { sub: subject, exp, iat } = payload;
     const role = payload['role'];
-    if (typeof subject !== 'string' || subject.length === 0 || subject.length > 256 || !isRole(role)) {
+    if (typeof subject !== 'string' || subject.length === 0 || subject.length > 256 || !isRole(role) || typeof exp !== 'number') {
       return { ok: false, refusal: 'invalid' };
     }
-    return { ok: true, principal: { subject, role }, expiresAtMs: payload.exp === undefined ? undefined : payload.exp * 1000 };
+    if (iat !== undefined && iat > now.getTime() / 1000 + tolerance) return { ok: false, refusal: 'invalid' };
+    const queues = grantedQueues(payload['queues'], role);
+    if (queues === null) return { ok: false, refusal: 'invalid' };
+    const principal: Principal = queues === undefined ? { subject, role } : { subject, role, queues };
+    return { ok: true, principal, expiresAtMs: exp * 1000 };
   } catch (error) {
     if (error instanceof joseErrors.JWTExpired) return { ok: false, refusal: 'expired' };
     return { ok: false, refusal: 'invalid' };
   }
+}
+
+/** A worker's `queues` claim: undefined when absent, null when malformed or on another role. */
+function grantedQueues(claim: unknown, role: Role): readonly string[] | undefined | null {
+  if (claim === undefined) return undefined;
+  if (role !== 'worker' || !Array.isArray(claim) || claim.length === 0 || claim.length > MAX_GRANTED_QUEUES) return null;
+  const names = claim as unknown[];
+  if (!names.every((name): name is string => typeof name === 'string' && name.length > 0 && name.length <= 128)) return null;
+  return Object.freeze([...names]);
 }

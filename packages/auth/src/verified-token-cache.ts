@@ -1,5 +1,12 @@
 import type { Principal } from './roles.js';
 
+/** A caller whose token verified, and when that token expires. */
+export interface VerifiedCaller {
+  readonly principal: Principal;
+  /** The token's `exp`, epoch milliseconds. */
+  readonly expiresAtMs: number;
+}
+
 /** Bounds of a {@link VerifiedTokenCache}. */
 export interface VerifiedTokenCacheOptions {
   /** Most tokens kept; beyond it the one verified longest ago is dropped. */
@@ -9,7 +16,7 @@ export interface VerifiedTokenCacheOptions {
 }
 
 interface Entry {
-  readonly principal: Principal;
+  readonly caller: VerifiedCaller;
   /** Epoch milliseconds from which the entry no longer answers. */
   readonly validUntilMs: number;
 }
@@ -38,28 +45,27 @@ export class VerifiedTokenCache {
     return this.entries.size;
   }
 
-  /** The principal of a token verified earlier and still valid at `nowMs`. */
-  get(token: string, nowMs: number): Principal | undefined {
+  /** The caller of a token verified earlier and still valid at `nowMs`. */
+  get(token: string, nowMs: number): VerifiedCaller | undefined {
     const entry = this.entries.get(token);
     if (entry === undefined) return undefined;
-    if (nowMs < entry.validUntilMs) return entry.principal;
+    if (nowMs < entry.validUntilMs) return entry.caller;
     this.entries.delete(token);
     return undefined;
   }
 
   /**
-   * Remembers a token that verification accepted at `verifiedAtMs`.
-   *
-   * @param expiresAtMs the token's `exp` in epoch milliseconds; undefined for a token without one
+   * Remembers a token that verification accepted at `verifiedAtMs`; it
+   * answers until its `exp` or `maxAgeMs` later, whichever comes first.
    */
-  remember(token: string, principal: Principal, verifiedAtMs: number, expiresAtMs: number | undefined): void {
-    const validUntilMs = Math.min(verifiedAtMs + this.options.maxAgeMs, expiresAtMs ?? Number.POSITIVE_INFINITY);
+  remember(token: string, caller: VerifiedCaller, verifiedAtMs: number): void {
+    const validUntilMs = Math.min(verifiedAtMs + this.options.maxAgeMs, caller.expiresAtMs);
     if (this.options.capacity < 1 || !(verifiedAtMs < validUntilMs)) return;
     this.entries.delete(token);
     if (this.entries.size >= this.options.capacity) {
       const oldest = this.entries.keys().next();
       if (oldest.done !== true) this.entries.delete(oldest.value);
     }
-    this.entries.set(token, { principal, validUntilMs });
+    this.entries.set(token, { caller, validUntilMs });
   }
 }

@@ -48,6 +48,9 @@ Environment:
   DOCKET_STATE_PORT       default 7404  /
   DOCKET_AUTH_SECRET      HS256 secret (default: generated into secrets.json)
   DOCKET_CURSOR_SECRET    cursor secret (default: generated into secrets.json)
+  DOCKET_SERVICE_AUTH_SECRET  the state service's own secret, which public
+                          tokens are never signed with (default: generated
+                          into secrets.json)
 Other variables (NODE_OPTIONS, OTEL_*, ...) are passed on to the services.
 `,
   async run(args, context) {

@@ -8,7 +8,11 @@ export interface DevSecrets {
   readonly authSecret: string;
   /** Page token and cursor secret (`DOCKET_CURSOR_SECRET`). */
   readonly cursorSecret: string;
+  /** The secret of the internal hop to the state service (`DOCKET_SERVICE_AUTH_SECRET`). */
+  readonly serviceAuthSecret: string;
 }
+
+const newSecret = (): string => randomBytes(32).toString('base64url');
 
 /** `<dataDir>/secrets.json`. */
 export function devSecretsPath(dataDir: string): string {
@@ -16,16 +20,14 @@ export function devSecretsPath(dataDir: string): string {
 }
 
 /**
- * Reads `<dataDir>/secrets.json`, creating it on first use with two fresh
+ * Reads `<dataDir>/secrets.json`, creating it on first use with three fresh
  * 256-bit secrets, mode 0600. Keeping them across runs keeps tokens minted
- * by `docket token` (and cursors held by clients) valid after a restart.
+ * by `docket token` (and cursors held by clients) valid after a restart. A
+ * file written before the service secret existed gets one added.
  */
 export async function loadOrCreateDevSecrets(dataDir: string): Promise<DevSecrets> {
   await mkdir(dataDir, { recursive: true });
-  const fresh: DevSecrets = {
-    authSecret: randomBytes(32).toString('base64url'),
-    cursorSecret: randomBytes(32).toString('base64url'),
-  };
+  const fresh: DevSecrets = { authSecret: newSecret(), cursorSecret: newSecret(), serviceAuthSecret: newSecret() };
   try {
     await writeFile(devSecretsPath(dataDir), `${JSON.stringify(fresh, null, 2)}\n`, {
       flag: 'wx',
@@ -37,7 +39,10 @@ export async function loadOrCreateDevSecrets(dataDir: string): Promise<DevSecret
   }
   const existing = await readDevSecrets(dataDir);
   if (!existing) throw new Error(`${devSecretsPath(dataDir)} vanished while being read`);
-  return existing;
+  if (existing.serviceAuthSecret !== undefined) return { ...existing, serviceAuthSecret: existing.serviceAuthSecret };
+  const upgraded: DevSecrets = { ...existing, serviceAuthSecret: newSecret() };
+  await writeFile(devSecretsPath(dataDir), `${JSON.stringify(upgraded, null, 2)}\n`, { mode: 0o600 });
+  return upgraded;
 }
 
 /**
@@ -45,7 +50,7 @@ export async function loadOrCreateDevSecrets(dataDir: string): Promise<DevSecret
  * does not exist; an error naming the file when it is malformed. Tightens
  * the file to 0600 if others could read it.
  */
-export async function readDevSecrets(dataDir: string): Promise<DevSecrets | undefined> {
+export async function readDevSecrets(dataDir: string): Promise<StoredDevSecrets | undefined> {
   const file = devSecretsPath(dataDir);
   let text: string;
   try {
@@ -62,11 +67,18 @@ export async function readDevSecrets(dataDir: string): Promise<DevSecrets | unde
     parsed = undefined;
   }
   const record = (parsed ?? {}) as Partial<Record<keyof DevSecrets, unknown>>;
-  if (!isSecret(record.authSecret) || !isSecret(record.cursorSecret)) {
-    throw new Error(`${file} is not valid: expected {"authSecret": "...", "cursorSecret": "..."}`);
+  if (!isSecret(record.authSecret) || !isSecret(record.cursorSecret) || !(record.serviceAuthSecret === undefined || isSecret(record.serviceAuthSecret))) {
+    throw new Error(`${file} is not valid: expected {"authSecret": "...", "cursorSecret": "...", "serviceAuthSecret": "..."}`);
   }
-  return { authSecret: record.authSecret, cursorSecret: record.cursorSecret };
+  return {
+    authSecret: record.authSecret,
+    cursorSecret: record.cursorSecret,
+    ...(record.serviceAuthSecret === undefined ? {} : { serviceAuthSecret: record.serviceAuthSecret }),
+  };
 }
+
+/** `secrets.json` as found: one written by an older Docket has no service secret yet. */
+export type StoredDevSecrets = Omit<DevSecrets, 'serviceAuthSecret'> & { readonly serviceAuthSecret?: string };
 
 function isSecret(value: unknown): value is string {
   return typeof value === 'string' && value.length >= 16;

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { verifyBearer } from '@docket/auth';
+import { SERVICE_AUDIENCE, verifyBearer } from '@docket/auth';
 import type { CliContext } from './command.js';
 import { loadOrCreateDevSecrets } from './dev-secrets.js';
 import { runCli } from './run-cli.js';
@@ -57,7 +57,7 @@ describe('docket token', () => {
   it('mints a token with DOCKET_AUTH_SECRET that expires after a day by default', async () => {
     const { code, out } = await run(['token', '--subject', 'alice', '--role', 'admin'], { DOCKET_AUTH_SECRET: secret });
     expect(code).toBe(0);
-    expect(await verifyBearer(`Bearer ${out.trim()}`, secret)).toEqual({
+    expect(await verifyBearer(`Bearer ${out.trim()}`, secret)).toMatchObject({
       ok: true,
       principal: { subject: 'alice', role: 'admin' },
     });
@@ -65,14 +65,30 @@ describe('docket token', () => {
     expect(claims.exp! - claims.iat).toBe(86_400);
   });
 
-  it('mints a service token only with --allow-service', async () => {
-    const refused = await run(['token', '--subject', 'front', '--role', 'service'], { DOCKET_AUTH_SECRET: secret });
+  it("mints a service token only with --allow-service, with the state service's own secret, for at most an hour", async () => {
+    const serviceSecret = 'the-state-services-own-secret-for-this-test';
+    const env = { DOCKET_AUTH_SECRET: secret, DOCKET_SERVICE_AUTH_SECRET: serviceSecret };
+    const refused = await run(['token', '--subject', 'front', '--role', 'service'], env);
     expect(refused.code).toBe(2);
     expect(refused.err).toMatch(/--role service needs --allow-service/);
     expect(refused.out).toBe('');
-    const minted = await run(['token', '--subject', 'front', '--role', 'service', '--allow-service'], { DOCKET_AUTH_SECRET: secret });
+    const minted = await run(['token', '--subject', 'front', '--role', 'service', '--allow-service'], env);
     expect(minted.code).toBe(0);
-    expect(await verifyBearer(`Bearer ${minted.out.trim()}`, secret)).toMatchObject({ ok: true, principal: { role: 'service' } });
+    const token = `Bearer ${minted.out.trim()}`;
+    expect(await verifyBearer(token, serviceSecret, { audience: SERVICE_AUDIENCE })).toMatchObject({ ok: true, principal: { role: 'service' } });
+    expect(await verifyBearer(token, secret)).toEqual({ ok: false, refusal: 'invalid' });
+    const claims = JSON.parse(Buffer.from(minted.out.trim().split('.')[1] ?? '', 'base64url').toString()) as { exp: number; iat: number };
+    expect(claims.exp - claims.iat).toBe(3_600);
+    const tooLong = await run(['token', '--subject', 'front', '--role', 'service', '--allow-service', '--ttl', '3601'], env);
+    expect([tooLong.code, tooLong.err]).toEqual([2, expect.stringMatching(/--ttl must be a positive whole number of seconds, at most 3600/)]);
+  });
+
+  it('grants a worker token its queues, and only a worker token', async () => {
+    const minted = await run(['token', '--subject', 'w', '--role', 'worker', '--queue', 'emails', '--queue', 'reports'], { DOCKET_AUTH_SECRET: secret });
+    expect(minted.code).toBe(0);
+    expect(await verifyBearer(`Bearer ${minted.out.trim()}`, secret)).toMatchObject({ ok: true, principal: { role: 'worker', queues: ['emails', 'reports'] } });
+    const user = await run(['token', '--subject', 'u', '--role', 'user', '--queue', 'emails'], { DOCKET_AUTH_SECRET: secret });
+    expect([user.code, user.err]).toEqual([2, expect.stringMatching(/--queue is for --role worker only/)]);
   });
 
   it('falls back to the secret docket dev keeps in the data directory', async () => {

@@ -143,11 +143,11 @@ describe('runDev', () => {
     const secrets = await readDevSecrets(dataDir);
     const userToken = /user +\(sub "dev"\) +(\S+)/.exec(first.out)?.[1];
     const workerToken = /worker \(sub "dev-worker"\) +(\S+)/.exec(first.out)?.[1];
-    expect(await verifyBearer(`Bearer ${userToken}`, secrets?.authSecret ?? '')).toEqual({
+    expect(await verifyBearer(`Bearer ${userToken}`, secrets?.authSecret ?? '')).toMatchObject({
       ok: true,
       principal: { subject: 'dev', role: 'user' },
     });
-    expect(await verifyBearer(`Bearer ${workerToken}`, secrets?.authSecret ?? '')).toEqual({
+    expect(await verifyBearer(`Bearer ${workerToken}`, secrets?.authSecret ?? '')).toMatchObject({
       ok: true,
       principal: { subject: 'dev-worker', role: 'worker' },
     });

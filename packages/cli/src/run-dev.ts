@@ -57,6 +57,7 @@ export async function runDev(options: RunDevOptions): Promise<number> {
     const stored = await loadOrCreateDevSecrets(dataDir);
     const authSecret = env['DOCKET_AUTH_SECRET'] || stored.authSecret;
     const cursorSecret = env['DOCKET_CURSOR_SECRET'] || stored.cursorSecret;
+    const serviceAuthSecret = env['DOCKET_SERVICE_AUTH_SECRET'] || stored.serviceAuthSecret;
 
     let databaseUrl = env['DOCKET_DATABASE_URL'];
     if (!databaseUrl) {
@@ -80,7 +81,7 @@ export async function runDev(options: RunDevOptions): Promise<number> {
       authSecret,
       cursorSecret,
       databaseUrl,
-      serviceToken: await mintToken({ secret: authSecret, subject: 'docket-dev', role: 'service' }),
+      serviceAuthSecret,
     };
     const baseEnv = inheritedServiceEnv(env);
     const launch = (name: ServiceName, stateUrl?: string): LaunchedService => {

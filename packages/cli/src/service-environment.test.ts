@@ -4,27 +4,26 @@ import { serviceEnvironment, type DocketServiceSettings } from './service-enviro
 const settings: DocketServiceSettings = {
   authSecret: 'auth',
   cursorSecret: 'cursor',
-  serviceToken: 'token',
+  serviceAuthSecret: 'service',
   databaseUrl: 'postgres://db',
 };
 
 describe('serviceEnvironment', () => {
-  it('gives the database only to state', () => {
+  it('gives state the database and its own service secret, and not the public token secret', () => {
     expect(serviceEnvironment('state', settings, '127.0.0.1:7404')).toEqual({
       DOCKET_LISTEN: '127.0.0.1:7404',
-      DOCKET_AUTH_SECRET: 'auth',
-      DOCKET_CURSOR_SECRET: 'cursor',
+      DOCKET_SERVICE_AUTH_SECRET: 'service',
       DOCKET_DATABASE_URL: 'postgres://db',
     });
   });
 
-  it('gives the other services the state URL and the service token', () => {
+  it('gives the other services the state URL, the public secrets and the service secret they sign their state calls with', () => {
     expect(serviceEnvironment('events', settings, '127.0.0.1:0', 'http://127.0.0.1:7404')).toEqual({
       DOCKET_LISTEN: '127.0.0.1:0',
       DOCKET_AUTH_SECRET: 'auth',
       DOCKET_CURSOR_SECRET: 'cursor',
+      DOCKET_SERVICE_AUTH_SECRET: 'service',
       DOCKET_STATE_URL: 'http://127.0.0.1:7404',
-      DOCKET_SERVICE_TOKEN: 'token',
     });
   });
 

@@ -6,8 +6,8 @@ export interface DocketServiceSettings {
   readonly authSecret: string;
   /** Secret that signs page tokens and watch cursors. */
   readonly cursorSecret: string;
-  /** A `service`-role JWT that admission, execution and events present to state. */
-  readonly serviceToken: string;
+  /** The secret admission, execution and events sign their short-lived tokens to state with, and state verifies them with. */
+  readonly serviceAuthSecret: string;
   /** The Postgres the state service uses (and migrates at start). */
   readonly databaseUrl: string;
 }
@@ -26,15 +26,15 @@ export function serviceEnvironment(
 ): Record<string, string> {
   const env: Record<string, string> = {
     DOCKET_LISTEN: listen,
-    DOCKET_AUTH_SECRET: settings.authSecret,
-    DOCKET_CURSOR_SECRET: settings.cursorSecret,
+    DOCKET_SERVICE_AUTH_SECRET: settings.serviceAuthSecret,
   };
   if (name === 'state') {
     env['DOCKET_DATABASE_URL'] = settings.databaseUrl;
     return env;
   }
+  env['DOCKET_AUTH_SECRET'] = settings.authSecret;
+  env['DOCKET_CURSOR_SECRET'] = settings.cursorSecret;
   if (stateUrl === undefined) throw new Error(`the ${name} service needs the state service's URL`);
   env['DOCKET_STATE_URL'] = stateUrl;
-  env['DOCKET_SERVICE_TOKEN'] = settings.serviceToken;
   return env;
 }

@@ -29,7 +29,7 @@ describe('bearer authentication', () => {
   const secret = 'x'.repeat(40);
 
   it('puts the verified principal in the handler context', async () => {
-    const token = await mintToken({ secret, subject: 'w-1', role: 'worker' });
+    const token = await mintToken({ secret, subject: 'w-1', role: 'worker', ttlSeconds: 600 });
     const reply = await probe.echo({ text: 'who' }, { headers: { authorization: `Bearer ${token}` } });
     expect(reply.text).toBe('w-1/worker');
   });
@@ -37,14 +37,14 @@ describe('bearer authentication', () => {
   it('refuses a missing, malformed, forged or expired token with a bare UNAUTHENTICATED', async () => {
     expect(await refusal(undefined)).toEqual(UNAUTHENTICATED);
     expect(await refusal('Basic d29ya2VyOnB3')).toEqual(UNAUTHENTICATED);
-    const forged = await mintToken({ secret: 'y'.repeat(40), subject: 'w-1', role: 'worker' });
+    const forged = await mintToken({ secret: 'y'.repeat(40), subject: 'w-1', role: 'worker', ttlSeconds: 600 });
     expect(await refusal(`Bearer ${forged}`)).toEqual(UNAUTHENTICATED);
     const expired = await mintToken({ secret, subject: 'w-1', role: 'worker', ttlSeconds: -60 });
     expect(await refusal(`Bearer ${expired}`)).toEqual(UNAUTHENTICATED);
   });
 
   it('refuses a valid token of a role the service does not allow with a bare PERMISSION_DENIED', async () => {
-    const user = await mintToken({ secret, subject: 'alice', role: 'user' });
+    const user = await mintToken({ secret, subject: 'alice', role: 'user', ttlSeconds: 600 });
     expect(await refusal(`Bearer ${user}`)).toEqual({
       code: Code.PermissionDenied,
       message: 'permission denied',
@@ -58,7 +58,7 @@ describe('bearer authentication', () => {
   });
 
   it('never logs the token', async () => {
-    const token = await mintToken({ secret, subject: 'w-1', role: 'worker' });
+    const token = await mintToken({ secret, subject: 'w-1', role: 'worker', ttlSeconds: 600 });
     await probe.echo({ text: 'who' }, { headers: { authorization: `Bearer ${token}` } });
     expect(harness.lines.join('\n')).not.toContain(token.split('.')[2]);
   });

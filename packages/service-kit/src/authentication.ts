@@ -1,26 +1,33 @@
 import type { Interceptor } from '@connectrpc/connect';
-import { createBearerVerifier, type Role } from '@docket/auth';
+import { createBearerVerifier, type Role, type TokenRules } from '@docket/auth';
 import { principalKey } from './principal.js';
 import { permissionDeniedError, unauthenticatedError } from './refusals.js';
 
 /** Who may call the Docket services of one server. */
 export interface AuthPolicy {
-  /** The HS256 secret bearer tokens are verified with (`DOCKET_AUTH_SECRET`). */
+  /** The HS256 secret bearer tokens are verified with (`DOCKET_AUTH_SECRET`; state: `DOCKET_SERVICE_AUTH_SECRET`). */
   readonly secret: string;
   /** Roles allowed to call; e.g. `['service']` for the state service. */
   readonly allowedRoles: readonly Role[];
+  /** `aud`, `iss` and clock skew the tokens must satisfy (`exp` is always required). */
+  readonly rules?: TokenRules;
 }
 
 /**
  * Verifies `authorization: Bearer <JWT>` on every RPC of a service not in
  * `unauthenticatedServices` and stores the caller under
- * {@link principalKey}. A missing, malformed, forged or expired token is
+ * {@link principalKey}. A missing, malformed, forged or expired token, one
+ * without `exp`, or one that fails the policy's rules, is
  * `UNAUTHENTICATED` "unauthenticated"; a valid token whose role the policy
  * does not allow is `PERMISSION_DENIED` "permission denied". Neither says
  * why or hints at what exists, and both are decided before the handler (or
  * the router's unimplemented stub) runs. Verified tokens are remembered for
  * up to a minute within their `exp` (`createBearerVerifier`), so a caller
  * reusing its token costs one HMAC a minute, not one per call.
+ *
+ * A response stream lives no longer than the token that opened it: when
+ * its `exp` passes, the stream ends with UNAUTHENTICATED, and the client
+ * reconnects with a fresh token (resuming where it was).
  *
  * @param unauthenticatedServices fully-qualified service names served
  *   without authentication (health and reflection)
@@ -29,13 +36,60 @@ export function authenticationInterceptor(
   policy: AuthPolicy,
   unauthenticatedServices: ReadonlySet<string>,
 ): Interceptor {
-  const bearer = createBearerVerifier(policy.secret);
+  const bearer = createBearerVerifier(policy.secret, policy.rules);
   return (next) => async (req) => {
     if (unauthenticatedServices.has(req.service.typeName)) return next(req);
     const verdict = await bearer.verify(req.header.get('authorization'));
     if (!verdict.ok) throw unauthenticatedError();
     if (!policy.allowedRoles.includes(verdict.principal.role)) throw permissionDeniedError();
     req.contextValues.set(principalKey, verdict.principal);
-    return next(req);
+    const response = await next(req);
+    if (!response.stream) return response;
+    return { ...response, message: untilExpiry(response.message, verdict.expiresAtMs) };
+  };
+}
+
+/** The longest a timer can wait; an expiry further away is checked again on a later pull. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+const EXPIRED = Symbol('expired');
+
+/**
+ * `source`, ended with UNAUTHENTICATED once `expiresAtMs` (epoch ms) has
+ * passed: a pull still waiting then is answered with the refusal, and the
+ * source is closed.
+ */
+function untilExpiry<T>(source: AsyncIterable<T>, expiresAtMs: number): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<T> {
+      const it = source[Symbol.asyncIterator]();
+      const refuse = (): never => {
+        it.return?.().catch(() => {});
+        throw unauthenticatedError();
+      };
+      return {
+        async next(): Promise<IteratorResult<T>> {
+          const remainingMs = expiresAtMs - Date.now();
+          if (remainingMs <= 0) return refuse();
+          const pull = it.next();
+          if (remainingMs > MAX_TIMER_MS) return pull;
+          let timer: NodeJS.Timeout | undefined;
+          const expiry = new Promise<typeof EXPIRED>((resolve) => {
+            timer = setTimeout(() => resolve(EXPIRED), remainingMs);
+          });
+          try {
+            const result = await Promise.race([pull, expiry]);
+            if (result !== EXPIRED) return result;
+            pull.catch(() => {});
+            return refuse();
+          } finally {
+            clearTimeout(timer);
+          }
+        },
+        async return(value?: unknown): Promise<IteratorResult<T>> {
+          return (await it.return?.(value)) ?? { done: true, value: undefined };
+        },
+      };
+    },
   };
 }

@@ -1,3 +1,4 @@
+import { weakSecretReason, type TokenRules } from '@docket/auth';
 import { DEFAULT_LOG_LEVEL, LOG_LEVELS, isLogLevel, type LogLevel } from './logger.js';
 
 /** The environment a service reads its configuration from. */
@@ -32,6 +33,36 @@ export function requireEnv(env: Environment, name: string): string {
     throw new Error(`environment variable ${name} is required but not set`);
   }
   return value;
+}
+
+/**
+ * A signing secret from a required variable: refused at start-up, naming
+ * the variable but never showing the value, when it is too short or looks
+ * like a placeholder copied from an example (`weakSecretReason`).
+ */
+export function requireSecret(env: Environment, name: string): string {
+  const value = requireEnv(env, name);
+  const weakness = weakSecretReason(value);
+  if (weakness !== undefined) throw new Error(`${name} cannot be used: ${weakness} (generate one with: openssl rand -base64 32)`);
+  return value;
+}
+
+/**
+ * What public bearer tokens must carry beyond a signature and `exp`:
+ * `DOCKET_AUTH_AUDIENCE` and `DOCKET_AUTH_ISSUER` when set, and the clock
+ * skew tolerated, `DOCKET_AUTH_CLOCK_TOLERANCE_SECONDS` (default 30, at
+ * most 300).
+ */
+export function readTokenRules(env: Environment): TokenRules {
+  const tolerance = readPositiveInteger(env, 'DOCKET_AUTH_CLOCK_TOLERANCE_SECONDS', 30);
+  if (tolerance > 300) throw new Error(`DOCKET_AUTH_CLOCK_TOLERANCE_SECONDS must be at most 300, got ${tolerance}`);
+  const audience = env['DOCKET_AUTH_AUDIENCE']?.trim();
+  const issuer = env['DOCKET_AUTH_ISSUER']?.trim();
+  return {
+    clockToleranceSeconds: tolerance,
+    ...(audience ? { audience } : {}),
+    ...(issuer ? { issuer } : {}),
+  };
 }
 
 /**

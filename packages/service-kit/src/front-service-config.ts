@@ -1,5 +1,6 @@
+import type { TokenRules } from '@docket/auth';
 import type { StateBatchOptions } from './batching-state-client.js';
-import { readListenAddress, readPositiveInteger, readShutdownGraceMs, requireEnv, type Environment } from './environment.js';
+import { readListenAddress, readPositiveInteger, readShutdownGraceMs, readTokenRules, requireSecret, type Environment } from './environment.js';
 
 /**
  * What every public service (admission, execution, events) needs: where to
@@ -8,8 +9,12 @@ import { readListenAddress, readPositiveInteger, readShutdownGraceMs, requireEnv
 export interface FrontServiceConfig {
   readonly listen: { readonly host: string; readonly port: number };
   readonly stateUrl: string;
+  /** Verifies the public bearer tokens callers present (`DOCKET_AUTH_SECRET`). */
   readonly authSecret: string;
-  readonly serviceToken: string;
+  /** What public tokens must carry besides (`DOCKET_AUTH_AUDIENCE`, `DOCKET_AUTH_ISSUER`, clock skew). */
+  readonly tokenRules: TokenRules;
+  /** Signs this service's own short-lived tokens to the state service (`DOCKET_SERVICE_AUTH_SECRET`). */
+  readonly serviceAuthSecret: string;
   readonly shutdownGraceMs: number;
   /** How calls to the state service are coalesced (DOCKET_STATE_BATCH_MAX, DOCKET_STATE_BATCHES_IN_FLIGHT). */
   readonly stateBatch: StateBatchOptions;
@@ -20,16 +25,24 @@ export const DEFAULT_STATE_URL = 'http://127.0.0.1:7404';
 
 /**
  * Reads DOCKET_LISTEN (default 127.0.0.1:`defaultPort`), DOCKET_STATE_URL,
- * DOCKET_AUTH_SECRET, DOCKET_SERVICE_TOKEN, DOCKET_SHUTDOWN_GRACE_MS,
+ * DOCKET_AUTH_SECRET, DOCKET_SERVICE_AUTH_SECRET (both strong, and
+ * different: a public token must never be able to pass for a service
+ * token), the token rules (`readTokenRules`), DOCKET_SHUTDOWN_GRACE_MS,
  * DOCKET_STATE_BATCH_MAX (default 128, at most 256) and
  * DOCKET_STATE_BATCHES_IN_FLIGHT (default 1).
  */
 export function readFrontServiceConfig(env: Environment, defaultPort: number): FrontServiceConfig {
+  const authSecret = requireSecret(env, 'DOCKET_AUTH_SECRET');
+  const serviceAuthSecret = requireSecret(env, 'DOCKET_SERVICE_AUTH_SECRET');
+  if (serviceAuthSecret === authSecret) {
+    throw new Error('DOCKET_SERVICE_AUTH_SECRET must differ from DOCKET_AUTH_SECRET: whoever mints public tokens could otherwise call the state service');
+  }
   return {
     listen: readListenAddress(env, defaultPort),
     stateUrl: env['DOCKET_STATE_URL'] || DEFAULT_STATE_URL,
-    authSecret: requireEnv(env, 'DOCKET_AUTH_SECRET'),
-    serviceToken: requireEnv(env, 'DOCKET_SERVICE_TOKEN'),
+    authSecret,
+    tokenRules: readTokenRules(env),
+    serviceAuthSecret,
     shutdownGraceMs: readShutdownGraceMs(env),
     stateBatch: {
       maxBatch: Math.min(256, readPositiveInteger(env, 'DOCKET_STATE_BATCH_MAX', 128)),

@@ -55,7 +55,9 @@ export {
   readLogLevel,
   readPositiveInteger,
   readShutdownGraceMs,
+  readTokenRules,
   requireEnv,
+  requireSecret,
   type Environment,
 } from './environment.js';
 export { createServiceTransport, type ServiceTransportOptions } from './service-transport.js';

@@ -17,7 +17,7 @@ let upstream: ProbeHarness;
 let front: ProbeHarness;
 beforeAll(async () => {
   upstream = await startProbeServer({ authenticate: { secret: PROBE_SECRET, allowedRoles: ['service'] } });
-  const serviceToken = await mintToken({ secret: PROBE_SECRET, subject: 'front', role: 'service' });
+  const serviceToken = await mintToken({ secret: PROBE_SECRET, subject: 'front', role: 'service', ttlSeconds: 600 });
   const next = createClient(ProbeService, createServiceTransport({ baseUrl: upstream.url, token: serviceToken }));
   front = await startProbeServer({
     routes: (router) =>
@@ -86,7 +86,7 @@ describe('createServiceTransport', () => {
   it('reports an unreachable next hop as UNAVAILABLE without leaking its address', async () => {
     const dead = await startProbeServer();
     await dead.server.shutdown(100);
-    const token = await mintToken({ secret: PROBE_SECRET, subject: 'front', role: 'service' });
+    const token = await mintToken({ secret: PROBE_SECRET, subject: 'front', role: 'service', ttlSeconds: 600 });
     const next = createClient(ProbeService, createServiceTransport({ baseUrl: dead.url, token }));
     const lonely = await startProbeServer({
       routes: (router) =>

@@ -7,8 +7,8 @@ import { currentRequestId, REQUEST_ID_HEADER } from './request-id.js';
 export interface ServiceTransportOptions {
   /** The other service's URL, e.g. `DOCKET_STATE_URL` (`http://127.0.0.1:7404`). */
   readonly baseUrl: string;
-  /** The internal bearer token (`DOCKET_SERVICE_TOKEN`, role `service`). */
-  readonly token: string;
+  /** The internal bearer token (role `service`), or where to get the current one (`serviceTokenSource`). */
+  readonly token: string | (() => Promise<string>);
   /** Extra client interceptors, run inside the ones adding headers. */
   readonly interceptors?: readonly Interceptor[];
 }
@@ -22,9 +22,9 @@ export interface ServiceTransportOptions {
  * `forwardDeadline(ctx)` to pass on the caller's deadline and cancellation.
  */
 export function createServiceTransport(options: ServiceTransportOptions): Transport {
-  const authorization = `Bearer ${options.token}`;
-  const addHeaders: Interceptor = (next) => (req) => {
-    req.header.set('authorization', authorization);
+  const { token } = options;
+  const addHeaders: Interceptor = (next) => async (req) => {
+    req.header.set('authorization', `Bearer ${typeof token === 'string' ? token : await token()}`);
     const requestId = currentRequestId.getStore();
     if (requestId !== undefined && !req.header.has(REQUEST_ID_HEADER)) {
       req.header.set(REQUEST_ID_HEADER, requestId);

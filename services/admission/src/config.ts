@@ -1,4 +1,4 @@
-import { readFrontServiceConfig, readPositiveInteger, requireEnv, type FrontServiceConfig } from '@docket/service-kit';
+import { readFrontServiceConfig, readPositiveInteger, requireSecret, type FrontServiceConfig } from '@docket/service-kit';
 
 /** The admission service's configuration, read from the environment only. */
 export interface AdmissionConfig extends FrontServiceConfig {
@@ -23,7 +23,7 @@ export function readAdmissionConfig(env: NodeJS.ProcessEnv): AdmissionConfig {
   if (idempotencyTtlSeconds < DAY_SECONDS) throw new Error('DOCKET_IDEMPOTENCY_TTL_SECONDS must be at least 86400');
   return {
     ...readFrontServiceConfig(env, ADMISSION_DEFAULT_PORT),
-    cursorSecret: requireEnv(env, 'DOCKET_CURSOR_SECRET'),
+    cursorSecret: requireSecret(env, 'DOCKET_CURSOR_SECRET'),
     idempotencyTtlMs: idempotencyTtlSeconds * 1000,
     pageTokenTtlMs: readPositiveInteger(env, 'DOCKET_PAGE_TOKEN_TTL_SECONDS', DAY_SECONDS) * 1000,
   };

@@ -1,3 +1,4 @@
+import { serviceTokenSource } from '@docket/auth';
 import { createClient } from '@connectrpc/connect';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
@@ -16,7 +17,7 @@ import { admissionServiceRoutes } from './routes/admission-service.js';
 
 /** Starts the admission service's server: AdmissionService, health, reflection. */
 export function startAdmissionServer(config: AdmissionConfig, logger: Logger): Promise<RunningServer> {
-  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: config.serviceToken });
+  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: serviceTokenSource(config.serviceAuthSecret, 'admission') });
   const state = batchingStateClient(createClient(StateService, stateTransport), config.stateBatch);
   return startServer({
     name: 'admission',
@@ -28,7 +29,7 @@ export function startAdmissionServer(config: AdmissionConfig, logger: Logger): P
       feedCursors: new FeedCursorCodec(config.cursorSecret),
       idempotencyTtlMs: config.idempotencyTtlMs,
     }),
-    authenticate: { secret: config.authSecret, allowedRoles: ['user', 'admin'] },
+    authenticate: { secret: config.authSecret, rules: config.tokenRules, allowedRoles: ['user', 'admin'] },
     logger,
     dependency: serviceHealthProbe('state', stateTransport),
   });

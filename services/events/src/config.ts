@@ -2,7 +2,7 @@ import {
   DEFAULT_FEED_CURSOR_TTL_MS,
   readFrontServiceConfig,
   readPositiveInteger,
-  requireEnv,
+  requireSecret,
   type Environment,
   type FrontServiceConfig,
 } from '@docket/service-kit';
@@ -31,7 +31,7 @@ const DEFAULT_HEARTBEAT_MS = 15_000;
 export function readEventsConfig(env: Environment): EventsConfig {
   return {
     ...readFrontServiceConfig(env, EVENTS_DEFAULT_PORT),
-    cursorSecret: requireEnv(env, 'DOCKET_CURSOR_SECRET'),
+    cursorSecret: requireSecret(env, 'DOCKET_CURSOR_SECRET'),
     heartbeatMs: readPositiveInteger(env, 'DOCKET_HEARTBEAT_MS', DEFAULT_HEARTBEAT_MS),
     feedCursorTtlMs: readPositiveInteger(env, 'DOCKET_FEED_CURSOR_TTL_SECONDS', DEFAULT_FEED_CURSOR_TTL_MS / 1000) * 1000,
   };

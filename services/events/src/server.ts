@@ -1,3 +1,4 @@
+import { serviceTokenSource } from '@docket/auth';
 import { createClient } from '@connectrpc/connect';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
@@ -17,7 +18,7 @@ import { eventServiceRoutes } from './routes/event-service.js';
 
 /** Starts the events service's server: EventService, health and reflection. */
 export function startEventsServer(config: EventsConfig, logger: Logger): Promise<RunningServer> {
-  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: config.serviceToken });
+  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: serviceTokenSource(config.serviceAuthSecret, 'events') });
   const state = createClient(StateService, stateTransport);
   const gauge = new SubscriberGauge(logger);
   const metrics = new ServiceMetrics('events');
@@ -41,7 +42,7 @@ export function startEventsServer(config: EventsConfig, logger: Logger): Promise
       heartbeatMs: config.heartbeatMs,
       gauge,
     }),
-    authenticate: { secret: config.authSecret, allowedRoles: ['user', 'admin'] },
+    authenticate: { secret: config.authSecret, rules: config.tokenRules, allowedRoles: ['user', 'admin'] },
     logger,
     dependency: serviceHealthProbe('state', stateTransport),
   });

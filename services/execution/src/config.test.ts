@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { readExecutionConfig } from './config.js';
 
-const REQUIRED = { DOCKET_AUTH_SECRET: 'secret', DOCKET_SERVICE_TOKEN: 'token' };
+const REQUIRED = { DOCKET_AUTH_SECRET: 'public-secret-0123456789-abcdefghijklm', DOCKET_SERVICE_AUTH_SECRET: 'service-secret-0123456789-nopqrstuvwxyz' };
 
 describe('readExecutionConfig', () => {
   it('applies the documented defaults', () => {

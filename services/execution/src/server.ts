@@ -1,3 +1,4 @@
+import { serviceTokenSource } from '@docket/auth';
 import { createClient } from '@connectrpc/connect';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
@@ -19,7 +20,7 @@ import { executionServiceRoutes } from './routes/execution-service.js';
  * the change stream.
  */
 export async function startExecutionServer(config: ExecutionConfig, logger: Logger): Promise<RunningServer> {
-  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: config.serviceToken });
+  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: serviceTokenSource(config.serviceAuthSecret, 'execution') });
   const state = batchingStateClient(createClient(StateService, stateTransport), config.stateBatch);
   const ticks = new ChangeTicks((signal) => state.watchChanges({}, { signal }), logger);
   ticks.start();
@@ -30,7 +31,7 @@ export async function startExecutionServer(config: ExecutionConfig, logger: Logg
       listen: config.listen,
       services: [ExecutionService],
       routes: executionServiceRoutes({ state, ticks, recheckMs: config.claimRecheckMs }),
-      authenticate: { secret: config.authSecret, allowedRoles: ['worker'] },
+      authenticate: { secret: config.authSecret, rules: config.tokenRules, allowedRoles: ['worker'] },
       logger,
       dependency: serviceHealthProbe('state', stateTransport),
     });

@@ -1,5 +1,5 @@
 import type { BatchedWriteSettings } from './domain/batched-writes.js';
-import { readListenAddress, readPositiveInteger, readShutdownGraceMs, requireEnv } from '@docket/service-kit';
+import { readListenAddress, readPositiveInteger, readShutdownGraceMs, requireSecret } from '@docket/service-kit';
 
 /** The state service's configuration, read from the environment only. */
 export interface StateConfig {
@@ -9,7 +9,8 @@ export interface StateConfig {
   /** Where the approval history lives; undefined means the state database (its own schema and owner). */
   readonly approvalDatabaseUrl: string | undefined;
   readonly dataDir: string;
-  readonly authSecret: string;
+  /** Verifies the front services' tokens (`DOCKET_SERVICE_AUTH_SECRET`); public tokens are never signed with it. */
+  readonly serviceAuthSecret: string;
   readonly maxConnections: number;
   readonly shutdownGraceMs: number;
   /** How long a claim or renewal leases a job (DOCKET_LEASE_MS, default 30 s). */
@@ -23,7 +24,7 @@ export const STATE_DEFAULT_PORT = 7404;
 
 /**
  * Reads DOCKET_LISTEN, DOCKET_DATABASE_URL, DOCKET_APPROVAL_DATABASE_URL, DOCKET_DATA_DIR,
- * DOCKET_AUTH_SECRET, DOCKET_DB_POOL_SIZE, DOCKET_SHUTDOWN_GRACE_MS,
+ * DOCKET_SERVICE_AUTH_SECRET, DOCKET_DB_POOL_SIZE, DOCKET_SHUTDOWN_GRACE_MS,
  * DOCKET_LEASE_MS and the batching settings (DOCKET_ADMIT_BATCH_MAX,
  * DOCKET_ADMIT_BATCHES_IN_FLIGHT, DOCKET_CLAIM_BATCH_MAX,
  * DOCKET_CLAIM_BATCHES_IN_FLIGHT, DOCKET_REPORT_BATCH_MAX,
@@ -35,7 +36,7 @@ export function readStateConfig(env: NodeJS.ProcessEnv): StateConfig {
     databaseUrl: env['DOCKET_DATABASE_URL'] || undefined,
     approvalDatabaseUrl: env['DOCKET_APPROVAL_DATABASE_URL'] || undefined,
     dataDir: env['DOCKET_DATA_DIR'] || '.docket',
-    authSecret: requireEnv(env, 'DOCKET_AUTH_SECRET'),
+    serviceAuthSecret: requireSecret(env, 'DOCKET_SERVICE_AUTH_SECRET'),
     maxConnections: readPositiveInteger(env, 'DOCKET_DB_POOL_SIZE', 10),
     shutdownGraceMs: readShutdownGraceMs(env),
     leaseMs: readPositiveInteger(env, 'DOCKET_LEASE_MS', 30_000),

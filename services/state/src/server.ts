@@ -1,3 +1,4 @@
+import { SERVICE_AUDIENCE } from '@docket/auth';
 import type { Interceptor } from '@connectrpc/connect';
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
@@ -44,7 +45,7 @@ export function startStateServer(
       approvals,
       logger,
     }),
-    authenticate: { secret: config.authSecret, allowedRoles: ['service'] },
+    authenticate: { secret: config.serviceAuthSecret, allowedRoles: ['service'], rules: { audience: SERVICE_AUDIENCE } },
     logger,
     interceptors: [databaseErrors],
     dependency: { name: 'postgres', check: async () => void (await database.pool.query('select 1')) },

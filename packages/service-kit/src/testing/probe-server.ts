@@ -112,7 +112,7 @@ export async function startProbeServer(
         secret: options.secret ?? PROBE_SECRET,
         subject: options.subject ?? 'alice',
         role,
-        ...(options.ttlSeconds === undefined ? {} : { ttlSeconds: options.ttlSeconds }),
+        ttlSeconds: options.ttlSeconds ?? 3_600,
       }),
   };
 }

@@ -1,6 +1,6 @@
 import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { drainSignalOf, forwardDeadline, principalOf } from '@docket/service-kit';
+import { drainSignalOf, forwardDeadline, permissionDeniedError, principalOf } from '@docket/service-kit';
 import { claimJobs, type ClaimDependencies } from '../domain/claim-jobs.js';
 import {
   forwardWorkerCall,
@@ -15,7 +15,10 @@ export type ExecutionRoutesDependencies = ClaimDependencies;
 /**
  * Registers docket.execution.v1.ExecutionService. Every worker RPC is
  * authorised and applied by the state service (HandleWorkerCall) for the
- * token's subject; ClaimJobs adds the long-poll.
+ * token's subject; ClaimJobs adds the long-poll. A worker token that grants
+ * queues (claim `queues`) may register only those: any other queue is
+ * PERMISSION_DENIED before anything is written, and since claims serve only
+ * the registered queues, such a worker never sees another queue's jobs.
  */
 export function executionServiceRoutes(deps: ExecutionRoutesDependencies): (router: ConnectRouter) => void {
   /** The handler of a worker RPC that the state service answers as is. */
@@ -30,7 +33,11 @@ export function executionServiceRoutes(deps: ExecutionRoutesDependencies): (rout
       );
   return (router) => {
     router.service(ExecutionService, {
-      registerWorker: forwarded('registerWorker'),
+      registerWorker: (request, ctx) => {
+        const granted = principalOf(ctx).queues;
+        if (granted !== undefined && !request.queues.every((queue) => granted.includes(queue))) throw permissionDeniedError();
+        return forwarded('registerWorker')(request, ctx);
+      },
       claimJobs: (request, ctx) =>
         claimJobs(deps, principalOf(ctx).subject, request, {
           signal: ctx.signal,

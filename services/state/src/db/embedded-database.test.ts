@@ -6,6 +6,9 @@ import { createLogger } from '@docket/service-kit';
 import { readStateConfig } from '../config.js';
 import { resolveDatabaseUrl, type EmbeddedPostgresImporter } from './embedded-database.js';
 
+/** A secret the configuration accepts; these tests are not about it. */
+const STRONG_SECRET = 'embedded-database-test-3f9a1c7e5b2d8046';
+
 const SOURCE_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** A real import of a package that is not installed, as in the production image; counts its calls. */
@@ -23,7 +26,7 @@ const logger = createLogger('state', () => {});
 describe('resolveDatabaseUrl', () => {
   it('uses DOCKET_DATABASE_URL without loading the embedded PostgreSQL package', async () => {
     const { importer, calls } = absentPackage();
-    const config = readStateConfig({ DOCKET_AUTH_SECRET: 's', DOCKET_DATABASE_URL: 'postgres://docket@db.example:5432/docket' });
+    const config = readStateConfig({ DOCKET_SERVICE_AUTH_SECRET: STRONG_SECRET, DOCKET_DATABASE_URL: 'postgres://docket@db.example:5432/docket' });
     const database = await resolveDatabaseUrl(config, logger, importer);
     expect(database.url).toBe('postgres://docket@db.example:5432/docket');
     await database.stop();
@@ -32,7 +35,7 @@ describe('resolveDatabaseUrl', () => {
 
   it('says DOCKET_DATABASE_URL is required when it is unset and the package is not installed, without the loader’s paths', async () => {
     const { importer, calls } = absentPackage();
-    const config = readStateConfig({ DOCKET_AUTH_SECRET: 's' });
+    const config = readStateConfig({ DOCKET_SERVICE_AUTH_SECRET: STRONG_SECRET });
     const failure = await resolveDatabaseUrl(config, logger, importer).then(
       () => undefined,
       (error: unknown) => error as Error,
