@@ -70,7 +70,12 @@ export function planChange(job: JobRow, action: Exclude<JobChangeActionName, 'HA
       if (job.status === 'RUNNING' && job.pause_requested) {
         return { events: [{ type: 'job.resumed', payload: { ...by, withdrawn: 'pause_requested' } }], patch: { pause_requested: false } };
       }
-      if (job.status !== 'PAUSED') throw illegal(job.status, 'QUEUED');
+      if (job.status !== 'PAUSED') {
+        // RETRY_WAIT -> QUEUED is the retry scheduler's edge, not a resume: say what resume needs.
+        throw new DocketError('ILLEGAL_TRANSITION', `a ${job.status} job cannot be resumed: only a PAUSED one can`, {
+          metadata: { from: job.status, to: 'QUEUED' },
+        });
+      }
       if (pendingApprovalOf(job.pending_approval)) {
         // Only DecideApproval may let a job that waits for approval go on.
         throw new DocketError('ILLEGAL_TRANSITION', 'the job waits for an approval: decide it with DecideApproval', {
