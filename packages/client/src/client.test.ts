@@ -11,7 +11,7 @@ import { ResyncReason } from '@docket/proto/docket/events/v1/event_service_pb.js
 import { createClient, type DocketClient } from './docket-client.js';
 import { isDocketClientError, type DocketClientError } from './docket-client-error.js';
 import type { JobWatchFrame } from './job-watch.js';
-import { bearerAuth } from './node-transports.js';
+import { bearerAuth } from './transports.js';
 
 /*
  * The client against a real cluster (four service processes, a fresh

@@ -17,7 +17,7 @@ import { DocketClientError } from './docket-client-error.js';
 import { resolveIdempotencyKey } from './idempotency-key.js';
 import { watchJobFeed, type JobFeedFrame, type WatchJobsOptions } from './job-feed.js';
 import { watchJob, type JobWatchFrame, type WatchOptions } from './job-watch.js';
-import { createNodeTransports, type DocketTransports, type NodeTransportOptions } from './node-transports.js';
+import type { DocketTransports, NodeTransportOptions } from './transports.js';
 import { callWithRetry, retryPolicyOf, throwIfAborted, type RetryPolicy } from './retry-policy.js';
 
 /** Options of {@link createClient}: where the services are (or the transports to them), and how patient to be. */
@@ -104,6 +104,9 @@ export interface JobPage {
   readonly eventCursor: string;
 }
 
+/** Builds a client's transports from an address and a token, with a way to close them. */
+export type TransportConnector = (options: NodeTransportOptions) => DocketTransports & { close(): void };
+
 /** Options of the reads. */
 export interface ReadOptions {
   readonly signal?: AbortSignal;
@@ -126,14 +129,20 @@ export class DocketClient {
   readonly #secrets: readonly string[];
   readonly #close: () => void;
 
-  constructor(options: ClientOptions) {
+  /**
+   * @param connect builds transports from a URL and a token where the
+   *   platform can (Node: `createNodeTransports`); without it, `transports`
+   *   must be given (browsers: connect-web)
+   */
+  constructor(options: ClientOptions, connect?: TransportConnector) {
     let transports: DocketTransports;
     if (options.transports) {
       transports = options.transports;
       this.#close = () => {};
       this.#secrets = [];
     } else {
-      const node = createNodeTransports(options);
+      if (!connect) throw new TypeError('on this platform, pass `transports` (for example connect-web transports with bearerAuth)');
+      const node = connect(options);
       transports = node;
       this.#close = () => node.close();
       this.#secrets = typeof options.token === 'string' ? [options.token] : [];
@@ -366,18 +375,6 @@ export class DocketClient {
   #read<T>(rpc: string, options: ReadOptions, call: (o: { signal?: AbortSignal; timeoutMs: number }) => Promise<T>): Promise<T> {
     return callWithRetry(call, { policy: this.#retry, rpc, signal: options.signal, secrets: this.#secrets });
   }
-}
-
-/**
- * A {@link DocketClient}. Give `url` (or `admissionUrl` and `eventsUrl`)
- * and `token` to connect from Node over gRPC, or `transports` built for
- * your platform.
- *
- * @example
- * const client = createClient({ url: 'http://127.0.0.1', token: process.env.DOCKET_TOKEN! });
- */
-export function createClient(options: ClientOptions): DocketClient {
-  return new DocketClient(options);
 }
 
 /** Whether a job status never changes again. */

@@ -9,38 +9,6 @@
  * other platforms pass their own Connect transports. Deep imports are not
  * part of the API.
  */
-export {
-  DocketClient,
-  createClient,
-  isTerminalStatus,
-  type ClientOptions,
-  type DeletionReceipt,
-  type JobPage,
-  type JobReceipt,
-  type JobSpec,
-  type ListOptions,
-  type MutationOptions,
-  type MutationReceipt,
-  type ReadOptions,
-  type SignalReceipt,
-  type TransitionOptions,
-} from './docket-client.js';
-export {
-  DEFAULT_ADMISSION_URL,
-  DEFAULT_EVENTS_URL,
-  bearerAuth,
-  createNodeTransports,
-  type DocketTransports,
-  type NodeTransportOptions,
-  type NodeTransports,
-  type TokenSource,
-} from './node-transports.js';
-export { tracedCalls } from '@docket/trace-context';
-export { DocketClientError, isDocketClientError, type ClientFieldViolation, type LocalClientErrorReason } from './docket-client-error.js';
-export { GENERATED_KEY_LENGTH, isValidIdempotencyKey, newIdempotencyKey } from './idempotency-key.js';
-export { DEFAULT_RETRY_POLICY, isRetryableFailure, type RetryPolicy } from './retry-policy.js';
-export { DEFAULT_IDLE_TIMEOUT_MS, type JobWatchFrame, type WatchOptions } from './job-watch.js';
-export type { JobFeedFrame, WatchJobsOptions } from './job-feed.js';
-export { JournalChain, type JournalAnchor, type JournalBreak } from './journal-chain.js';
-export { JobStatus, JobLifecycle } from '@docket/proto/docket/common/v1/job_status_pb.js';
-export { ResyncReason } from '@docket/proto/docket/events/v1/event_service_pb.js';
+export * from './portable.js';
+export { createClient } from './create-client.js';
+export { createNodeTransports, type NodeTransports } from './node-transports.js';

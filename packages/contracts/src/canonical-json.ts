@@ -1,4 +1,5 @@
 import { assertWellFormed } from './well-formed.js';
+import { utf8ByteLength } from './utf8.js';
 
 /** A JSON value as `JSON.parse` produces it: what {@link canonicalJson} accepts. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [k: string]: JsonValue };
@@ -38,7 +39,7 @@ export function canonicalJson(value: JsonValue, known?: KnownCanonicalJson): str
 
 /** The UTF-8 byte length of {@link canonicalJson}, which SPEC §6 byte limits measure. */
 export function canonicalJsonByteLength(value: JsonValue): number {
-  return Buffer.byteLength(canonicalJson(value), 'utf8');
+  return utf8ByteLength(canonicalJson(value));
 }
 
 function serialize(value: unknown, ancestors: Set<object>, known: KnownCanonicalJson | undefined): string {

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { base32Lower } from './base32.js';
 
 /** The type prefixes of SPEC §2, in the order the SPEC lists them. */
@@ -23,7 +22,7 @@ export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{7,127}$/;
  * derived from time, so an id reveals nothing about its neighbours.
  */
 export function newId<P extends IdPrefix>(prefix: P): `${P}_${string}` {
-  return `${prefix}_${base32Lower(randomBytes(16))}`;
+  return `${prefix}_${base32Lower(globalThis.crypto.getRandomValues(new Uint8Array(16)))}`;
 }
 
 /** Whether `value` is a string of the id shape. Never throws. */

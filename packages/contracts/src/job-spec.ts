@@ -2,6 +2,7 @@ import { canonicalJson, type JsonValue } from './canonical-json.js';
 import { DocketError, limitExceeded, type FieldViolation } from './errors.js';
 import { containsNul } from './json-nul.js';
 import { LIMITS, isValidQueueName } from './limits.js';
+import { utf8ByteLength } from './utf8.js';
 
 /** Service defaults for a job's retry policy (SPEC section 5). */
 export const RETRY_DEFAULTS = {
@@ -100,7 +101,7 @@ export function validateJobSpec(spec: JobSpecInput): ValidJobSpec {
     throw new DocketError('INVALID_FIELD', 'the job description is invalid', { fieldViolations: violations });
   }
   const canonicalInput = canonicalJson(input);
-  if (Buffer.byteLength(canonicalInput, 'utf8') > LIMITS.jobInputBytes) throw limitExceeded('jobInputBytes', 'input');
+  if (utf8ByteLength(canonicalInput) > LIMITS.jobInputBytes) throw limitExceeded('jobInputBytes', 'input');
   return {
     queue: spec.queue,
     input,
