@@ -8,7 +8,8 @@ import { JobWriter, readWholeJournal } from '../../../test/support/job-writer.js
 import { openSql } from '../../../test/support/sql.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { ResyncReason } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import { createClient, type DocketClient } from './docket-client.js';
+import { createClient } from './create-client.js';
+import type { DocketClient } from './docket-client.js';
 import { isDocketClientError, type DocketClientError } from './docket-client-error.js';
 import type { JobWatchFrame } from './job-watch.js';
 import { bearerAuth } from './transports.js';

@@ -3,7 +3,7 @@ import { Code, ConnectError, createRouterTransport } from '@connectrpc/connect';
 import { describe, expect, it } from 'vitest';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { EventService, ResyncReason, type WatchJobsResponseSchema } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import { createClient } from './docket-client.js';
+import { createClient } from './create-client.js';
 import type { JobFeedFrame } from './job-feed.js';
 
 /*

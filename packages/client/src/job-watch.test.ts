@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { GENESIS_HASH, computeEventHash } from '@docket/contracts';
 import { EventSchema, type Event } from '@docket/proto/docket/common/v1/event_pb.js';
 import { EventService, type StreamJobEventsResponseSchema } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import { createClient } from './docket-client.js';
+import { createClient } from './create-client.js';
 import type { JobWatchFrame } from './job-watch.js';
 
 /*
