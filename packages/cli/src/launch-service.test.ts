@@ -43,7 +43,8 @@ describe('launchService', () => {
     });
     const url = await service.ready;
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(lines).toContain('stderr: fake-service: a line on stderr');
+    // stderr is its own pipe: its line may arrive after the listening line on stdout.
+    await expect.poll(() => lines, { timeout: 5_000 }).toContain('stderr: fake-service: a line on stderr');
     // Detached: the child leads its own process group, so signalling the group reaches it.
     process.kill(-(service.child.pid ?? 0), 'SIGTERM');
     expect(await service.exited).toEqual({ code: 0, signal: null });
