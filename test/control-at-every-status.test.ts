@@ -110,6 +110,8 @@ type Expected =
   | { readonly illegal: string };
 
 const illegal = (from: string, to: string): Expected => ({ illegal: `a ${from} job cannot become ${to}` });
+/** Resume says what it needs: RETRY_WAIT -> QUEUED is a legal edge, but the retry scheduler's, not a resume. */
+const notResumable = (from: string): Expected => ({ illegal: `a ${from} job cannot be resumed (only a PAUSED one can)` });
 const TERMINAL = ['SUCCEEDED', 'FAILED', 'CANCELLED', 'INTERRUPTED'] as const;
 
 const TABLE: readonly { readonly action: Action; readonly status: Status; readonly expected: Expected }[] = [
@@ -135,13 +137,13 @@ const TABLE: readonly { readonly action: Action; readonly status: Status; readon
 
   // resume: only a PAUSED job resumes (docs/execution.md).
   { action: 'resume', status: 'PAUSED', expected: { answer: JobStatus.QUEUED, row: 'QUEUED', appended: ['job.resumed'] } },
-  { action: 'resume', status: 'QUEUED', expected: illegal('QUEUED', 'QUEUED') },
-  { action: 'resume', status: 'RUNNING', expected: illegal('RUNNING', 'QUEUED') },
-  { action: 'resume', status: 'RETRY_WAIT', expected: illegal('RETRY_WAIT', 'QUEUED') },
-  { action: 'resume', status: 'CANCELLING', expected: illegal('CANCELLING', 'QUEUED') },
+  { action: 'resume', status: 'QUEUED', expected: notResumable('QUEUED') },
+  { action: 'resume', status: 'RUNNING', expected: notResumable('RUNNING') },
+  { action: 'resume', status: 'RETRY_WAIT', expected: notResumable('RETRY_WAIT') },
+  { action: 'resume', status: 'CANCELLING', expected: notResumable('CANCELLING') },
   // Not in docs/execution.md: resuming a job whose pause is only requested withdraws the request (change-job.ts).
   { action: 'resume', status: 'RUNNING_PAUSE_REQUESTED', expected: { answer: JobStatus.RUNNING, row: 'RUNNING', appended: ['job.resumed'], pauseRequested: false } },
-  ...TERMINAL.map((status) => ({ action: 'resume' as const, status, expected: illegal(status, 'QUEUED') })),
+  ...TERMINAL.map((status) => ({ action: 'resume' as const, status, expected: notResumable(status) })),
 ];
 
 /** The owner's CancelJob, PauseJob or ResumeJob (each with a fresh key); all three answer the job as it then is. */

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { durationFromMs } from '@bufbuild/protobuf/wkt';
 import { Code } from '@connectrpc/connect';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   EffectCancellation,
   EffectDisposition,
@@ -141,7 +141,9 @@ describe('AdvanceEffect: the lifecycle of source design 004', () => {
 
   let worker: RawWorker;
   let attempt: AttemptRefInit;
-  beforeAll(async () => {
+  // A fresh attempt for every test: with the short lease nobody renews, one
+  // shared attempt would expire under load and answer STALE_AUTHORITY instead.
+  beforeEach(async () => {
     ({ worker, attempt } = await holder('lifecycle'));
   });
 

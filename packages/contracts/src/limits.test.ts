@@ -21,6 +21,13 @@ describe('LIMITS', () => {
       recoverableEffectsPage: 256,
       approvalPromptLength: 4096,
       effectExternalIdLength: 256,
+      listPageBytes: 4_194_304,
+      structDepth: 32,
+      stringFieldBytes: 16_384,
+      admissionRequestBytes: 2_097_152,
+      executionRequestBytes: 8_388_608,
+      eventsRequestBytes: 65_536,
+      stateRequestBytes: 16_777_216,
     });
     expect(Object.isFrozen(LIMITS)).toBe(true);
   });

@@ -37,6 +37,38 @@ export const LIMITS = Object.freeze({
   approvalPromptLength: 4096,
   /** Longest external id of an effect, in characters. */
   effectExternalIdLength: 256,
+  /**
+   * Encoded bytes one ListJobs page may carry (protobuf binary size of its
+   * jobs): a page stops early, before `page_size`, once the next job would
+   * exceed it (a page always holds at least one job). 4 MiB.
+   */
+  listPageBytes: 4_194_304,
+  /**
+   * Deepest nesting of objects and arrays in any Struct, Value or ListValue
+   * a request carries (the field itself is depth 1). 32, below what the
+   * protobuf decoder's recursion limit of 100 messages allows (two messages
+   * per JSON level), so binary and JSON requests meet the same rule.
+   */
+  structDepth: 32,
+  /** Longest string field outside a Struct, in UTF-8 bytes (fields with their own, shorter limit keep it). 16 KiB. */
+  stringFieldBytes: 16_384,
+  /**
+   * Largest request message the admission service reads, in bytes, both as
+   * sent (compressed) and after decompression: 2 MiB, because a 256 KiB
+   * canonical-JSON input can take up to 5.5 times as many bytes as a
+   * protobuf Struct (a list of small numbers), plus the other fields.
+   */
+  admissionRequestBytes: 2_097_152,
+  /**
+   * Largest request message the execution service reads (compressed and
+   * decompressed): 8 MiB, twice a full event batch (64 payloads of 64 KiB)
+   * or a 1 MiB result or checkpoint with Struct overhead.
+   */
+  executionRequestBytes: 8_388_608,
+  /** Largest request message the events service reads (ids, cursors, page sizes): 64 KiB. */
+  eventsRequestBytes: 65_536,
+  /** Largest request message the state service reads from the front services: 16 MiB. */
+  stateRequestBytes: 16_777_216,
 } as const);
 
 /** The name of one limit; `LIMIT_EXCEEDED` metadata names limits this way. */

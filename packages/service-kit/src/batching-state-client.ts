@@ -8,7 +8,7 @@ import type {
   StateService,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { failureOfStatus } from './item-status.js';
-import { RequestBatcher, type ItemOutcome } from './request-batcher.js';
+import { RequestBatcher, type BatchBudget, type ItemOutcome, type SubmitOptions } from './request-batcher.js';
 
 /** How a front service coalesces its calls to the state service. */
 export interface StateBatchOptions {
@@ -16,10 +16,17 @@ export interface StateBatchOptions {
   readonly maxBatch: number;
   /** Batched calls in flight at once, per kind. */
   readonly maxInFlight: number;
+  /** A batched call's deadline when some caller set none, and its longest (default 30 s). */
+  readonly callTimeoutMs?: number;
 }
 
-/** The longest a batched call may take; each item's own deadline still ends its wait sooner. */
+/** The default longest a batched call may take, and its deadline when some caller set none. */
 const BATCH_TIMEOUT_MS = 30_000;
+
+/** The deadline of a batched call: the latest of its callers', at most `longestMs`. */
+function batchTimeoutMs(budget: BatchBudget, longestMs: number): number {
+  return Math.max(1, Math.min(longestMs, budget.timeoutMs ?? longestMs));
+}
 
 /**
  * The state client a front service uses, with its two hot calls coalesced:
@@ -28,24 +35,31 @@ const BATCH_TIMEOUT_MS = 30_000;
  * HandleWorkerCalls call (see {@link RequestBatcher}: nothing waits for a
  * batch to fill). Every item gets the answer, or the error (code, message,
  * ErrorInfo and BadRequest details), that the unary call would have given;
+ * an item whose caller's deadline passed while it waited for its batch is
+ * never sent, and a batched call's deadline is the latest of its callers';
  * a caller whose own deadline passes or who cancels stops waiting at once
  * (the item may still be decided: every such call is idempotent by key or
  * operation id). Every other RPC passes through unchanged.
  */
 export function batchingStateClient(client: Client<typeof StateService>, options: StateBatchOptions): Client<typeof StateService> {
+  const longestMs = options.callTimeoutMs ?? BATCH_TIMEOUT_MS;
   const admissions = new RequestBatcher<AdmitJobRequest, AdmitJobResponse>(
-    async (requests) => (await client.admitJobs({ requests: [...requests] }, { timeoutMs: BATCH_TIMEOUT_MS })).results.map((item) => itemOutcome(item.result)),
+    async (requests, budget) => (await client.admitJobs({ requests: [...requests] }, { timeoutMs: batchTimeoutMs(budget, longestMs) })).results.map((item) => itemOutcome(item.result)),
     options,
   );
   const workerCalls = new RequestBatcher<HandleWorkerCallRequest, HandleWorkerCallResponse>(
-    async (calls) => (await client.handleWorkerCalls({ calls: [...calls] }, { timeoutMs: BATCH_TIMEOUT_MS })).results.map((item) => itemOutcome(item.result)),
+    async (calls, budget) => (await client.handleWorkerCalls({ calls: [...calls] }, { timeoutMs: batchTimeoutMs(budget, longestMs) })).results.map((item) => itemOutcome(item.result)),
     options,
   );
   return {
     ...client,
-    admitJob: (request, callOptions) => withinCall(admissions.submit(request as AdmitJobRequest), callOptions),
-    handleWorkerCall: (request, callOptions) => withinCall(workerCalls.submit(request as HandleWorkerCallRequest), callOptions),
+    admitJob: (request, callOptions) => withinCall(admissions.submit(request as AdmitJobRequest, deadlineOf(callOptions)), callOptions),
+    handleWorkerCall: (request, callOptions) => withinCall(workerCalls.submit(request as HandleWorkerCallRequest, deadlineOf(callOptions)), callOptions),
   } as Client<typeof StateService>;
+}
+
+function deadlineOf(callOptions: CallOptions | undefined): SubmitOptions {
+  return callOptions?.timeoutMs === undefined ? {} : { timeoutMs: callOptions.timeoutMs };
 }
 
 function itemOutcome<Response>(result: { case: 'response'; value: Response } | { case: 'error'; value: Status } | { case: undefined; value?: undefined }): ItemOutcome<Response> {

@@ -4,6 +4,7 @@ import {
   GRPC_CODE,
   isDocketError,
   isErrorReason,
+  type DocketError,
   type ErrorReason,
   type FieldViolation,
 } from '@docket/contracts';
@@ -114,15 +115,7 @@ const INTERNAL = { reason: 'INTERNAL', message: 'internal error' } as const;
  * @param fields added to the log line of an unexpected error (rpc, request id)
  */
 export function toConnectError(error: unknown, logger: Logger, fields?: LogFields): ConnectError {
-  if (isDocketError(error)) {
-    return docketConnectError({
-      code: error.grpcCode as Code,
-      reason: error.reason,
-      message: error.message,
-      metadata: error.metadata,
-      fieldViolations: error.fieldViolations,
-    });
-  }
+  if (isDocketError(error)) return connectErrorOfDocketError(error);
   if (error instanceof ConnectError) {
     if (errorInfoOf(error)?.domain === ERROR_DOMAIN) {
       const passed = new ConnectError(error.rawMessage, error.code);
@@ -171,4 +164,15 @@ function codeOf(error: unknown): string | number | undefined {
   const code = error.code;
   if (typeof code === 'number') return code;
   return typeof code === 'string' ? code.slice(0, 64) : undefined;
+}
+
+/** A Docket error as it goes on the wire: its code, reason, message, metadata and field violations, nothing else. */
+export function connectErrorOfDocketError(error: DocketError): ConnectError {
+  return docketConnectError({
+    code: error.grpcCode as Code,
+    reason: error.reason,
+    message: error.message,
+    metadata: error.metadata,
+    fieldViolations: error.fieldViolations,
+  });
 }

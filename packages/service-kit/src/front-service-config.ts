@@ -1,3 +1,4 @@
+import { DEFAULT_INTERNAL_DEADLINE_MS } from './service-transport.js';
 import type { TokenRules } from '@docket/auth';
 import type { StateBatchOptions } from './batching-state-client.js';
 import { readListenAddress, readPositiveInteger, readShutdownGraceMs, readTokenRules, requireSecret, type Environment } from './environment.js';
@@ -18,6 +19,8 @@ export interface FrontServiceConfig {
   readonly shutdownGraceMs: number;
   /** How calls to the state service are coalesced (DOCKET_STATE_BATCH_MAX, DOCKET_STATE_BATCHES_IN_FLIGHT). */
   readonly stateBatch: StateBatchOptions;
+  /** The deadline of a call to the state service whose caller set none (DOCKET_STATE_CALL_TIMEOUT_MS, default 10 s). */
+  readonly stateCallTimeoutMs: number;
 }
 
 /** The state service's default address (SPEC section 12). */
@@ -28,8 +31,9 @@ export const DEFAULT_STATE_URL = 'http://127.0.0.1:7404';
  * DOCKET_AUTH_SECRET, DOCKET_SERVICE_AUTH_SECRET (both strong, and
  * different: a public token must never be able to pass for a service
  * token), the token rules (`readTokenRules`), DOCKET_SHUTDOWN_GRACE_MS,
- * DOCKET_STATE_BATCH_MAX (default 128, at most 256) and
- * DOCKET_STATE_BATCHES_IN_FLIGHT (default 1).
+ * DOCKET_STATE_BATCH_MAX (default 128, at most 256),
+ * DOCKET_STATE_BATCHES_IN_FLIGHT (default 1) and
+ * DOCKET_STATE_CALL_TIMEOUT_MS (default 10000).
  */
 export function readFrontServiceConfig(env: Environment, defaultPort: number): FrontServiceConfig {
   const authSecret = requireSecret(env, 'DOCKET_AUTH_SECRET');
@@ -37,6 +41,7 @@ export function readFrontServiceConfig(env: Environment, defaultPort: number): F
   if (serviceAuthSecret === authSecret) {
     throw new Error('DOCKET_SERVICE_AUTH_SECRET must differ from DOCKET_AUTH_SECRET: whoever mints public tokens could otherwise call the state service');
   }
+  const stateCallTimeoutMs = readPositiveInteger(env, 'DOCKET_STATE_CALL_TIMEOUT_MS', DEFAULT_INTERNAL_DEADLINE_MS);
   return {
     listen: readListenAddress(env, defaultPort),
     stateUrl: env['DOCKET_STATE_URL'] || DEFAULT_STATE_URL,
@@ -47,6 +52,8 @@ export function readFrontServiceConfig(env: Environment, defaultPort: number): F
     stateBatch: {
       maxBatch: Math.min(256, readPositiveInteger(env, 'DOCKET_STATE_BATCH_MAX', 128)),
       maxInFlight: readPositiveInteger(env, 'DOCKET_STATE_BATCHES_IN_FLIGHT', 1),
+      callTimeoutMs: stateCallTimeoutMs,
     },
+    stateCallTimeoutMs,
   };
 }

@@ -32,6 +32,7 @@ export {
   type DocketErrorParts,
 } from './error-mapping.js';
 export { errorMappingInterceptor } from './error-interceptor.js';
+export { assertRequestWithinBounds, requestBoundViolations, requestBoundsInterceptor, requestDecodeFailure } from './request-bounds.js';
 export { DEFAULT_LOG_LEVEL, LOG_LEVELS, createLogger, isLogLevel, type LogFields, type LogLevel, type Logger } from './logger.js';
 export { SLOW_CALL_MS, codeName, rpcLogLevel, rpcLoggingInterceptor, rpcPath } from './rpc-logging-interceptor.js';
 export {
@@ -66,7 +67,7 @@ export { durationMs, validateJobSpecMessage, type JobSpecMessage } from './job-s
 export { DEFAULT_STATE_URL, readFrontServiceConfig, type FrontServiceConfig } from './front-service-config.js';
 export { DEFAULT_FEED_CURSOR_TTL_MS, FeedCursorCodec, normaliseFeedFilter, type FeedCursorBinding, type FeedCursorFilter, type FeedCursorPosition, type FeedCursorRefusal, type OpenedFeedCursor } from './feed-cursor.js';
 export { callerOf } from './state-caller.js';
-export { RequestBatcher, type ItemOutcome, type RequestBatcherOptions } from './request-batcher.js';
+export { RequestBatcher, type BatchBudget, type ItemOutcome, type RequestBatcherOptions, type SubmitOptions } from './request-batcher.js';
 export { failureOfStatus, statusOfFailure } from './item-status.js';
 export { batchingStateClient, type StateBatchOptions } from './batching-state-client.js';
 export { serviceHealthProbe, watchDependency, type DependencyProbe } from './dependency-health.js';

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { describe, expect, it } from 'vitest';
-import { RequestBatcher, type ItemOutcome } from './request-batcher.js';
+import { Code } from '@connectrpc/connect';
+import { RequestBatcher, type BatchBudget, type ItemOutcome } from './request-batcher.js';
 
 /** A decide function whose batches the test releases by hand. */
 function heldBatches() {
@@ -84,5 +85,49 @@ describe('RequestBatcher', () => {
     batches[1]?.release([{ ok: true, value: 'one' }, { ok: false, error: new Error('two refused') }]);
     expect(await good).toBe('one');
     await expect(bad).rejects.toThrow('two refused');
+  });
+
+  it('never decides an item whose caller stopped waiting before its batch formed, and tells decide how long the latest caller waits', async () => {
+    const budgets: (number | undefined)[] = [];
+    const decided: number[][] = [];
+    let release: () => void = () => {};
+    const commit = new RequestBatcher(
+      async (items: readonly number[], budget: BatchBudget) => {
+        decided.push([...items]);
+        budgets.push(budget.timeoutMs);
+        await new Promise<void>((resolve) => (release = resolve));
+        return items.map((item) => ({ ok: true as const, value: item }));
+      },
+      { maxBatch: 10, maxInFlight: 1 },
+    );
+    const first = commit.submit(1, { timeoutMs: 60_000 });
+    const impatient = commit.submit(2, { timeoutMs: 1 });
+    const patient = commit.submit(3, { timeoutMs: 5_000 });
+    const later = commit.submit(4, { timeoutMs: 20_000 });
+    await new Promise((resolve) => setTimeout(resolve, 20)); // item 2's deadline passes while batch 1 runs
+    release();
+    expect(await first).toBe(1);
+    await expect(impatient).rejects.toMatchObject({ code: Code.DeadlineExceeded });
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    release();
+    expect(await Promise.all([patient, later])).toEqual([3, 4]);
+    expect(decided).toEqual([[1], [3, 4]]);
+    expect(budgets[0]).toBeGreaterThan(59_000);
+    // The second batch runs as long as its latest caller, item 4, still waits.
+    expect(budgets[1]).toBeGreaterThan(19_000);
+    expect(budgets[1]).toBeLessThanOrEqual(20_000);
+  });
+
+  it('gives a batch no budget when one of its callers set no deadline', async () => {
+    const budgets: (number | undefined)[] = [];
+    const commit = new RequestBatcher(
+      async (items: readonly number[], budget: BatchBudget) => {
+        budgets.push(budget.timeoutMs);
+        return items.map((item) => ({ ok: true as const, value: item }));
+      },
+      { maxBatch: 10, maxInFlight: 1 },
+    );
+    await commit.submit(1);
+    expect(budgets).toEqual([undefined]);
   });
 });

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { Code, ConnectError } from '@connectrpc/connect';
 
 /** Each item's own answer from a decided batch: a value or the error for that item alone. */
 export type ItemOutcome<Result> = { readonly ok: true; readonly value: Result } | { readonly ok: false; readonly error: unknown };
@@ -9,6 +10,24 @@ interface Waiting<Item, Result> {
   readonly settle: (outcome: ItemOutcome<Result>) => void;
   /** Runs a function in the async context the item was submitted in. */
   readonly inCallerContext: <R>(fn: () => R) => R;
+  /** `performance.now()` at which its caller stops waiting; undefined without a deadline. */
+  readonly deadlineAt: number | undefined;
+}
+
+/** What a batch is decided within. */
+export interface BatchBudget {
+  /**
+   * Milliseconds until the last of its callers stops waiting, to bound the
+   * batch's work (a transaction's statement timeout, the next hop's
+   * deadline); undefined when some caller set no deadline.
+   */
+  readonly timeoutMs: number | undefined;
+}
+
+/** Options of one {@link RequestBatcher.submit}. */
+export interface SubmitOptions {
+  /** How long the caller waits; an item still waiting when it passes is answered DEADLINE_EXCEEDED and never decided. */
+  readonly timeoutMs?: number;
 }
 
 /** How a {@link RequestBatcher} forms batches. */
@@ -35,23 +54,29 @@ export interface RequestBatcherOptions {
  * A batch is decided in the async context of its first item's caller (its
  * request id, its trace span), whichever batch finished before it: a
  * batch's RPC and queries are traced and logged as part of that call.
+ *
+ * An item submitted with a deadline whose deadline has passed by the time
+ * its batch is formed is answered DEADLINE_EXCEEDED and left out: nothing
+ * is done for a caller that has stopped waiting. `decide` learns how long
+ * the latest of its callers still waits ({@link BatchBudget}).
  */
 export class RequestBatcher<Item, Result> {
   readonly #waiting: Waiting<Item, Result>[] = [];
   #inFlight = 0;
 
   constructor(
-    private readonly decide: (items: readonly Item[]) => Promise<readonly ItemOutcome<Result>[]>,
+    private readonly decide: (items: readonly Item[], budget: BatchBudget) => Promise<readonly ItemOutcome<Result>[]>,
     private readonly options: RequestBatcherOptions,
   ) {}
 
   /** Decides `item` in the next batch and resolves (or rejects) with its own answer. */
-  submit(item: Item): Promise<Result> {
+  submit(item: Item, options: SubmitOptions = {}): Promise<Result> {
     return new Promise<Result>((resolve, reject) => {
       this.#waiting.push({
         item,
         settle: (outcome) => (outcome.ok ? resolve(outcome.value) : reject(outcome.error)),
         inCallerContext: AsyncLocalStorage.snapshot(),
+        deadlineAt: options.timeoutMs === undefined ? undefined : performance.now() + options.timeoutMs,
       });
       this.#flush();
     });
@@ -64,16 +89,27 @@ export class RequestBatcher<Item, Result> {
 
   #flush(): void {
     while (this.#inFlight < this.options.maxInFlight && this.#waiting.length > 0) {
-      const batch = this.#waiting.splice(0, this.options.maxBatch);
+      const now = performance.now();
+      const batch = this.#waiting.splice(0, this.options.maxBatch).filter((entry) => {
+        if (entry.deadlineAt === undefined || entry.deadlineAt > now) return true;
+        entry.settle({ ok: false, error: new ConnectError('the deadline passed before the call was decided', Code.DeadlineExceeded) });
+        return false;
+      });
+      if (batch.length === 0) continue;
       this.#inFlight += 1;
-      void this.#run(batch);
+      void this.#run(batch, now);
     }
   }
 
-  async #run(batch: Waiting<Item, Result>[]): Promise<void> {
+  async #run(batch: Waiting<Item, Result>[], formedAt: number): Promise<void> {
     try {
       const items = batch.map((entry) => entry.item);
-      const outcomes = await batch[0]!.inCallerContext(() => this.decide(items));
+      const deadlines = batch.map((entry) => entry.deadlineAt);
+      const budget: BatchBudget = {
+        // Whole milliseconds: a deadline header must not carry a fraction.
+        timeoutMs: deadlines.every((at) => at !== undefined) ? Math.ceil(Math.max(...deadlines) - formedAt) : undefined,
+      };
+      const outcomes = await batch[0]!.inCallerContext(() => this.decide(items, budget));
       batch.forEach((entry, index) => entry.settle(outcomes[index] ?? { ok: false, error: new Error('the batch gave this item no answer') }));
     } catch (error) {
       for (const entry of batch) entry.settle({ ok: false, error });

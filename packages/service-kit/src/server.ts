@@ -10,11 +10,12 @@ import {
   type ConnectRouter,
   type Interceptor,
 } from '@connectrpc/connect';
-import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { Health } from '@docket/proto/grpc/health/v1/health_pb.js';
 import { ServerReflection } from '@docket/proto/grpc/reflection/v1/reflection_pb.js';
 import { ServerReflection as ServerReflectionV1alpha } from '@docket/proto/grpc/reflection/v1alpha/reflection_pb.js';
+import type { LimitName } from '@docket/contracts';
 import { authenticationInterceptor, type AuthPolicy } from './authentication.js';
+import { boundedNodeAdapter, chainReachedMarker } from './bounded-node-adapter.js';
 import { deadlineInterceptor } from './deadline.js';
 import { drainSignalKey } from './drain-signal.js';
 import { errorMappingInterceptor } from './error-interceptor.js';
@@ -25,6 +26,7 @@ import { ServiceMetrics } from './service-metrics.js';
 import type { Logger } from './logger.js';
 import { sniffProtocol } from './protocol-sniffer.js';
 import { registerReflectionService } from './reflection-service.js';
+import { requestBoundsInterceptor } from './request-bounds.js';
 import { rpcLoggingInterceptor } from './rpc-logging-interceptor.js';
 import { tracingInterceptor } from './tracing.js';
 import { unknownRouteFallback } from './unknown-route.js';
@@ -37,6 +39,31 @@ const FIRST_BYTES_TIMEOUT_MS = 10_000;
 
 /** After the grace period, how long aborted handlers get to write their final status. */
 const HARD_STOP_FLUSH_MS = 100;
+
+/**
+ * HTTP/2 limits of every Docket server. Streams per session: a front
+ * service's client (a worker, an SDK) needs a handful, but the state
+ * service carries every front replica's calls on a few sessions, so it
+ * allows more. Header lists are small (a bearer token, a traceparent).
+ * Sessions with no frames for {@link SESSION_IDLE_TIMEOUT_MS} are closed
+ * with GOAWAY (long polls and streams send frames well within it).
+ */
+const HTTP2_LIMITS = {
+  /** Concurrent streams a front service allows per session. */
+  frontConcurrentStreams: 1_000,
+  /** Concurrent streams the state service allows per session. */
+  stateConcurrentStreams: 20_000,
+  /** `maxSessionMemory`, in MB: buffered outgoing data and unacknowledged frames per session, beyond which new streams are refused. */
+  sessionMemoryMb: 32,
+  /** Largest header list, in bytes. */
+  headerListBytes: 65_536,
+} as const;
+
+/** How long an HTTP/2 session or HTTP/1.1 connection may carry nothing before it is closed. */
+const SESSION_IDLE_TIMEOUT_MS = 5 * 60_000;
+
+/** How long an HTTP/1.1 client has to send one complete request (slow uploads are cut off). */
+const HTTP1_REQUEST_TIMEOUT_MS = 60_000;
 
 /** Services every Docket server answers without authentication. */
 const INFRASTRUCTURE_SERVICES: readonly DescService[] = [Health, ServerReflection, ServerReflectionV1alpha];
@@ -64,6 +91,13 @@ export interface ServerOptions {
   readonly dependency?: DependencyProbe;
   /** The process's metrics (`GET /metrics`); one is made when not given. */
   readonly metrics?: ServiceMetrics;
+  /**
+   * The `LIMITS` entry bounding one request message of this service, as
+   * sent and after decompression (`admissionRequestBytes`,
+   * `executionRequestBytes`, `eventsRequestBytes`, `stateRequestBytes`);
+   * default `admissionRequestBytes`.
+   */
+  readonly requestBytes?: LimitName;
 }
 
 /** A listening server. */
@@ -97,7 +131,13 @@ export interface RunningServer {
  *
  * Interceptor order, outermost first: tracing (a SERVER span continuing
  * the caller's `traceparent`), metrics, RPC logging, error mapping,
- * authentication, deadline check, then `options.interceptors`.
+ * authentication, deadline check, request bounds (`requestBoundsInterceptor`),
+ * then `options.interceptors`.
+ *
+ * Bounded inputs (SPEC section 9): a request message is read only up to
+ * `options.requestBytes`, compressed and decompressed, and Connect's own
+ * decode failures are INVALID_ARGUMENT with ErrorInfo (see
+ * `boundedNodeAdapter`); HTTP/2 sessions are limited by {@link HTTP2_LIMITS}.
  */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const { logger } = options;
@@ -109,7 +149,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   setMaxListeners(0, draining.signal, hardStop.signal);
 
   const metrics = options.metrics ?? new ServiceMetrics(options.name);
-  const connectHandler = connectNodeAdapter({
+  const requestBytes = options.requestBytes ?? 'admissionRequestBytes';
+  const connectHandler = boundedNodeAdapter({
+    requestBytes,
     routes(router) {
       registerHealthService(router, health);
       registerReflectionService(router, [...options.services, ...INFRASTRUCTURE_SERVICES]);
@@ -117,6 +159,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       assertRoutedServicesMatch(options.name, router, options.services);
     },
     interceptors: [
+      chainReachedMarker(),
       tracingInterceptor(),
       metrics.interceptor,
       rpcLoggingInterceptor(logger),
@@ -126,6 +169,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         new Set(INFRASTRUCTURE_SERVICES.map((service) => service.typeName)),
       ),
       deadlineInterceptor(),
+      requestBoundsInterceptor(requestBytes),
       ...(options.interceptors ?? []),
     ],
     fallback: unknownRouteFallback(logger),
@@ -140,8 +184,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const sockets = new Set<net.Socket>();
   const sniffing = new Set<() => void>();
 
-  const h2 = http2.createServer({}, handler);
+  const h2 = http2.createServer(
+    {
+      maxSessionMemory: HTTP2_LIMITS.sessionMemoryMb,
+      maxHeaderListPairs: 128,
+      settings: {
+        maxConcurrentStreams: options.name === 'state' ? HTTP2_LIMITS.stateConcurrentStreams : HTTP2_LIMITS.frontConcurrentStreams,
+        maxHeaderListSize: HTTP2_LIMITS.headerListBytes,
+      },
+    },
+    handler,
+  );
   h2.on('session', (session) => {
+    session.setTimeout(SESSION_IDLE_TIMEOUT_MS, () => session.close());
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
   });
@@ -152,7 +207,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     const routine = code === 'ECONNRESET' || code === 'EPIPE' || code === 'ERR_HTTP2_SESSION_ERROR';
     (routine ? logger.info : logger.warn).call(logger, 'http2 session error', { error_code: code });
   });
-  const h1 = http.createServer(handler);
+  const h1 = http.createServer(
+    { maxHeaderSize: HTTP2_LIMITS.headerListBytes, requestTimeout: HTTP1_REQUEST_TIMEOUT_MS },
+    handler,
+  );
+  h1.setTimeout(SESSION_IDLE_TIMEOUT_MS);
   h1.on('clientError', (_error, socket) => socket.destroy());
 
   const listener = net.createServer((socket) => {

@@ -9,6 +9,8 @@ export interface ServiceTransportOptions {
   readonly baseUrl: string;
   /** The internal bearer token (role `service`), or where to get the current one (`serviceTokenSource`). */
   readonly token: string | (() => Promise<string>);
+  /** The deadline of a unary call whose caller set none (default {@link DEFAULT_INTERNAL_DEADLINE_MS}; `DOCKET_STATE_CALL_TIMEOUT_MS`). */
+  readonly defaultDeadlineMs?: number;
   /** Extra client interceptors, run inside the ones adding headers. */
   readonly interceptors?: readonly Interceptor[];
 }
@@ -18,7 +20,9 @@ export interface ServiceTransportOptions {
  * HTTP/2 (h2c, one multiplexed session), sending `authorization: Bearer
  * <token>` on every call and forwarding the `x-request-id` of the RPC being
  * handled, so both hops log the same id; each call is a CLIENT span of the
- * caller's trace and carries its `traceparent` (see `tracedCalls`). Pair each call with
+ * caller's trace and carries its `traceparent` (see `tracedCalls`). The
+ * session is pinged every {@link PING_INTERVAL_MS}, and a unary call
+ * without a deadline gets {@link DEFAULT_INTERNAL_DEADLINE_MS}. Pair each call with
  * `forwardDeadline(ctx)` to pass on the caller's deadline and cancellation.
  */
 export function createServiceTransport(options: ServiceTransportOptions): Transport {
@@ -33,9 +37,41 @@ export function createServiceTransport(options: ServiceTransportOptions): Transp
   };
   return createGrpcTransport({
     baseUrl: options.baseUrl,
-    interceptors: [addHeaders, tracedCalls('@docket/service-kit'), peerLossAsUnavailable, ...(options.interceptors ?? [])],
+    // A dead or half-open connection is noticed within PING_INTERVAL_MS + PING_TIMEOUT_MS, also while a stream is quiet.
+    pingIntervalMs: PING_INTERVAL_MS,
+    pingTimeoutMs: PING_TIMEOUT_MS,
+    interceptors: [defaultUnaryDeadline(options.defaultDeadlineMs ?? DEFAULT_INTERNAL_DEADLINE_MS), addHeaders, tracedCalls('@docket/service-kit'), peerLossAsUnavailable, ...(options.interceptors ?? [])],
   });
 }
+
+/** How often an internal HTTP/2 session is pinged. */
+export const PING_INTERVAL_MS = 10_000;
+/** How long a ping may go unanswered before the session is closed and its calls fail UNAVAILABLE. */
+export const PING_TIMEOUT_MS = 5_000;
+/** The deadline of an internal unary call whose caller set none. */
+export const DEFAULT_INTERNAL_DEADLINE_MS = 10_000;
+
+/**
+ * Gives every unary call without a deadline `deadlineMs`:
+ * a peer that accepted the call and then stopped (SIGSTOP, a partition)
+ * answers DEADLINE_EXCEEDED instead of never. The next hop sees it as
+ * `grpc-timeout`. Streams (WatchChanges, WatchJob) are long-lived by design
+ * and are guarded by the session pings instead.
+ */
+const defaultUnaryDeadline = (deadlineMs: number): Interceptor => (next) => async (req) => {
+  if (req.stream || req.header.has('grpc-timeout')) return next(req);
+  const expired = new AbortController();
+  const timer = setTimeout(() => expired.abort(new ConnectError('the deadline passed', Code.DeadlineExceeded)), deadlineMs);
+  req.header.set('grpc-timeout', `${deadlineMs}m`);
+  try {
+    return await next({ ...req, signal: AbortSignal.any([req.signal, expired.signal]) });
+  } catch (error) {
+    if (expired.signal.aborted && !req.signal.aborted) throw new ConnectError('the deadline passed', Code.DeadlineExceeded);
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+};
 
 /**
  * When the other service dies mid-call, the HTTP/2 stream is reset and the

@@ -17,10 +17,11 @@ import { admissionServiceRoutes } from './routes/admission-service.js';
 
 /** Starts the admission service's server: AdmissionService, health, reflection. */
 export function startAdmissionServer(config: AdmissionConfig, logger: Logger): Promise<RunningServer> {
-  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: serviceTokenSource(config.serviceAuthSecret, 'admission') });
+  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: serviceTokenSource(config.serviceAuthSecret, 'admission'), defaultDeadlineMs: config.stateCallTimeoutMs });
   const state = batchingStateClient(createClient(StateService, stateTransport), config.stateBatch);
   return startServer({
     name: 'admission',
+    requestBytes: 'admissionRequestBytes',
     listen: config.listen,
     services: [AdmissionService],
     routes: admissionServiceRoutes({

@@ -18,7 +18,7 @@ import { eventServiceRoutes } from './routes/event-service.js';
 
 /** Starts the events service's server: EventService, health and reflection. */
 export function startEventsServer(config: EventsConfig, logger: Logger): Promise<RunningServer> {
-  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: serviceTokenSource(config.serviceAuthSecret, 'events') });
+  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: serviceTokenSource(config.serviceAuthSecret, 'events'), defaultDeadlineMs: config.stateCallTimeoutMs });
   const state = createClient(StateService, stateTransport);
   const gauge = new SubscriberGauge(logger);
   const metrics = new ServiceMetrics('events');
@@ -33,6 +33,7 @@ export function startEventsServer(config: EventsConfig, logger: Logger): Promise
   });
   return startServer({
     name: 'events',
+    requestBytes: 'eventsRequestBytes',
     metrics,
     listen: config.listen,
     services: [EventService],

@@ -20,7 +20,7 @@ import { executionServiceRoutes } from './routes/execution-service.js';
  * the change stream.
  */
 export async function startExecutionServer(config: ExecutionConfig, logger: Logger): Promise<RunningServer> {
-  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: serviceTokenSource(config.serviceAuthSecret, 'execution') });
+  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: serviceTokenSource(config.serviceAuthSecret, 'execution'), defaultDeadlineMs: config.stateCallTimeoutMs });
   const state = batchingStateClient(createClient(StateService, stateTransport), config.stateBatch);
   const ticks = new ChangeTicks((signal) => state.watchChanges({}, { signal }), logger);
   ticks.start();
@@ -28,6 +28,7 @@ export async function startExecutionServer(config: ExecutionConfig, logger: Logg
   try {
     server = await startServer({
       name: 'execution',
+      requestBytes: 'executionRequestBytes',
       listen: config.listen,
       services: [ExecutionService],
       routes: executionServiceRoutes({ state, ticks, recheckMs: config.claimRecheckMs }),

@@ -4,6 +4,7 @@ import { ChangeListenerHub } from './db/change-listener.js';
 import { ApprovalHistory } from './db/approval-history.js';
 import { openDatabase } from './db/database.js';
 import { resolveDatabaseUrl } from './db/embedded-database.js';
+import { SchemaRefusal } from './db/migrator.js';
 import { prepareSchema } from './db/prepare-schema.js';
 import { startStateServer } from './server.js';
 
@@ -24,6 +25,7 @@ runService('state', async (logger) => {
   } catch (error) {
     await db.destroy();
     await database.stop();
+    if (error instanceof SchemaRefusal) throw error;
     logger.error('cannot reach or prepare the approval history', { error: (error as Error).name, code: (error as { code?: string }).code });
     throw new Error('the approval history is unavailable');
   }

@@ -10,6 +10,7 @@ import type { ApprovalHistory } from './db/approval-history.js';
 import { translateDatabaseError } from './db/database-errors.js';
 import type { Database } from './db/tables/index.js';
 import { batchedWrites } from './domain/batched-writes.js';
+import type { QuarantineReport } from './domain/job-quarantine.js';
 import { stateServiceRoutes } from './routes/state-service.js';
 import { createStateMetrics } from './state-metrics.js';
 
@@ -31,19 +32,26 @@ export function startStateServer(
   logger: Logger,
 ): Promise<RunningServer> {
   const metrics = createStateMetrics(database.pool);
+  // The job id and the failure's class only: never its message, SQL or the job's data.
+  const reportQuarantine: QuarantineReport = ({ jobId, task, errorClass }) => {
+    logger.warn('job quarantined: it could not be settled and is skipped from now on', { jobId, task, errorClass });
+    metrics.countQuarantined(task);
+  };
   return startServer({
     name: 'state',
+    requestBytes: 'stateRequestBytes',
     metrics: metrics.service,
     listen: config.listen,
     services: [StateService],
     routes: stateServiceRoutes({
       db: database.db,
-      writes: batchedWrites(database.pool, config.batching, { leaseMs: config.leaseMs }, metrics.observeBatch),
+      writes: batchedWrites(database.pool, config.batching, { leaseMs: config.leaseMs }, metrics.observeBatch, reportQuarantine),
       metrics,
       changes,
       execution: { leaseMs: config.leaseMs },
       approvals,
       logger,
+      reportQuarantine,
     }),
     authenticate: { secret: config.serviceAuthSecret, allowedRoles: ['service'], rules: { audience: SERVICE_AUDIENCE } },
     logger,

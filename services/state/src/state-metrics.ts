@@ -13,6 +13,8 @@ export interface StateMetrics {
   observeBatch(path: keyof BatchedWrites, size: number): void;
   /** Items one maintenance step handled (settled leases, re-queued retries, swept records, ...), by task. */
   countMaintenance(task: string, handled: number): void;
+  /** One job newly quarantined, by the task that met it (a maintenance task or CLAIM_JOBS). */
+  countQuarantined(task: string): void;
 }
 
 /**
@@ -21,7 +23,9 @@ export interface StateMetrics {
  * `docket_db_pool_connections{state}` (total, idle, waiting clients of the
  * pool), `docket_state_batch_size{path}` and
  * `docket_maintenance_handled_total{task}` (reaper settlements as
- * SETTLE_EXPIRED_ATTEMPTS, retries as REQUEUE_DUE_RETRIES, and so on).
+ * SETTLE_EXPIRED_ATTEMPTS, retries as REQUEUE_DUE_RETRIES, and so on) and
+ * `docket_jobs_quarantined_total{task}` (jobs that this process found it
+ * could not settle and quarantined, by the task that met them).
  */
 export function createStateMetrics(pool: pg.Pool): StateMetrics {
   const service = new ServiceMetrics('state');
@@ -59,11 +63,13 @@ export function createStateMetrics(pool: pg.Pool): StateMetrics {
     registers,
   });
   const maintenance = new Counter({ name: 'docket_maintenance_handled_total', help: 'Items handled by background steps, by task', labelNames: ['task'], registers });
+  const quarantined = new Counter({ name: 'docket_jobs_quarantined_total', help: 'Jobs quarantined because they could not be settled, by the task that met them', labelNames: ['task'], registers });
   return {
     service,
     observeBatch: (path, size) => batches.observe({ path }, size),
     countMaintenance: (task, handled) => {
       if (handled > 0) maintenance.inc({ task }, handled);
     },
+    countQuarantined: (task) => quarantined.inc({ task }),
   };
 }

@@ -1,7 +1,10 @@
 import pg from 'pg';
 import { DocketError } from '@docket/contracts';
 import type { Logger } from '@docket/service-kit';
+import { SchemaRefusal, summarise } from './migrator.js';
 import { openPool } from './pool.js';
+import { EMPTY_SCHEMA, SCHEMA_SHAPE_QUERY, schemaDifferences, searchPathFor, type SchemaShape } from './schema-snapshot.js';
+import { SCHEMA_SNAPSHOT } from './schema-snapshot.generated.js';
 import { SQLSTATE, sqlStateOf } from './sqlstate.js';
 
 /** The schema that holds the approval history, in whichever database it lives. */
@@ -96,6 +99,33 @@ export async function ensureApprovalHistory(client: pg.ClientBase, writer: strin
   }
 }
 
+/**
+ * Refuses a history that differs from this build's schema snapshot (a
+ * dropped or disabled rewrite-refusing trigger, a changed column, a missing
+ * check), naming the first differences; reads only the catalogs and changes
+ * nothing. `expected` is the snapshot's by default.
+ */
+export async function checkApprovalHistorySchema(client: pg.ClientBase, expected: SchemaShape = SCHEMA_SNAPSHOT.approval_history): Promise<void> {
+  const differences = schemaDifferences(expected, await readApprovalHistoryShape(client), `${APPROVAL_HISTORY_SCHEMA}.`);
+  if (differences.length > 0) {
+    throw new SchemaRefusal(`the approval history schema differs from this build's: ${summarise(differences)}; refusing to start`);
+  }
+}
+
+/** The shape of the history schema as it stands ({@link SCHEMA_SHAPE_QUERY}, one catalog query). */
+export async function readApprovalHistoryShape(client: pg.ClientBase): Promise<SchemaShape> {
+  await client.query('begin read only');
+  try {
+    await client.query(`select set_config('search_path', $1, true)`, [searchPathFor(APPROVAL_HISTORY_SCHEMA)]);
+    const { rows } = await client.query<{ shape: SchemaShape }>(SCHEMA_SHAPE_QUERY, [APPROVAL_HISTORY_SCHEMA]);
+    await client.query('commit');
+    return rows[0]?.shape ?? EMPTY_SCHEMA;
+  } catch (error) {
+    await client.query('rollback').catch(() => undefined);
+    throw error;
+  }
+}
+
 /** What a startup learns about where the history stands. */
 export interface ApprovalHistoryPosture {
   /** Whether the table is owned by another role than the state service's. */
@@ -116,7 +146,10 @@ export interface ApprovalHistoryPosture {
 export class ApprovalHistory {
   private constructor(private readonly pool: pg.Pool) {}
 
-  /** Connects, creates the history if needed, and reports its posture. */
+  /**
+   * Connects, creates the history if needed, refuses one that differs from
+   * the schema snapshot ({@link SchemaRefusal}), and reports its posture.
+   */
   static async open(connectionString: string, logger: Logger): Promise<ApprovalHistory> {
     const pool = openPool({ connectionString, max: 4, applicationName: 'docket-approval-history' });
     const history = new ApprovalHistory(pool);
@@ -140,6 +173,7 @@ export class ApprovalHistory {
     try {
       const { rows } = await client.query<{ writer: string }>('select current_user as writer');
       await ensureApprovalHistory(client, rows[0]?.writer ?? '');
+      await checkApprovalHistorySchema(client);
     } finally {
       client.release();
     }

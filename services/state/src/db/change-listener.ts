@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Logger } from '@docket/service-kit';
 import { JOB_CHANGES_CHANNEL } from './queries/job-changes.js';
+import { CONNECTION_LIMITS } from './pool.js';
 
 /** What a committed job change announces (see `recordJobChange`). */
 export interface JobChangeAnnouncement {
@@ -45,7 +46,13 @@ export class ChangeListenerHub {
 
   /** Connects and starts listening; resolves once LISTEN is in force. */
   async start(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.connectionString, application_name: 'docket-state-listener' });
+    const client = new pg.Client({
+      connectionString: this.connectionString,
+      application_name: 'docket-state-listener',
+      connectionTimeoutMillis: CONNECTION_LIMITS.connectionTimeoutMillis,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: CONNECTION_LIMITS.keepAliveInitialDelayMillis,
+    });
     client.on('notification', (message) => this.#dispatch(message.payload));
     client.on('error', () => this.#reconnectSoon(client));
     client.on('end', () => this.#reconnectSoon(client));

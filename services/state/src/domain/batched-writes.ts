@@ -5,7 +5,9 @@ import type { AttemptReport } from './attempt-reports.js';
 import { claimJobs, type ClaimCommand, type ClaimOutcome } from './claim-jobs.js';
 import { decideAttemptReports, type ReportResponse } from './decide-attempt-reports.js';
 import type { ExecutionSettings } from './register-worker.js';
-import { RequestBatcher, type ItemOutcome, type RequestBatcherOptions } from '@docket/service-kit';
+import type { QuarantineReport } from './job-quarantine.js';
+import { RequestBatcher, type BatchBudget, type ItemOutcome, type RequestBatcherOptions } from '@docket/service-kit';
+import { withStatementBudget } from '../db/statement-budget.js';
 
 /** How the state process groups concurrent writes into transactions. */
 export interface BatchedWriteSettings {
@@ -42,12 +44,14 @@ export function batchedWrites(
   settings: BatchedWriteSettings,
   execution: ExecutionSettings,
   onBatch: (path: keyof BatchedWrites, size: number) => void = () => {},
+  reportQuarantine: QuarantineReport = () => {},
 ): BatchedWrites {
+  // Each batch is observed, and its transactions' statements may run only as long as its latest caller still waits.
   const observed =
     <Item, Result>(path: keyof BatchedWrites, decide: (items: readonly Item[]) => Promise<readonly ItemOutcome<Result>[]>) =>
-    (items: readonly Item[]) => {
+    (items: readonly Item[], budget: BatchBudget) => {
       onBatch(path, items.length);
-      return decide(items);
+      return withStatementBudget(budget.timeoutMs, () => decide(items));
     };
   const batches = (maxBatch: number, maxInFlight: number): RequestBatcherOptions => ({ maxBatch, maxInFlight });
   return {
@@ -56,7 +60,7 @@ export function batchedWrites(
       batches(settings.admitBatchMax, settings.admitBatchesInFlight),
     ),
     claims: new RequestBatcher(
-      observed('claims', isolatingFailures((items: readonly ClaimCommand[]) => claimJobs(pool, execution, items))),
+      observed('claims', isolatingFailures((items: readonly ClaimCommand[]) => claimJobs(pool, execution, items, reportQuarantine))),
       batches(settings.claimBatchMax, settings.claimBatchesInFlight),
     ),
     reports: new RequestBatcher(

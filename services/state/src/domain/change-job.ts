@@ -72,7 +72,7 @@ export function planChange(job: JobRow, action: Exclude<JobChangeActionName, 'HA
       }
       if (job.status !== 'PAUSED') {
         // RETRY_WAIT -> QUEUED is the retry scheduler's edge, not a resume: say what resume needs.
-        throw new DocketError('ILLEGAL_TRANSITION', `a ${job.status} job cannot be resumed: only a PAUSED one can`, {
+        throw new DocketError('ILLEGAL_TRANSITION', `a ${job.status} job cannot be resumed (only a PAUSED one can)`, {
           metadata: { from: job.status, to: 'QUEUED' },
         });
       }

@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type pg from 'pg';
-import { invalidField, newId } from '@docket/contracts';
+import { DocketError, invalidField, isDocketError, newId } from '@docket/contracts';
 import {
   AssignmentSchema,
   ClaimJobsRequestSchema,
@@ -25,9 +25,22 @@ import type { ItemOutcome } from '@docket/service-kit';
 import { JobWriteSet, writeDecidedBatch } from './job-write-set.js';
 import type { ExecutionSettings } from './register-worker.js';
 import { operationDigest, replayOperation } from './worker-operation.js';
+import { recordQuarantines } from '../db/queries/quarantine.js';
+import { quarantineCause, type QuarantineEntry, type QuarantineReport } from './job-quarantine.js';
 
 /** The most jobs one claim hands out. */
 export const MAX_JOBS_PER_CLAIM = 100;
+
+/** What a claim that meets a job it cannot start records in `job_quarantine.task`. */
+const CLAIM_TASK = 'CLAIM_JOBS';
+
+/**
+ * How many times one claim batch is decided again because a job it took
+ * turned out to have a corrupt journal (each time that job is quarantined
+ * and skipped). Past it the batch is answered UNAVAILABLE, which callers
+ * retry with the same operation id, and the next try goes on.
+ */
+const CORRUPT_JOURNAL_ROUNDS = 8;
 
 /** One claim attempt, checked (no waiting; the execution service long-polls around it). */
 export interface ClaimCommand {
@@ -63,8 +76,53 @@ export function parseClaim(subject: string, request: ClaimJobsRequest): ClaimCom
  * job's fence grows by one, it gets an attempt, `attempt.started` and a
  * lease by the database clock. A claim that got jobs is recorded under its
  * operation id; an empty one is not, so retrying it claims afresh.
+ *
+ * A claim never fails for one bad job. A job that cannot be started for a
+ * reason of its own (`quarantineCause`) is quarantined in the claim's
+ * transaction and left out of its answer; a job whose journal head turns
+ * out not to be the one stored (the check `writeDecidedBatch` makes, which
+ * rolls the batch back) is quarantined in a transaction of its own and
+ * the batch is decided again without it. Quarantined jobs are never
+ * candidates again (`lockClaimableJobs`), their rows stay as they were,
+ * and each is told to `reportQuarantine` once.
  */
-export async function claimJobs(pool: pg.Pool, settings: ExecutionSettings, claims: readonly ClaimCommand[]): Promise<ItemOutcome<ClaimOutcome>[]> {
+export async function claimJobs(
+  pool: pg.Pool,
+  settings: ExecutionSettings,
+  claims: readonly ClaimCommand[],
+  reportQuarantine: QuarantineReport = () => {},
+): Promise<ItemOutcome<ClaimOutcome>[]> {
+  for (let round = 1; ; round += 1) {
+    let decided: DecidedClaims;
+    try {
+      decided = await decideClaims(pool, settings, claims);
+    } catch (error) {
+      const jobId = corruptJournalOf(error);
+      if (jobId === undefined) throw error;
+      const entry = { jobId, task: CLAIM_TASK, errorClass: 'JOURNAL_CORRUPT' };
+      const recorded = await inWriteTransaction(pool, (client) => recordQuarantines(client, [entry]));
+      if (recorded.has(jobId)) reportQuarantine(entry);
+      if (round >= CORRUPT_JOURNAL_ROUNDS) throw new DocketError('UNAVAILABLE', 'the claim met corrupt jobs and skipped them; retry it');
+      continue;
+    }
+    for (const entry of decided.quarantined) reportQuarantine(entry);
+    return decided.outcomes;
+  }
+}
+
+/** The job a JOURNAL_CORRUPT failure names, if `error` is one. */
+function corruptJournalOf(error: unknown): string | undefined {
+  if (!isDocketError(error) || error.reason !== 'JOURNAL_CORRUPT') return undefined;
+  return error.metadata['job_id'];
+}
+
+/** One decided and committed claim batch, and the jobs it quarantined (newly). */
+interface DecidedClaims {
+  readonly outcomes: ItemOutcome<ClaimOutcome>[];
+  readonly quarantined: readonly QuarantineEntry[];
+}
+
+async function decideClaims(pool: pg.Pool, settings: ExecutionSettings, claims: readonly ClaimCommand[]): Promise<DecidedClaims> {
   return inWriteTransaction(pool, async (client, now) => {
     const context = await lockClaimContext(client, claims.map(operationKey), claims.map((claim) => claim.request.workerIncarnation));
     const { incarnations, operations: recorded } = context;
@@ -117,6 +175,17 @@ export async function claimJobs(pool: pg.Pool, settings: ExecutionSettings, clai
     // 4. Every claim's answer, in batch order; claimed jobs' outstanding signals go in their envelopes.
     const inboxes = await readOutstandingSignals(client, [...picked.values()].flat());
     const emptyQueues = new Map<string, readonly string[]>();
+    const quarantine: QuarantineEntry[] = [];
+    const started = (incarnation: IncarnationRow, job: JobRow): Assignment[] => {
+      try {
+        return [startAttempt(writes, settings, incarnation, job, inboxes.get(job.id) ?? [], now)];
+      } catch (error) {
+        const errorClass = quarantineCause(error);
+        if (errorClass === undefined) throw error;
+        quarantine.push({ jobId: job.id, task: CLAIM_TASK, errorClass });
+        return [];
+      }
+    };
     const decided = open.map((item): ItemOutcome<ClaimJobsResponse> => {
       if (!item.ok) return item;
       const { claim, incarnation } = item.value;
@@ -125,7 +194,7 @@ export async function claimJobs(pool: pg.Pool, settings: ExecutionSettings, clai
         const earlier = recorded.get(key) ?? decidedHere.get(key);
         if (earlier) return { ok: true, value: replayOperation(earlier, 'ClaimJobs', claim.digest, ClaimJobsResponseSchema) };
         const jobs = picked.get(item.value) ?? [];
-        const response = create(ClaimJobsResponseSchema, { assignments: jobs.map((job) => startAttempt(writes, settings, incarnation, job, inboxes.get(job.id) ?? [], now)) });
+        const response = create(ClaimJobsResponseSchema, { assignments: jobs.flatMap((job) => started(incarnation, job)) });
         if (response.assignments.length > 0) {
           const call = { incarnation: incarnation.id, operationId: claim.request.operationId, rpc: 'ClaimJobs', digest: claim.digest, responseSchema: ClaimJobsResponseSchema };
           decidedHere.set(key, recordOperation(writes, call, response, now));
@@ -142,12 +211,14 @@ export async function claimJobs(pool: pg.Pool, settings: ExecutionSettings, clai
     const nextDue = new Map<string, Date | undefined>();
     for (const [setKey, queues] of emptyQueues) nextDue.set(setKey, await nextRunAfter(client, queues));
     await writeDecidedBatch(client, writes, now);
-    return decided.map((outcome, index): ItemOutcome<ClaimOutcome> => {
+    const newlyQuarantined = await recordQuarantines(client, quarantine);
+    const outcomes = decided.map((outcome, index): ItemOutcome<ClaimOutcome> => {
       if (!outcome.ok) return outcome;
       const item = open[index];
       const queues = item?.ok && outcome.value.assignments.length === 0 ? item.value.queues : [];
       return { ok: true, value: { response: outcome.value, nextClaimableAt: nextDue.get(queueSetKey(queues)), claimQueues: queues } };
     });
+    return { outcomes, quarantined: quarantine.filter((entry) => newlyQuarantined.has(entry.jobId)) };
   });
 }
 
@@ -200,16 +271,6 @@ function startAttempt(
   const fence = BigInt(job.fence) + 1n;
   const attemptNumber = job.attempt_count + 1;
   const leaseExpiresAt = new Date(now.getTime() + settings.leaseMs);
-  writes.startedAttempts.push({
-    id: attemptId,
-    job_id: job.id,
-    attempt_number: attemptNumber,
-    fence: fence.toString(),
-    worker_incarnation: incarnation.id,
-    queue: job.queue,
-    status: 'ACTIVE',
-    started_at: now,
-  });
   const claimed = {
     fence: fence.toString(),
     attempt_count: attemptNumber,
@@ -220,25 +281,23 @@ function startAttempt(
     progress: null,
   };
   const delivery = planDelivery({ ...job, ...claimed }, attemptId, inbox);
-  writes.transition(
-    planTransition(
-      job,
-      {
-        toStatus: 'RUNNING',
-        events: [
-          {
-            type: 'attempt.started',
-            payload: { attempt_id: attemptId, attempt_number: attemptNumber, worker_incarnation: incarnation.id, worker_name: incarnation.name },
-          },
-          ...delivery.change.events,
-        ].map((event) => ({ ...event, attemptId, fence })),
-        patch: { ...claimed, ...delivery.change.patch },
-      },
-      now,
-    ),
+  // Everything that can refuse the job is decided before the batch is touched (the caller quarantines a refused job).
+  const planned = planTransition(
+    job,
+    {
+      toStatus: 'RUNNING',
+      events: [
+        {
+          type: 'attempt.started',
+          payload: { attempt_id: attemptId, attempt_number: attemptNumber, worker_incarnation: incarnation.id, worker_name: incarnation.name },
+        },
+        ...delivery.change.events,
+      ].map((event) => ({ ...event, attemptId, fence })),
+      patch: { ...claimed, ...delivery.change.patch },
+    },
+    now,
   );
-  writes.signalMoves.push(...delivery.change.moves);
-  return create(AssignmentSchema, {
+  const assignment = create(AssignmentSchema, {
     authority: { attemptId, fence, workerIncarnation: incarnation.id, leaseExpiresAt: timestampFromDate(leaseExpiresAt) },
     envelope: {
       jobId: job.id,
@@ -253,4 +312,17 @@ function startAttempt(
       lastApproval: projectLastApproval(job.last_approval),
     },
   });
+  writes.startedAttempts.push({
+    id: attemptId,
+    job_id: job.id,
+    attempt_number: attemptNumber,
+    fence: fence.toString(),
+    worker_incarnation: incarnation.id,
+    queue: job.queue,
+    status: 'ACTIVE',
+    started_at: now,
+  });
+  writes.transition(planned);
+  writes.signalMoves.push(...delivery.change.moves);
+  return assignment;
 }

@@ -29,7 +29,8 @@ export type ReportResponse = MessageShape<AttemptReport['responseSchema']>;
  * incarnation unknown to the caller's subject is STALE_INCARNATION; a
  * recorded operation id replays (or is OPERATION_MISMATCH) before any
  * authority check; a superseded incarnation is STALE_INCARNATION; an attempt, fence,
- * incarnation or lease (by the database clock) that is not the job's
+ * incarnation or lease (by the database clock, read after the job locks
+ * are held, so time spent waiting for them counts) that is not the job's
  * current authority is STALE_AUTHORITY and writes nothing; calls on the
  * same job see each other's effects in order. A refused call never affects
  * its neighbours.
@@ -39,7 +40,7 @@ export async function decideAttemptReports(
   settings: ExecutionSettings,
   reports: readonly AttemptReport[],
 ): Promise<ItemOutcome<ReportResponse>[]> {
-  return inWriteTransaction(pool, async (client, now) => {
+  return inWriteTransaction(pool, async (client, now, clockNow) => {
     const context = await readReportContext(
       client,
       reports.map(operationKey),
@@ -49,6 +50,8 @@ export async function decideAttemptReports(
     const recorded = context.operations;
     const byAttempt = new Map([...context.jobs.values()].flatMap((job) => (job.current_attempt_id ? [[job.current_attempt_id, job] as const] : [])));
     const reads = await readReportNeeds(client, reports, byAttempt);
+    // Leases are judged now, with the job locks held: a call that waited for a lock past its lease's expiry is refused.
+    const judgedAt = clockNow();
     const writes = new JobWriteSet();
     const decidedHere = new Map<string, { rpc: string; request_digest: string; response: Buffer }>();
 
@@ -61,7 +64,7 @@ export async function decideAttemptReports(
         const earlier = recorded.get(key) ?? decidedHere.get(key);
         if (earlier) return { ok: true, value: replayOperation(earlier, report.rpc, report.digest, report.responseSchema) };
         const lockedJob = report.attempt ? byAttempt.get(report.attempt.attemptId) : undefined;
-        const job = checkAuthority(incarnation, report.attempt, lockedJob && writes.current(lockedJob), now);
+        const job = checkAuthority(incarnation, report.attempt, lockedJob && writes.current(lockedJob), judgedAt);
         const response = report.perform(job, writes, now, settings, reads);
         decidedHere.set(key, recordOperation(writes, report, response, now));
         return { ok: true, value: response };

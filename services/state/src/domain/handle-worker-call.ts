@@ -1,3 +1,4 @@
+import type { SubmitOptions } from '@docket/service-kit';
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { Kysely } from 'kysely';
@@ -25,6 +26,7 @@ export async function handleWorkerCall(
   writes: BatchedWrites,
   settings: ExecutionSettings,
   call: HandleWorkerCallRequest,
+  deadline: SubmitOptions = {},
 ): Promise<HandleWorkerCallResponse> {
   if (call.subject.length === 0 || call.subject.length > 256) throw invalidField('subject', 'must be 1 to 256 characters');
   const { subject, request } = call;
@@ -32,7 +34,7 @@ export async function handleWorkerCall(
     case 'registerWorker':
       return create(HandleWorkerCallResponseSchema, { response: { case: 'registerWorker', value: await registerWorker(db, settings, subject, request.value) } });
     case 'claimJobs': {
-      const claimed = await writes.claims.submit(parseClaim(subject, request.value));
+      const claimed = await writes.claims.submit(parseClaim(subject, request.value), deadline);
       return create(HandleWorkerCallResponseSchema, {
         response: { case: 'claimJobs', value: claimed.response },
         nextClaimableAt: claimed.nextClaimableAt ? timestampFromDate(claimed.nextClaimableAt) : undefined,
@@ -49,7 +51,7 @@ export async function handleWorkerCall(
     case 'beginEffect':
     case 'advanceEffect': {
       const report = parseAttemptReport(subject, request);
-      const response = await writes.reports.submit(report);
+      const response = await writes.reports.submit(report, deadline);
       return create(HandleWorkerCallResponseSchema, { response: { case: report.case, value: response } as HandleWorkerCallResponse['response'] });
     }
     case 'listRecoverableEffects':

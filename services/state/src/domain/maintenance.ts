@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { invalidField } from '@docket/contracts';
 import { MaintenanceTask, type RunMaintenanceRequest } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { transactionNow } from '../db/queries/clock.js';
@@ -10,6 +10,7 @@ import { settleLostAttempt } from './settle-lost-attempt.js';
 import { durationMs } from '@docket/service-kit';
 import { applyRetention, pruneFeed } from './retention.js';
 import { runDeletions, type DeletionDependencies } from './run-deletions.js';
+import { isolatingJob, type QuarantineDependencies } from './job-quarantine.js';
 
 /** What one maintenance step did. */
 export interface MaintenanceStep {
@@ -20,21 +21,24 @@ export interface MaintenanceStep {
 
 /**
  * The reaper's step: settles up to `limit` jobs whose lease expired by the
- * database clock, one transaction each (a job that fails to settle cannot
- * hold up the others), taking rows with SKIP LOCKED so that every replica
- * may run it at once.
+ * database clock, one transaction each, taking rows with SKIP LOCKED so
+ * that every replica may run it at once. A job that fails to settle for a
+ * reason of its own is quarantined and the step goes on with the next
+ * ({@link repeatPerJob}).
  */
-export async function settleExpiredAttempts(db: Kysely<Database>, limit: number): Promise<MaintenanceStep> {
-  const handled = await repeatPerJob(db, limit, lockExpiredLease, (tx, job, now) => settleLostAttempt(tx, job, 'lease_expired', now));
-  return { handled, nextDueAt: await nextDue(db, 'lease') };
+export async function settleExpiredAttempts(deps: QuarantineDependencies, limit: number): Promise<MaintenanceStep> {
+  const handled = await repeatPerJob(deps, 'SETTLE_EXPIRED_ATTEMPTS', limit, lockExpiredLease, (tx, job, now) =>
+    settleLostAttempt(tx, job, 'lease_expired', now),
+  );
+  return { handled, nextDueAt: await nextDue(deps.db, 'lease') };
 }
 
-/** The retry scheduler's step: RETRY_WAIT jobs whose backoff elapsed go back to QUEUED. */
-export async function requeueDueRetries(db: Kysely<Database>, limit: number): Promise<MaintenanceStep> {
-  const handled = await repeatPerJob(db, limit, lockDueRetry, async (tx, job, now) => {
+/** The retry scheduler's step: RETRY_WAIT jobs whose backoff elapsed go back to QUEUED; a job that cannot is quarantined. */
+export async function requeueDueRetries(deps: QuarantineDependencies, limit: number): Promise<MaintenanceStep> {
+  const handled = await repeatPerJob(deps, 'REQUEUE_DUE_RETRIES', limit, lockDueRetry, async (tx, job, now) => {
     await applyTransition(tx, job, { toStatus: 'QUEUED', events: [{ type: 'job.requeued', payload: { attempt_count: job.attempt_count } }], patch: { not_before: null } }, now);
   });
-  return { handled, nextDueAt: await nextDue(db, 'retry') };
+  return { handled, nextDueAt: await nextDue(deps.db, 'retry') };
 }
 
 /** The sweeper's step: expired idempotency and worker operation records go. */
@@ -42,22 +46,35 @@ export async function sweepIdempotencyRecords(db: Kysely<Database>, limit: numbe
   return { handled: await deleteExpiredRecords(db, limit), nextDueAt: undefined };
 }
 
+/**
+ * Takes up to `limit` due jobs one at a time, each locked and handled in
+ * its own transaction ({@link isolatingJob}): a job whose handling fails
+ * for a reason of its own rolls back, is quarantined (so `lockNext`, which
+ * skips quarantined jobs, never returns it again) and counts towards
+ * `limit` without counting as handled; the next due job follows in the
+ * same step. A failure of the system (database unavailable, timeout)
+ * fails the step as before. Resolves to the jobs handled.
+ */
 async function repeatPerJob(
-  db: Kysely<Database>,
+  deps: QuarantineDependencies,
+  task: string,
   limit: number,
-  lockNext: (tx: Kysely<Database>) => Promise<JobRow | undefined>,
-  handle: (tx: Kysely<Database>, job: JobRow, now: Date) => Promise<unknown>,
+  lockNext: (tx: Transaction<Database>) => Promise<JobRow | undefined>,
+  handle: (tx: Transaction<Database>, job: JobRow, now: Date) => Promise<unknown>,
 ): Promise<number> {
   let handled = 0;
-  while (handled < limit) {
-    const done = await db.transaction().execute(async (tx) => {
+  for (let taken = 0; taken < limit; taken += 1) {
+    const step = await isolatingJob(deps, task, async (tx, lockedJob) => {
       const job = await lockNext(tx);
       if (!job) return false;
+      lockedJob(job.id);
       await handle(tx, job, await transactionNow(tx));
       return true;
     });
-    if (!done) break;
-    handled += 1;
+    if ('done' in step) {
+      if (!step.done) break;
+      handled += 1;
+    }
   }
   return handled;
 }
@@ -73,16 +90,16 @@ export async function runMaintenance(deps: DeletionDependencies, request: RunMai
     case MaintenanceTask.RUN_DELETIONS:
       return runDeletions(deps, request.limit);
     case MaintenanceTask.APPLY_RETENTION:
-      return applyRetention(db, request.limit);
+      return applyRetention(deps, request.limit);
     case MaintenanceTask.PRUNE_FEED: {
       const olderThanMs = durationMs(request.olderThan);
       if (olderThanMs === undefined || olderThanMs < FEED_RETENTION_MIN_MS) throw invalidField('older_than', 'must be at least one day');
       return pruneFeed(db, olderThanMs, request.limit);
     }
     case MaintenanceTask.SETTLE_EXPIRED_ATTEMPTS:
-      return settleExpiredAttempts(db, request.limit);
+      return settleExpiredAttempts(deps, request.limit);
     case MaintenanceTask.REQUEUE_DUE_RETRIES:
-      return requeueDueRetries(db, request.limit);
+      return requeueDueRetries(deps, request.limit);
     case MaintenanceTask.SWEEP_IDEMPOTENCY_RECORDS:
       return sweepIdempotencyRecords(db, request.limit);
     default:

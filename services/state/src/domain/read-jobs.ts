@@ -1,6 +1,7 @@
+import { toBinary } from '@bufbuild/protobuf';
 import type { Kysely } from 'kysely';
-import { notFound, type JobStatusName } from '@docket/contracts';
-import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
+import { LIMITS, notFound, type JobStatusName } from '@docket/contracts';
+import { JobSchema, type Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import type { Database } from '../db/tables/index.js';
 import { currentSnapshot } from '../db/queries/clock.js';
 import { feedHorizon, type FeedPosition } from '../db/queries/job-changes.js';
@@ -49,14 +50,20 @@ export interface JobPage {
  * the snapshot and reads in the same REPEATABLE READ transaction; later
  * pages filter by it, so a job committed after the first page never
  * appears, and keyset positions make pages disjoint and gapless.
+ *
+ * A page also stops before `pageSize` once its jobs would exceed
+ * {@link LIMITS}.listPageBytes of encoded protobuf (large inputs, results),
+ * with `hasMore` set; it always holds at least one job. The next page
+ * continues after the last job returned, so the keyset is unchanged.
  */
 export async function listJobs(db: Kysely<Database>, query: ListJobsQuery): Promise<JobPage> {
   const read = async (tx: Kysely<Database>, snapshot: string): Promise<JobPage> => {
     const rows = await listVisibleJobs(tx, { ...query, snapshot, limit: query.pageSize + 1 });
+    const jobs = withinPageBudget(rows.slice(0, query.pageSize).map(projectJob));
     return {
-      jobs: rows.slice(0, query.pageSize).map(projectJob),
+      jobs,
       snapshot,
-      hasMore: rows.length > query.pageSize,
+      hasMore: rows.length > jobs.length,
       feedPosition: { transactionId: BigInt(snapshot.split(':')[0] ?? '0'), entryId: 0n },
     };
   };
@@ -66,4 +73,14 @@ export async function listJobs(db: Kysely<Database>, query: ListJobsQuery): Prom
     .setIsolationLevel('repeatable read')
     .setAccessMode('read only')
     .execute(async (tx) => read(tx, await currentSnapshot(tx)));
+}
+
+/** The longest prefix of `jobs` within {@link LIMITS}.listPageBytes of encoded protobuf, never empty when `jobs` is not. */
+function withinPageBudget(jobs: Job[]): Job[] {
+  let bytes = 0;
+  for (const [index, job] of jobs.entries()) {
+    bytes += toBinary(JobSchema, job).byteLength;
+    if (bytes > LIMITS.listPageBytes && index > 0) return jobs.slice(0, index);
+  }
+  return jobs;
 }

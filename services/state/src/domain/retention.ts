@@ -10,6 +10,8 @@ import { applyTransition } from './apply-transition.js';
 import { planChange } from './change-job.js';
 import { startHardDeletion } from './hard-delete-job.js';
 import type { MaintenanceStep } from './maintenance.js';
+import { notQuarantined } from '../db/queries/quarantine.js';
+import { isolatingJob, type QuarantineDependencies } from './job-quarantine.js';
 
 
 
@@ -21,19 +23,22 @@ import type { MaintenanceStep } from './maintenance.js';
  * get a hard deletion (HARD_DELETING and a deletion operation). Ages are
  * judged by the database clock. Jobs under legal hold are never taken.
  * Each job is its own transaction, taken with SKIP LOCKED; at most `limit`
- * jobs per step.
+ * jobs per step. A job that fails for a reason of its own is quarantined
+ * (and counts towards `limit`); the step goes on with the next.
  */
-export async function applyRetention(db: Kysely<Database>, limit: number): Promise<MaintenanceStep> {
-  const policies = await db.selectFrom('retention_policies').selectAll().execute();
+export async function applyRetention(deps: QuarantineDependencies, limit: number): Promise<MaintenanceStep> {
+  const policies = await deps.db.selectFrom('retention_policies').selectAll().execute();
   let handled = 0;
+  let taken = 0;
   for (const policy of policies) {
     for (const phase of ['soft', 'hard'] as const) {
       const afterMs = phase === 'soft' ? policy.soft_delete_after_ms : policy.hard_delete_after_ms;
       if (afterMs === null) continue;
-      while (handled < limit) {
-        const done = await db.transaction().execute(async (tx) => {
+      while (taken < limit) {
+        const step = await isolatingJob(deps, 'APPLY_RETENTION', async (tx, lockedJob) => {
           const job = await lockAgedJob(tx, policy.queue, phase === 'soft' ? 'ACTIVE' : 'SOFT_DELETED', Number(afterMs));
           if (!job) return false;
+          lockedJob(job.id);
           const now = await transactionNow(tx);
           if (phase === 'soft') {
             const transition = planChange(job, 'SOFT_DELETE', { requested_by: 'retention' });
@@ -43,8 +48,9 @@ export async function applyRetention(db: Kysely<Database>, limit: number): Promi
           }
           return true;
         });
-        if (!done) break;
-        handled += 1;
+        if ('done' in step && !step.done) break;
+        taken += 1;
+        if ('done' in step) handled += 1;
       }
     }
   }
@@ -57,7 +63,8 @@ export async function applyRetention(db: Kysely<Database>, limit: number): Promi
  *
  * ```sql
  * select * from jobs where queue = $1 and lifecycle = $2 and status in (<ended>) and not legal_hold
- *   and updated_at <= now() - $3 ms  order by updated_at limit 1 for update skip locked
+ *   and updated_at <= now() - $3 ms and not exists (<quarantined>)
+ * order by updated_at limit 1 for update skip locked
  * ```
  */
 async function lockAgedJob(db: Kysely<Database>, queue: string, lifecycle: 'ACTIVE' | 'SOFT_DELETED', afterMs: number): Promise<JobRow | undefined> {
@@ -68,6 +75,7 @@ async function lockAgedJob(db: Kysely<Database>, queue: string, lifecycle: 'ACTI
     .where('lifecycle', '=', lifecycle)
     .where('status', 'in', [...TERMINAL_STATUSES])
     .where('legal_hold', '=', false)
+    .where(notQuarantined('jobs.id'))
     .where('updated_at', '<=', sql<Date>`now() - make_interval(secs => ${afterMs / 1000})`)
     .orderBy('updated_at')
     .limit(1)

@@ -11,13 +11,14 @@ import { updateJob, type JobPatch, type JobRow } from '../db/queries/jobs.js';
 import type { Database } from '../db/tables/index.js';
 import { projectJob } from './job-projection.js';
 import type { MaintenanceStep } from './maintenance.js';
+import { notQuarantined } from '../db/queries/quarantine.js';
+import { isolatingJob, type QuarantineDependencies } from './job-quarantine.js';
 
 /** How long a BLOCKED deletion waits before the runner looks at its dependency again. */
 const BLOCKED_RECHECK_MS = 5_000;
 
 /** What the deletion runner needs besides the job tables. */
-export interface DeletionDependencies {
-  readonly db: Kysely<Database>;
+export interface DeletionDependencies extends QuarantineDependencies {
   readonly approvals: ApprovalHistory;
 }
 
@@ -42,12 +43,15 @@ export interface DeletionDependencies {
  *    feed entry, and the deletion is COMPLETED.
  *
  * A crash at any point rolls back only the step in flight; the next step
- * resumes from what remains.
+ * resumes from what remains. A step that fails for a reason of the job's
+ * own rolls back and quarantines the job; its deletion is skipped from
+ * then on, so the other deletions proceed.
  */
 export async function runDeletions(deps: DeletionDependencies, limit: number): Promise<MaintenanceStep> {
-  const handled = await deps.db.transaction().execute(async (tx) => {
+  const step = await isolatingJob(deps, 'RUN_DELETIONS', async (tx, lockedJob) => {
     const deletion = await lockNextDeletion(tx, BLOCKED_RECHECK_MS);
     if (!deletion) return 0;
+    lockedJob(deletion.job_id);
     const now = await transactionNow(tx);
     const started = deletion.state === 'RUNNING' ? 0 : 1;
     const blockedBy = await missingDependency(tx, deps.approvals, deletion.job_id);
@@ -73,8 +77,9 @@ export async function runDeletions(deps: DeletionDependencies, limit: number): P
     .selectFrom('deletions')
     .select((eb) => eb.fn.min('updated_at').as('due'))
     .where('state', 'in', ['QUEUED', 'RUNNING'])
+    .where(notQuarantined('deletions.job_id'))
     .executeTakeFirst();
-  return { handled, nextDueAt: open?.due ?? undefined };
+  return { handled: 'done' in step ? step.done : 0, nextDueAt: open?.due ?? undefined };
 }
 
 /** The reason a deletion must wait, or undefined when it may proceed. Never carries backend detail. */

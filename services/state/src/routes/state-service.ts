@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
-import { drainSignalOf, statusOfFailure, type Logger } from '@docket/service-kit';
+import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import { drainSignalOf, statusOfFailure, type Logger, type SubmitOptions } from '@docket/service-kit';
 import { invalidField, notFound } from '@docket/contracts';
 import type { Kysely } from 'kysely';
 import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
@@ -28,6 +28,7 @@ import {
   type AdmitJobRequest,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { ChangeListenerHub } from '../db/change-listener.js';
+import { withStatementBudget } from '../db/statement-budget.js';
 import { translateDatabaseError } from '../db/database-errors.js';
 import type { Database } from '../db/tables/index.js';
 import type { BatchedWrites } from '../domain/batched-writes.js';
@@ -42,6 +43,7 @@ import { setLegalHold } from '../domain/legal-hold.js';
 import type { ApprovalHistory } from '../db/approval-history.js';
 import type { StateMetrics } from '../state-metrics.js';
 import { runMaintenance } from '../domain/maintenance.js';
+import type { QuarantineReport } from '../domain/job-quarantine.js';
 import type { ExecutionSettings } from '../domain/register-worker.js';
 import { readJobChanges } from '../domain/read-job-changes.js';
 import { readJobEvents } from '../domain/read-job-events.js';
@@ -73,6 +75,18 @@ export interface StateRoutesDependencies {
   readonly approvals: ApprovalHistory;
   readonly metrics: StateMetrics;
   readonly logger: Logger;
+  /** Told of each job a background step or a claim quarantined. */
+  readonly reportQuarantine: QuarantineReport;
+}
+
+/**
+ * The caller's deadline for a group-committed write: an item still waiting
+ * when it passes is never decided, and the batch's statements stop when
+ * the last of its callers' deadlines passes (see `RequestBatcher`).
+ */
+function deadlineOf(ctx: HandlerContext): SubmitOptions {
+  const timeoutMs = ctx.timeoutMs();
+  return timeoutMs === undefined ? {} : { timeoutMs };
 }
 
 /** The most items one AdmitJobs or HandleWorkerCalls call carries (proto contract). */
@@ -80,8 +94,8 @@ export const MAX_BATCHED_CALLS = 256;
 
 /** Registers docket.state.v1.StateService: validate, call the domain, answer. */
 export function stateServiceRoutes(deps: StateRoutesDependencies): (router: ConnectRouter) => void {
-  const admitOne = async (request: AdmitJobRequest) => {
-    const outcome = await deps.writes.admissions.submit(parseAdmitJobRequest(request));
+  const admitOne = async (request: AdmitJobRequest, ctx: HandlerContext) => {
+    const outcome = await deps.writes.admissions.submit(parseAdmitJobRequest(request), deadlineOf(ctx));
     return create(AdmitJobResponseSchema, {
       job: outcome.job,
       replayed: outcome.replayed,
@@ -91,13 +105,13 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
   /** A failed item of a batched call: what the unary call would have answered (database errors translated first). */
   const itemStatus = (error: unknown, rpc: string) => statusOfFailure(translateDatabaseError(error), deps.logger, { rpc: `docket.state.v1.StateService/${rpc}` });
   return (router) => {
-    router.service(StateService, {
+    router.service(StateService, withCallersBudget({
       admitJob: admitOne,
-      async admitJobs(request) {
+      async admitJobs(request, ctx) {
         if (request.requests.length > MAX_BATCHED_CALLS) throw invalidField('requests', `must hold at most ${MAX_BATCHED_CALLS} admissions`);
         const results = await Promise.all(
           request.requests.map((item) =>
-            admitOne(item).then(
+            admitOne(item, ctx).then(
               (response) => create(AdmitJobResultSchema, { result: { case: 'response', value: response } }),
               (error: unknown) => create(AdmitJobResultSchema, { result: { case: 'error', value: itemStatus(error, 'AdmitJobs') } }),
             ),
@@ -191,14 +205,14 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
       async handleOwnerCall(request) {
         return handleOwnerCall(deps, parseOwnerCall(request));
       },
-      async handleWorkerCall(request) {
-        return handleWorkerCall(deps.db, deps.writes, deps.execution, request);
+      async handleWorkerCall(request, ctx) {
+        return handleWorkerCall(deps.db, deps.writes, deps.execution, request, deadlineOf(ctx));
       },
-      async handleWorkerCalls(request) {
+      async handleWorkerCalls(request, ctx) {
         if (request.calls.length > MAX_BATCHED_CALLS) throw invalidField('calls', `must hold at most ${MAX_BATCHED_CALLS} calls`);
         const results = await Promise.all(
           request.calls.map((call) =>
-            handleWorkerCall(deps.db, deps.writes, deps.execution, call).then(
+            handleWorkerCall(deps.db, deps.writes, deps.execution, call, deadlineOf(ctx)).then(
               (response) => create(HandleWorkerCallResultSchema, { result: { case: 'response', value: response } }),
               (error: unknown) => create(HandleWorkerCallResultSchema, { result: { case: 'error', value: itemStatus(error, 'HandleWorkerCalls') } }),
             ),
@@ -214,7 +228,7 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
           nextDueAt: step.nextDueAt ? timestampFromDate(step.nextDueAt) : undefined,
         });
       },
-    });
+    }));
   };
 }
 
@@ -226,4 +240,21 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
  */
 function untilDrainOrCancel(ctx: HandlerContext): AbortSignal {
   return AbortSignal.any([ctx.signal, drainSignalOf(ctx)]);
+}
+
+/**
+ * The implementation with each unary handler run within its caller's
+ * deadline as the statement budget (`withStatementBudget`): a transaction
+ * it opens stops its statements when the caller has stopped waiting, and
+ * the caller hears DEADLINE_EXCEEDED in time. Streams pass unchanged.
+ */
+function withCallersBudget(impl: ServiceImpl<typeof StateService>): ServiceImpl<typeof StateService> {
+  const budgeted: Record<string, unknown> = {};
+  for (const [name, handler] of Object.entries(impl) as [keyof typeof StateService.method, (request: unknown, ctx: HandlerContext) => unknown][]) {
+    budgeted[name] =
+      StateService.method[name].methodKind === 'unary'
+        ? (request: unknown, ctx: HandlerContext) => withStatementBudget(ctx.timeoutMs(), async () => handler(request, ctx))
+        : handler;
+  }
+  return budgeted as ServiceImpl<typeof StateService>;
 }

@@ -3,9 +3,10 @@ import { jobChanges } from './20261129-0002-job-changes.js';
 import { execution } from './20261129-0003-execution.js';
 import { humanLoop } from './20261201-0004-human-loop.js';
 import { afterTheEnd } from './20261201-0005-after-the-end.js';
+import { jobQuarantine } from './20261201-0006-job-quarantine.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
 /** Every migration this build knows, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [initial, jobChanges, execution, humanLoop, afterTheEnd];
+export const MIGRATIONS: readonly Migration[] = [initial, jobChanges, execution, humanLoop, afterTheEnd, jobQuarantine];

@@ -70,6 +70,7 @@ const LOCK_CLAIMABLE = new PreparedStatement<JobRow>(
      select * from jobs
      where status = 'QUEUED' and queue = q.queue and (run_after is null or run_after <= now())
        and id <> all($3::text[])
+       and not exists (select 1 from job_quarantine x where x.job_id = jobs.id)
      order by priority desc, created_at, id
      limit $2
      for update skip locked
@@ -90,7 +91,8 @@ const LOCK_CLAIMABLE = new PreparedStatement<JobRow>(
  * ```sql
  * select j.* from unnest($1) q(queue) cross join lateral (
  *   select * from jobs where status = 'QUEUED' and queue = q.queue and (run_after is null or run_after <= now())
- *     and id <> all($3) order by priority desc, created_at, id limit $2 for update skip locked) j
+ *     and id <> all($3) and not exists (select 1 from job_quarantine x where x.job_id = jobs.id)
+ *     order by priority desc, created_at, id limit $2 for update skip locked) j
  * order by j.priority desc, j.created_at, j.id limit $2
  * ```
  */

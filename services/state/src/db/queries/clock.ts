@@ -1,17 +1,21 @@
 import { sql } from 'kysely';
 import type { Queryable } from '../database.js';
+import { statementTimeoutMs } from '../statement-budget.js';
 
 /**
  * The transaction's timestamp (`now()`) truncated to milliseconds: the one
  * clock for every time a transaction writes, exact through JavaScript `Date`
- * and through the hash chain's RFC 3339 millisecond encoding.
+ * and through the hash chain's RFC 3339 millisecond encoding. In the same
+ * round trip it sets the transaction's `statement_timeout` to the caller's
+ * budget (`withStatementBudget`), so the statements after it stop when the
+ * caller has stopped waiting.
  *
  * ```sql
- * select date_trunc('milliseconds', now()) as now
+ * select date_trunc('milliseconds', now()) as now, set_config('statement_timeout', $1, true)
  * ```
  */
 export async function transactionNow(db: Queryable): Promise<Date> {
-  const result = await sql<{ now: Date }>`select date_trunc('milliseconds', now()) as now`.execute(db);
+  const result = await sql<{ now: Date }>`select date_trunc('milliseconds', now()) as now, set_config('statement_timeout', ${String(statementTimeoutMs())}, true)`.execute(db);
   const now = result.rows[0]?.now;
   if (!now) throw new Error('now() returned no row');
   return now;

@@ -1,6 +1,7 @@
 import { sql, type Selectable } from 'kysely';
 import type { Queryable } from '../database.js';
 import type { DeletionsTable } from '../tables/index.js';
+import { notQuarantined } from './quarantine.js';
 
 /** A stored deletion operation. */
 export type DeletionRow = Selectable<DeletionsTable>;
@@ -27,11 +28,12 @@ export async function findDeletion(db: Queryable, viewer: { subject: string; adm
  * Locks the next deletion a runner should work on, skipping those other
  * replicas hold: QUEUED, RUNNING (a runner stopped mid-way), BLOCKED (to
  * see whether its dependency returned) and RETRY_WAIT whose wait is over,
- * least recently touched first.
+ * least recently touched first; never one whose job is quarantined.
  *
  * ```sql
- * select * from deletions where state in ('QUEUED', 'RUNNING', 'BLOCKED')
- *   or (state = 'RETRY_WAIT' and retry_not_before <= now())
+ * select * from deletions where (state in ('QUEUED', 'RUNNING', 'BLOCKED')
+ *   or (state = 'RETRY_WAIT' and retry_not_before <= now()))
+ *   and not exists (select 1 from job_quarantine q where q.job_id = deletions.job_id)
  * order by updated_at limit 1 for update skip locked
  * ```
  */
@@ -46,6 +48,7 @@ export async function lockNextDeletion(db: Queryable, blockedRecheckMs: number):
         eb.and([eb('state', '=', 'BLOCKED'), eb('updated_at', '<=', sql<Date>`now() - make_interval(secs => ${blockedRecheckMs / 1000})`)]),
       ]),
     )
+    .where(notQuarantined('deletions.job_id'))
     .orderBy('updated_at')
     .limit(1)
     .forUpdate()

@@ -1,6 +1,7 @@
 import type { IdempotencyRecordsTable } from './idempotency-records.js';
 import type { JobEventsTable } from './job-events.js';
 import type { JobChangesTable } from './job-changes.js';
+import type { JobQuarantineTable } from './job-quarantine.js';
 import type { DeletionsTable, JobsTable, RetentionPoliciesTable } from './jobs.js';
 import type { JobSignalsTable } from './signals.js';
 import type { JobEffectsTable } from './effects.js';
@@ -15,6 +16,7 @@ import type {
 export type { IdempotencyRecordsTable } from './idempotency-records.js';
 export type { JobChangesTable } from './job-changes.js';
 export type { JobEventsTable } from './job-events.js';
+export type { JobQuarantineTable } from './job-quarantine.js';
 export type { DeletionStateName, DeletionsTable, JobLifecycleName, JobsTable, LostAttemptPolicyName, RetentionPoliciesTable } from './jobs.js';
 export type { JobSignalsTable, SignalStateName } from './signals.js';
 export type { EffectCancellationName, EffectStateName, JobEffectsTable } from './effects.js';
@@ -43,4 +45,5 @@ export interface Database {
   job_effects: JobEffectsTable;
   deletions: DeletionsTable;
   retention_policies: RetentionPoliciesTable;
+  job_quarantine: JobQuarantineTable;
 }

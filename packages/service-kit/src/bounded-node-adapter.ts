@@ -1,0 +1,175 @@
+import type * as http from 'node:http';
+import type * as http2 from 'node:http2';
+import {
+  Code,
+  ConnectError,
+  createConnectRouter,
+  createContextKey,
+  type ConnectRouter,
+  type ConnectRouterOptions,
+  type ContextValues,
+  type Interceptor,
+} from '@connectrpc/connect';
+import { createAsyncIterable, encodeEnvelope, type UniversalHandler, type UniversalServerRequest, type UniversalServerResponse } from '@connectrpc/connect/protocol';
+import { codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from '@connectrpc/connect/protocol-connect';
+import { findTrailerError, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
+import { trailerFlag, trailerParse, trailerSerialize } from '@connectrpc/connect/protocol-grpc-web';
+import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from '@connectrpc/connect-node';
+import { LIMITS, type LimitName } from '@docket/contracts';
+import { requestDecodeFailure, type ChainReached } from './request-bounds.js';
+
+/** Where the adapter leaves its {@link ChainReached} mark for the outermost interceptor. */
+export const chainReachedKey = createContextKey<ChainReached | undefined>(undefined, { description: 'docket chain reached' });
+
+/**
+ * Marks that a request entered the interceptor chain (for a unary RPC:
+ * that Connect read and decoded its message). Must be the outermost
+ * interceptor of a {@link boundedNodeAdapter}.
+ */
+export function chainReachedMarker(): Interceptor {
+  return (next) => (req) => {
+    const mark = req.contextValues.get(chainReachedKey);
+    if (mark) mark.reached = true;
+    return next(req);
+  };
+}
+
+/** What {@link boundedNodeAdapter} needs. */
+export interface BoundedNodeAdapterOptions extends Omit<ConnectRouterOptions, 'readMaxBytes' | 'acceptCompression'> {
+  readonly routes: (router: ConnectRouter) => void;
+  /** The service's request-size limit (its `LIMITS` entry), compressed and decompressed. */
+  readonly requestBytes: LimitName;
+  readonly fallback: (request: http.IncomingMessage, response: http.ServerResponse) => void;
+  readonly contextValues: (request: http.IncomingMessage | http2.Http2ServerRequest) => ContextValues;
+}
+
+type NodeHandler = (
+  request: http.IncomingMessage | http2.Http2ServerRequest,
+  response: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
+
+/**
+ * `connectNodeAdapter` with Docket's bounds on what a request may cost
+ * before anyone looked at it (SPEC section 9):
+ *
+ * - Connect reads at most `LIMITS[requestBytes]` bytes of a message, as
+ *   sent and after decompression (gzip and brotli, whose decompressors stop
+ *   at that size), and refuses a `content-length` or gRPC length prefix over
+ *   it before reading the body; the memory an unauthenticated caller can
+ *   make a server hold is this limit per stream.
+ * - Connect's own failures to read and decode a unary request (they happen
+ *   before any interceptor, so the error mapping never sees them) are
+ *   answered as {@link requestDecodeFailure}: `INVALID_ARGUMENT` with
+ *   `ErrorInfo` on gRPC, gRPC-Web and Connect alike, instead of Connect's
+ *   INTERNAL "parse binary" without details. Streaming requests are decoded
+ *   inside the chain, where `requestBoundsInterceptor` maps them.
+ *
+ * The adapter knows a failure was Connect's own when the chain was never
+ * entered: `chainReachedMarker` must be the outermost interceptor.
+ */
+export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHandler {
+  const router = createConnectRouter({
+    ...options,
+    readMaxBytes: LIMITS[options.requestBytes],
+    acceptCompression: [compressionGzip, compressionBrotli],
+  });
+  options.routes(router);
+  const paths = new Map<string, UniversalHandler>();
+  for (const handler of router.handlers) paths.set(handler.requestPath, guardPreChainFailures(handler, options.requestBytes));
+  return (request, response) => {
+    const handler = paths.get(request.url?.split('?', 2)[0] ?? '');
+    if (!handler) {
+      options.fallback(request as http.IncomingMessage, response as http.ServerResponse);
+      return;
+    }
+    const universal = universalRequestFromNodeRequest(
+      request as http.IncomingMessage,
+      response as http.ServerResponse,
+      undefined,
+      options.contextValues(request),
+    );
+    handler(universal)
+      .then((answer) => universalResponseToNodeResponse(answer, response as http.ServerResponse))
+      .catch(() => {
+        // The client went away while the answer was written: nothing to tell anyone.
+      });
+  };
+}
+
+function guardPreChainFailures(handler: UniversalHandler, requestBytes: LimitName): UniversalHandler {
+  const guarded = async (request: UniversalServerRequest): Promise<UniversalServerResponse> => {
+    const mark: ChainReached = { reached: false };
+    request.contextValues?.set(chainReachedKey, mark);
+    const response = await handler(request);
+    if (mark.reached || handler.method.methodKind !== 'unary') return response;
+    const contentType = request.header.get('content-type') ?? '';
+    const remap = (error: ConnectError): ConnectError => requestDecodeFailure(error, requestBytes);
+    if (contentType.startsWith('application/grpc-web')) return remapGrpcWeb(response, remap);
+    if (contentType.startsWith('application/grpc')) return remapGrpc(response, remap);
+    return remapConnectUnary(response, remap);
+  };
+  return Object.assign(guarded, {
+    protocolNames: handler.protocolNames,
+    allowedMethods: handler.allowedMethods,
+    supportedContentType: handler.supportedContentType,
+    requestPath: handler.requestPath,
+    service: handler.service,
+    method: handler.method,
+  });
+}
+
+async function bodyBytes(response: UniversalServerResponse): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  if (response.body !== undefined) for await (const chunk of response.body) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+/** Connect unary: the error is the JSON body of a non-200 answer. */
+async function remapConnectUnary(response: UniversalServerResponse, remap: (e: ConnectError) => ConnectError): Promise<UniversalServerResponse> {
+  const header = new Headers(response.header);
+  const body = await bodyBytes(response);
+  if (response.status === 200 || header.has('content-encoding') || !(header.get('content-type') ?? '').startsWith('application/json')) {
+    return { ...response, body: createAsyncIterable([body]) };
+  }
+  const original = errorFromJsonBytes(body, undefined, new ConnectError('internal error', Code.Internal));
+  const mapped = remap(original);
+  if (mapped === original) return { ...response, body: createAsyncIterable([body]) };
+  const json = errorToJsonBytes(mapped, {});
+  header.set('content-length', String(json.byteLength));
+  return { ...response, status: codeToHttpStatus(mapped.code), header, body: createAsyncIterable([json]) };
+}
+
+/** gRPC: the status is in the trailer, written once the (empty) body is done. */
+async function remapGrpc(response: UniversalServerResponse, remap: (e: ConnectError) => ConnectError): Promise<UniversalServerResponse> {
+  const body = await bodyBytes(response);
+  const trailer = response.trailer;
+  const original = trailer ? findTrailerError(trailer) : undefined;
+  if (trailer && original) {
+    const mapped = remap(original);
+    if (mapped !== original) {
+      for (const key of [...trailer.keys()]) if (key.startsWith('grpc-')) trailer.delete(key);
+      setTrailerStatus(trailer, mapped);
+    }
+  }
+  return { ...response, body: createAsyncIterable(body.byteLength > 0 ? [body] : []) };
+}
+
+/** gRPC-Web: the status is the trailer frame that ends the body. */
+async function remapGrpcWeb(response: UniversalServerResponse, remap: (e: ConnectError) => ConnectError): Promise<UniversalServerResponse> {
+  const body = await bodyBytes(response);
+  const frames: { flags: number; data: Uint8Array }[] = [];
+  for (let offset = 0; offset + 5 <= body.byteLength; ) {
+    const length = Buffer.from(body.buffer, body.byteOffset + offset + 1, 4).readUInt32BE(0);
+    frames.push({ flags: body[offset] ?? 0, data: body.subarray(offset + 5, offset + 5 + length) });
+    offset += 5 + length;
+  }
+  const last = frames.at(-1);
+  if (frames.length !== 1 || last === undefined || last.flags !== trailerFlag) return { ...response, body: createAsyncIterable([body]) };
+  const original = findTrailerError(trailerParse(last.data));
+  if (!original) return { ...response, body: createAsyncIterable([body]) };
+  const mapped = remap(original);
+  if (mapped === original) return { ...response, body: createAsyncIterable([body]) };
+  const trailer = new Headers();
+  setTrailerStatus(trailer, mapped);
+  return { ...response, body: createAsyncIterable([encodeEnvelope(trailerFlag, trailerSerialize(trailer))]) };
+}

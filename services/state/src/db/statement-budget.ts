@@ -1,0 +1,37 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/** The longest one statement may run when no caller set a deadline (also every connection's default). */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
+
+/** How much of a caller's remaining time is kept back, at most, so the typed answer reaches it before its own deadline fires. */
+const ANSWER_MARGIN_MS = 250;
+
+/** `performance.now()` by which the statements of the work in this async context must be done. */
+const deadlines = new AsyncLocalStorage<number>();
+
+/**
+ * Runs `fn` with the caller's remaining `timeoutMs` as the statement budget
+ * of the transactions it opens (`statementTimeoutMs`): Postgres stops work
+ * that no caller waits for any more, and the caller hears DEADLINE_EXCEEDED
+ * from us (typed, with ErrorInfo) rather than from its own timer. A batch
+ * runs with the latest deadline among its items; no deadline means
+ * {@link DEFAULT_STATEMENT_TIMEOUT_MS}.
+ */
+export function withStatementBudget<T>(timeoutMs: number | undefined, fn: () => Promise<T>): Promise<T> {
+  // No budget is a budget too: a batch whose callers did not all set a deadline must not inherit its first caller's.
+  return timeoutMs === undefined ? deadlines.exit(fn) : deadlines.run(performance.now() + timeoutMs, fn);
+}
+
+/**
+ * The `statement_timeout` for a transaction opened now: what is left of
+ * the budget, less a margin of a tenth (at most 250 ms) so the answer
+ * arrives in time; at least 1 ms (0 would mean no limit at all), at most
+ * the default.
+ */
+export function statementTimeoutMs(): number {
+  const deadline = deadlines.getStore();
+  if (deadline === undefined) return DEFAULT_STATEMENT_TIMEOUT_MS;
+  const remaining = deadline - performance.now();
+  const budget = remaining - Math.min(ANSWER_MARGIN_MS, remaining / 10);
+  return Math.max(1, Math.min(DEFAULT_STATEMENT_TIMEOUT_MS, Math.floor(budget)));
+}
