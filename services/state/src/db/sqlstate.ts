@@ -33,5 +33,9 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return state === undefined && error instanceof Error && CONNECTION_LOST.test(error.message);
 }
 
-/** node-postgres' own errors for a connection that died under a query (they carry no code). */
-const CONNECTION_LOST = /^(Connection terminated|Client has encountered a connection error|Client was closed)/;
+/**
+ * node-postgres' own errors for a connection that died under a query, or
+ * that could not be had in time (pg-pool's connect timeout, and the
+ * connection timeout of a client); they carry no code.
+ */
+const CONNECTION_LOST = /^(Connection terminated|Client has encountered a connection error|Client was closed|timeout exceeded when trying to connect)/;
