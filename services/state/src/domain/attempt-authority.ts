@@ -5,7 +5,7 @@ import type { IncarnationRow } from '../db/queries/workers.js';
 
 /** STALE_INCARNATION: a superseded (or unknown) incarnation. */
 export function staleIncarnation(): DocketError {
-  return new DocketError('STALE_INCARNATION', 'this worker incarnation has been superseded, register again');
+  return new DocketError('STALE_INCARNATION', 'this worker incarnation is unknown or superseded. Register again');
 }
 
 /** STALE_AUTHORITY: the attempt, fence or incarnation is not the job's current authority. */
