@@ -1,6 +1,7 @@
-import { SignJWT } from 'jose';
+import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBearerVerifier } from './bearer-verifier.js';
+import { publicKeySetFromJwks } from './public-key-set.js';
 import { mintToken, verifyBearer, verifyToken } from './tokens.js';
 
 vi.mock('./tokens.js', async (importOriginal) => {
@@ -40,7 +41,9 @@ function unsigned(claims: Record<string, unknown>): string {
 }
 
 const verifications = vi.mocked(verifyToken);
-beforeEach(() => verifications.mockClear());
+beforeEach(() => {
+  verifications.mockClear();
+});
 
 describe('createBearerVerifier', () => {
   it('gives the same verdicts as verifyBearer, first time and from its cache', async () => {
@@ -98,6 +101,19 @@ describe('createBearerVerifier', () => {
     expect(await verifier.verify(`Bearer ${token}`)).toMatchObject(verdict);
     // Only a hit within both bounds skips verification.
     expect(verifications).toHaveBeenCalledTimes(movedMs < 30_000 ? 1 : 2);
+  });
+
+  it('remembers EdDSA tokens from a key set as it remembers HS256 ones', async () => {
+    const { publicKey, privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519', extractable: true });
+    const publicKeys = publicKeySetFromJwks({ keys: [{ ...(await exportJWK(publicKey)), kid: 'issuer-1' }] });
+    const verifier = createBearerVerifier({ secret: SECRET, publicKeys });
+    const eddsa = await new SignJWT({ sub: 'alice', role: 'user' }).setProtectedHeader({ alg: 'EdDSA', kid: 'issuer-1' }).setExpirationTime('10m').sign(privateKey);
+    const hs256 = await mintToken({ secret: SECRET, subject: 'bob', role: 'user', ttlSeconds: 600 });
+    for (let i = 0; i < 3; i++) {
+      expect(await verifier.verify(`Bearer ${eddsa}`)).toMatchObject({ ok: true, principal: { subject: 'alice' } });
+      expect(await verifier.verify(`Bearer ${hs256}`)).toMatchObject({ ok: true, principal: { subject: 'bob' } });
+    }
+    expect(verifications).toHaveBeenCalledTimes(2);
   });
 
   it('keeps secrets apart: a token another verifier accepted is refused here', async () => {

@@ -1,4 +1,4 @@
-import { bearerTokenOf, verifyToken, type BearerVerdict, type TokenRules } from './tokens.js';
+import { bearerTokenOf, verifyToken, type BearerVerdict, type TokenKeys, type TokenRules } from './tokens.js';
 import { VerifiedTokenCache } from './verified-token-cache.js';
 
 /** Tuning of {@link createBearerVerifier}; the defaults suit a service. */
@@ -11,7 +11,7 @@ export interface BearerVerifierOptions extends TokenRules {
   readonly clock?: () => number;
 }
 
-/** Verifies bearer tokens against one secret and one set of rules; see {@link createBearerVerifier}. */
+/** Verifies bearer tokens against one set of keys and one set of rules; see {@link createBearerVerifier}. */
 export interface BearerVerifier {
   verify(authorization: string | null | undefined): Promise<BearerVerdict>;
 }
@@ -23,17 +23,18 @@ export const DEFAULT_VERIFIED_TOKEN_CAPACITY = 10_000;
 export const DEFAULT_VERIFIED_TOKEN_MAX_AGE_MS = 60_000;
 
 /**
- * A bearer verifier for one HS256 secret (and the {@link TokenRules} in
- * `options`) that gives the same verdicts as
- * `verifyBearer(authorization, secret, rules)` but remembers the tokens it
- * accepted (a {@link VerifiedTokenCache}): a token seen again within
- * `maxAgeMs` and before its `exp` is accepted without another HMAC. A
+ * A bearer verifier for one set of {@link TokenKeys} (an HS256 secret, an
+ * issuer's public keys, or both) and the {@link TokenRules} in `options`
+ * that gives the same verdicts as `verifyBearer(authorization, keys, rules)`
+ * but remembers the tokens it accepted (a {@link VerifiedTokenCache}): a
+ * token seen again within `maxAgeMs` and before its `exp` is accepted
+ * without another HMAC or signature check, whichever kind signed it. A
  * refused token is never remembered, an expired one is refused even if it
  * was accepted a moment before, and a token is re-verified at least every
- * `maxAgeMs`. Rotating the secret means a new verifier (services read it at
- * start-up), which remembers nothing from the old one.
+ * `maxAgeMs`. Rotating the secret or the key set means a new verifier
+ * (services read both at start-up), which remembers nothing from the old one.
  */
-export function createBearerVerifier(secret: string, options: BearerVerifierOptions = {}): BearerVerifier {
+export function createBearerVerifier(keys: TokenKeys, options: BearerVerifierOptions = {}): BearerVerifier {
   const clock = options.clock ?? Date.now;
   const verified = new VerifiedTokenCache({
     capacity: options.capacity ?? DEFAULT_VERIFIED_TOKEN_CAPACITY,
@@ -46,7 +47,7 @@ export function createBearerVerifier(secret: string, options: BearerVerifierOpti
       const nowMs = clock();
       const remembered = verified.get(bearer.token, nowMs);
       if (remembered) return { ok: true, ...remembered };
-      const verdict = await verifyToken(bearer.token, secret, new Date(nowMs), options);
+      const verdict = await verifyToken(bearer.token, keys, new Date(nowMs), options);
       if (verdict.ok) verified.remember(bearer.token, { principal: verdict.principal, expiresAtMs: verdict.expiresAtMs }, nowMs);
       return verdict;
     },

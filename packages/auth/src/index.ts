@@ -6,6 +6,7 @@ export {
   verifyBearer,
   type BearerVerdict,
   type MintTokenOptions,
+  type TokenKeys,
   type TokenRefusal,
   type TokenRules,
 } from './tokens.js';
@@ -16,5 +17,12 @@ export {
   type BearerVerifier,
   type BearerVerifierOptions,
 } from './bearer-verifier.js';
+export {
+  PUBLIC_KEY_ALGORITHMS,
+  UnusableKeySetError,
+  publicKeySetFromJwks,
+  type PublicKeyAlgorithm,
+  type PublicKeySet,
+} from './public-key-set.js';
 export { SERVICE_AUDIENCE, SERVICE_TOKEN_TTL_SECONDS, serviceTokenSource, type ServiceTokenOptions } from './service-tokens.js';
 export { MIN_SECRET_LENGTH, weakSecretReason } from './secret-strength.js';

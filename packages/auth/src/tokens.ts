@@ -1,7 +1,9 @@
-import { SignJWT, errors as joseErrors, jwtVerify } from 'jose';
+import { SignJWT, errors as joseErrors, jwtVerify, type JWTHeaderParameters, type FlattenedJWSInput } from 'jose';
 import { hmacKey } from './hmac-key.js';
+import { PUBLIC_KEY_ALGORITHMS, type PublicKeySet } from './public-key-set.js';
 import { isRole, type Principal, type Role } from './roles.js';
 
+/** The algorithm of tokens signed with a shared secret, the only one {@link mintToken} signs with. */
 const ALGORITHM = 'HS256';
 
 /** The clock skew tolerated by default when judging `exp`, `nbf` and `iat`. */
@@ -26,7 +28,11 @@ export interface MintTokenOptions {
   readonly queues?: readonly string[];
 }
 
-/** Mints an HS256 bearer JWT with claims `sub`, `role`, `iat` and `exp` (and `aud`, `iss`, `queues` when given). */
+/**
+ * Mints an HS256 bearer JWT with claims `sub`, `role`, `iat` and `exp` (and `aud`, `iss`, `queues` when given).
+ * Docket never mints EdDSA or RS256 tokens: those come from an external
+ * issuer whose public keys a verifier is given ({@link TokenKeys}).
+ */
 export async function mintToken(options: MintTokenOptions): Promise<string> {
   const claims: Record<string, unknown> = { role: options.role };
   if (options.queues !== undefined) claims['queues'] = [...options.queues];
@@ -54,6 +60,19 @@ export interface TokenRules {
 }
 
 /**
+ * What a verifier checks signatures with: the HS256 shared `secret`, the
+ * `publicKeys` of an external issuer (EdDSA and RS256 tokens, selected by
+ * `kid`), or both. A token is checked only against the kind its `alg`
+ * names: HS256 only with the secret, EdDSA and RS256 only with the public
+ * keys, anything else (`none` included) never. A bare string is a secret.
+ * At least one must be given.
+ */
+export type TokenKeys =
+  | string
+  | { readonly secret: string; readonly publicKeys?: PublicKeySet }
+  | { readonly secret?: string; readonly publicKeys: PublicKeySet };
+
+/**
  * Why a token was refused. Deliberately coarse: callers turn any of these
  * into a bare UNAUTHENTICATED that hints at nothing.
  */
@@ -65,19 +84,19 @@ export type BearerVerdict =
   | { readonly ok: false; readonly refusal: TokenRefusal };
 
 /**
- * Verifies an `authorization` header value (`Bearer <JWT>`) against the
- * HS256 secret and `rules` ({@link verifyToken}). Every call verifies
+ * Verifies an `authorization` header value (`Bearer <JWT>`) against
+ * `keys` and `rules` ({@link verifyToken}). Every call verifies
  * afresh; a server verifying the same tokens over and over uses
  * `createBearerVerifier`, which remembers them.
  */
 export async function verifyBearer(
   authorization: string | null | undefined,
-  secret: string,
+  keys: TokenKeys,
   rules: TokenRules = {},
 ): Promise<BearerVerdict> {
   const token = bearerTokenOf(authorization);
   if (!token.ok) return token;
-  return verifyToken(token.token, secret, new Date(), rules);
+  return verifyToken(token.token, keys, new Date(), rules);
 }
 
 /** The JWT of a `Bearer <JWT>` header value, or why there is none. Internal. */
@@ -91,19 +110,23 @@ export function bearerTokenOf(
 }
 
 /**
- * Verifies a compact JWT as of `now`: the HS256 signature with `secret`'s
- * key (no other algorithm, `none` included), `exp` present and not passed,
+ * Verifies a compact JWT as of `now`: its signature with `keys` (an HS256
+ * token with the secret's key; an EdDSA or RS256 token with the public key
+ * its `kid` names, of the type its `alg` demands; no other algorithm,
+ * `none` included), `exp` present and not passed,
  * `nbf` reached and `iat` not in the future (each within the clock
  * tolerance), `aud` and `iss` as `rules` demand, a `sub` of 1 to 256
  * characters, a known `role`, and for a worker an optional `queues` grant
  * (1 to {@link MAX_GRANTED_QUEUES} names of 1 to 128 characters). Internal:
- * the one verification both {@link verifyBearer} and the caching verifier run.
+ * the one verification both {@link verifyBearer} and the caching verifier
+ * run, whichever kind of key signed the token.
  */
-export async function verifyToken(token: string, secret: string, now: Date, rules: TokenRules = {}): Promise<BearerVerdict> {
+export async function verifyToken(token: string, keys: TokenKeys, now: Date, rules: TokenRules = {}): Promise<BearerVerdict> {
   const tolerance = rules.clockToleranceSeconds ?? DEFAULT_CLOCK_TOLERANCE_SECONDS;
   try {
-    const { payload } = await jwtVerify(token, await hmacKey(secret), {
-      algorithms: [ALGORITHM],
+    const { secret, publicKeys } = typeof keys === 'string' ? { secret: keys, publicKeys: undefined } : keys;
+    const { payload } = await jwtVerify(token, (header, jws) => verificationKey(header, jws, secret, publicKeys), {
+      algorithms: [...(secret === undefined ? [] : [ALGORITHM]), ...(publicKeys === undefined ? [] : PUBLIC_KEY_ALGORITHMS)],
       currentDate: now,
       clockTolerance: tolerance,
       requiredClaims: ['exp', 'sub'],
@@ -124,6 +147,25 @@ export async function verifyToken(token: string, secret: string, now: Date, rule
     if (error instanceof joseErrors.JWTExpired) return { ok: false, refusal: 'expired' };
     return { ok: false, refusal: 'invalid' };
   }
+}
+
+/**
+ * The key that may have signed a token with this protected header: the
+ * secret's for HS256, the `kid`'s public key for EdDSA and RS256 (jose
+ * refuses a key whose type does not fit the `alg`). Throws, so the token
+ * is refused, for an `alg` whose kind of key is not configured and for a
+ * public-key token without a `kid`.
+ */
+function verificationKey(
+  header: JWTHeaderParameters,
+  jws: FlattenedJWSInput,
+  secret: string | undefined,
+  publicKeys: PublicKeySet | undefined,
+): ReturnType<PublicKeySet['keyFor']> {
+  if (header.alg === ALGORITHM && secret !== undefined) return hmacKey(secret);
+  const isPublicKeyAlgorithm = (PUBLIC_KEY_ALGORITHMS as readonly string[]).includes(header.alg);
+  if (isPublicKeyAlgorithm && publicKeys !== undefined && typeof header.kid === 'string') return publicKeys.keyFor(header, jws);
+  throw new joseErrors.JWSSignatureVerificationFailed();
 }
 
 /** A worker's `queues` claim: undefined when absent, null when malformed or on another role. */

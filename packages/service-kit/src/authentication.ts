@@ -1,12 +1,14 @@
 import type { Interceptor } from '@connectrpc/connect';
-import { createBearerVerifier, type Role, type TokenRules } from '@docket/auth';
+import { createBearerVerifier, type PublicKeySet, type Role, type TokenRules } from '@docket/auth';
 import { principalKey } from './principal.js';
 import { permissionDeniedError, unauthenticatedError } from './refusals.js';
 
-/** Who may call the Docket services of one server. */
+/** Who may call the Docket services of one server. At least one of `secret` and `publicKeys` is required. */
 export interface AuthPolicy {
   /** The HS256 secret bearer tokens are verified with (`DOCKET_AUTH_SECRET`; state: `DOCKET_SERVICE_AUTH_SECRET`). */
-  readonly secret: string;
+  readonly secret?: string | undefined;
+  /** An external issuer's public keys, for EdDSA and RS256 tokens (`DOCKET_AUTH_JWKS_FILE`; never on state). */
+  readonly publicKeys?: PublicKeySet | undefined;
   /** Roles allowed to call; e.g. `['service']` for the state service. */
   readonly allowedRoles: readonly Role[];
   /** `aud`, `iss` and clock skew the tokens must satisfy (`exp` is always required). */
@@ -23,7 +25,8 @@ export interface AuthPolicy {
  * why or hints at what exists, and both are decided before the handler (or
  * the router's unimplemented stub) runs. Verified tokens are remembered for
  * up to a minute within their `exp` (`createBearerVerifier`), so a caller
- * reusing its token costs one HMAC a minute, not one per call.
+ * reusing its token costs one HMAC (or signature check, for an EdDSA or
+ * RS256 token from the policy's public keys) a minute, not one per call.
  *
  * A response stream lives no longer than the token that opened it: when
  * its `exp` passes, the stream ends with UNAUTHENTICATED, and the client
@@ -36,7 +39,11 @@ export function authenticationInterceptor(
   policy: AuthPolicy,
   unauthenticatedServices: ReadonlySet<string>,
 ): Interceptor {
-  const bearer = createBearerVerifier(policy.secret, policy.rules);
+  const { secret, publicKeys } = policy;
+  const keys =
+    secret !== undefined ? { secret, ...(publicKeys === undefined ? {} : { publicKeys }) } : publicKeys !== undefined ? { publicKeys } : undefined;
+  if (keys === undefined) throw new Error('an AuthPolicy needs a secret, public keys or both');
+  const bearer = createBearerVerifier(keys, policy.rules);
   return (next) => async (req) => {
     if (unauthenticatedServices.has(req.service.typeName)) return next(req);
     const verdict = await bearer.verify(req.header.get('authorization'));

@@ -1,4 +1,5 @@
-import { weakSecretReason, type TokenRules } from '@docket/auth';
+import { readFileSync } from 'node:fs';
+import { publicKeySetFromJwks, weakSecretReason, type PublicKeySet, type TokenRules } from '@docket/auth';
 import { DEFAULT_LOG_LEVEL, LOG_LEVELS, isLogLevel, type LogLevel } from './logger.js';
 
 /** The environment a service reads its configuration from. */
@@ -45,6 +46,40 @@ export function requireSecret(env: Environment, name: string): string {
   const weakness = weakSecretReason(value);
   if (weakness !== undefined) throw new Error(`${name} cannot be used: ${weakness} (generate one with: openssl rand -base64 32)`);
   return value;
+}
+
+/**
+ * The external issuer's public keys from the JSON Web Key Set file that
+ * `DOCKET_AUTH_JWKS_FILE` names, read once (at start-up), or undefined when
+ * the variable is unset or empty. The file must be readable, be JSON, and
+ * hold at least one public Ed25519 or RSA key with a `kid` and no private
+ * or symmetric key material (`publicKeySetFromJwks`); otherwise this throws
+ * an error that names the variable and what is wrong, but never shows the
+ * file's content (not even a JSON parser's excerpt of it).
+ */
+export function readPublicKeySet(env: Environment): PublicKeySet | undefined {
+  const name = 'DOCKET_AUTH_JWKS_FILE';
+  const path = env[name]?.trim();
+  if (!path) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new Error(`${name} names a file that cannot be read${typeof code === 'string' ? ` (${code})` : ''}`);
+  }
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch {
+    throw new Error(`${name} names a file that is not valid JSON; expected a JSON Web Key Set of public keys`);
+  }
+  try {
+    return publicKeySetFromJwks(document);
+  } catch (error) {
+    if (error instanceof Error && error.name === 'UnusableKeySetError') throw new Error(`${name} cannot be used: the key set ${error.message}`);
+    throw new Error(`${name} cannot be used: the key set is malformed`);
+  }
 }
 
 /**

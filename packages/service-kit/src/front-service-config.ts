@@ -1,7 +1,15 @@
 import { DEFAULT_INTERNAL_DEADLINE_MS } from './service-transport.js';
-import type { TokenRules } from '@docket/auth';
+import type { PublicKeySet, TokenRules } from '@docket/auth';
 import type { StateBatchOptions } from './batching-state-client.js';
-import { readListenAddress, readPositiveInteger, readShutdownGraceMs, readTokenRules, requireSecret, type Environment } from './environment.js';
+import {
+  readListenAddress,
+  readPositiveInteger,
+  readPublicKeySet,
+  readShutdownGraceMs,
+  readTokenRules,
+  requireSecret,
+  type Environment,
+} from './environment.js';
 
 /**
  * What every public service (admission, execution, events) needs: where to
@@ -10,8 +18,10 @@ import { readListenAddress, readPositiveInteger, readShutdownGraceMs, readTokenR
 export interface FrontServiceConfig {
   readonly listen: { readonly host: string; readonly port: number };
   readonly stateUrl: string;
-  /** Verifies the public bearer tokens callers present (`DOCKET_AUTH_SECRET`). */
-  readonly authSecret: string;
+  /** Verifies the HS256 bearer tokens callers present (`DOCKET_AUTH_SECRET`); absent when only `authPublicKeys` are accepted. */
+  readonly authSecret?: string;
+  /** Verifies the EdDSA and RS256 bearer tokens of an external issuer (`DOCKET_AUTH_JWKS_FILE`); absent when unset. */
+  readonly authPublicKeys?: PublicKeySet;
   /** What public tokens must carry besides (`DOCKET_AUTH_AUDIENCE`, `DOCKET_AUTH_ISSUER`, clock skew). */
   readonly tokenRules: TokenRules;
   /** Signs this service's own short-lived tokens to the state service (`DOCKET_SERVICE_AUTH_SECRET`). */
@@ -28,15 +38,21 @@ export const DEFAULT_STATE_URL = 'http://127.0.0.1:7404';
 
 /**
  * Reads DOCKET_LISTEN (default 127.0.0.1:`defaultPort`), DOCKET_STATE_URL,
- * DOCKET_AUTH_SECRET, DOCKET_SERVICE_AUTH_SECRET (both strong, and
- * different: a public token must never be able to pass for a service
- * token), the token rules (`readTokenRules`), DOCKET_SHUTDOWN_GRACE_MS,
+ * the public token keys (DOCKET_AUTH_SECRET, DOCKET_AUTH_JWKS_FILE, or
+ * both; at least one, and the secret is required when there is no key set),
+ * DOCKET_SERVICE_AUTH_SECRET (strong, and different from DOCKET_AUTH_SECRET:
+ * a public token must never be able to pass for a service token), the
+ * token rules (`readTokenRules`), DOCKET_SHUTDOWN_GRACE_MS,
  * DOCKET_STATE_BATCH_MAX (default 128, at most 256),
  * DOCKET_STATE_BATCHES_IN_FLIGHT (default 1) and
  * DOCKET_STATE_CALL_TIMEOUT_MS (default 10000).
  */
 export function readFrontServiceConfig(env: Environment, defaultPort: number): FrontServiceConfig {
-  const authSecret = requireSecret(env, 'DOCKET_AUTH_SECRET');
+  const authPublicKeys = readPublicKeySet(env);
+  if (!env['DOCKET_AUTH_SECRET'] && authPublicKeys === undefined) {
+    throw new Error('environment variable DOCKET_AUTH_SECRET or DOCKET_AUTH_JWKS_FILE (or both) is required but neither is set');
+  }
+  const authSecret = env['DOCKET_AUTH_SECRET'] ? requireSecret(env, 'DOCKET_AUTH_SECRET') : undefined;
   const serviceAuthSecret = requireSecret(env, 'DOCKET_SERVICE_AUTH_SECRET');
   if (serviceAuthSecret === authSecret) {
     throw new Error('DOCKET_SERVICE_AUTH_SECRET must differ from DOCKET_AUTH_SECRET: whoever mints public tokens could otherwise call the state service');
@@ -45,7 +61,8 @@ export function readFrontServiceConfig(env: Environment, defaultPort: number): F
   return {
     listen: readListenAddress(env, defaultPort),
     stateUrl: env['DOCKET_STATE_URL'] || DEFAULT_STATE_URL,
-    authSecret,
+    ...(authSecret === undefined ? {} : { authSecret }),
+    ...(authPublicKeys === undefined ? {} : { authPublicKeys }),
     tokenRules: readTokenRules(env),
     serviceAuthSecret,
     shutdownGraceMs: readShutdownGraceMs(env),

@@ -56,6 +56,7 @@ export {
   readLogLevel,
   readPositiveInteger,
   readShutdownGraceMs,
+  readPublicKeySet,
   readTokenRules,
   requireEnv,
   requireSecret,

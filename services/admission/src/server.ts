@@ -30,7 +30,7 @@ export function startAdmissionServer(config: AdmissionConfig, logger: Logger): P
       feedCursors: new FeedCursorCodec(config.cursorSecret),
       idempotencyTtlMs: config.idempotencyTtlMs,
     }),
-    authenticate: { secret: config.authSecret, rules: config.tokenRules, allowedRoles: ['user', 'admin'] },
+    authenticate: { secret: config.authSecret, publicKeys: config.authPublicKeys, rules: config.tokenRules, allowedRoles: ['user', 'admin'] },
     logger,
     dependency: serviceHealthProbe('state', stateTransport),
   });

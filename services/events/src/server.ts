@@ -43,7 +43,7 @@ export function startEventsServer(config: EventsConfig, logger: Logger): Promise
       heartbeatMs: config.heartbeatMs,
       gauge,
     }),
-    authenticate: { secret: config.authSecret, rules: config.tokenRules, allowedRoles: ['user', 'admin'] },
+    authenticate: { secret: config.authSecret, publicKeys: config.authPublicKeys, rules: config.tokenRules, allowedRoles: ['user', 'admin'] },
     logger,
     dependency: serviceHealthProbe('state', stateTransport),
   });

@@ -32,7 +32,7 @@ export async function startExecutionServer(config: ExecutionConfig, logger: Logg
       listen: config.listen,
       services: [ExecutionService],
       routes: executionServiceRoutes({ state, ticks, recheckMs: config.claimRecheckMs }),
-      authenticate: { secret: config.authSecret, rules: config.tokenRules, allowedRoles: ['worker'] },
+      authenticate: { secret: config.authSecret, publicKeys: config.authPublicKeys, rules: config.tokenRules, allowedRoles: ['worker'] },
       logger,
       dependency: serviceHealthProbe('state', stateTransport),
     });
