@@ -8,8 +8,13 @@ export type ItemOutcome<Result> = { readonly ok: true; readonly value: Result } 
 interface Waiting<Item, Result> {
   readonly item: Item;
   readonly settle: (outcome: ItemOutcome<Result>) => void;
-  /** Runs a function in the async context the item was submitted in. */
-  readonly inCallerContext: <R>(fn: () => R) => R;
+  /**
+   * Runs a function in the async context the item was submitted in; kept
+   * only for an item that will wait and head a batch (an item sent at once
+   * is decided in its caller's context anyway, and a snapshot per item
+   * costs).
+   */
+  readonly inCallerContext: (<R>(fn: () => R) => R) | undefined;
   /** `performance.now()` at which its caller stops waiting; undefined without a deadline. */
   readonly deadlineAt: number | undefined;
 }
@@ -71,11 +76,13 @@ export class RequestBatcher<Item, Result> {
 
   /** Decides `item` in the next batch and resolves (or rejects) with its own answer. */
   submit(item: Item, options: SubmitOptions = {}): Promise<Result> {
+    const sentAtOnce = this.#inFlight < this.options.maxInFlight && this.#waiting.length === 0;
+    const headsABatch = this.#waiting.length % this.options.maxBatch === 0;
     return new Promise<Result>((resolve, reject) => {
       this.#waiting.push({
         item,
         settle: (outcome) => (outcome.ok ? resolve(outcome.value) : reject(outcome.error)),
-        inCallerContext: AsyncLocalStorage.snapshot(),
+        inCallerContext: !sentAtOnce && headsABatch ? AsyncLocalStorage.snapshot() : undefined,
         deadlineAt: options.timeoutMs === undefined ? undefined : performance.now() + options.timeoutMs,
       });
       this.#flush();
@@ -109,7 +116,10 @@ export class RequestBatcher<Item, Result> {
         // Whole milliseconds: a deadline header must not carry a fraction.
         timeoutMs: deadlines.every((at) => at !== undefined) ? Math.ceil(Math.max(...deadlines) - formedAt) : undefined,
       };
-      const outcomes = await batch[0]!.inCallerContext(() => this.decide(items, budget));
+      // The first caller's context, or (when earlier items expired) another caller's of this batch.
+      const inCallerContext = batch.find((entry) => entry.inCallerContext !== undefined)?.inCallerContext;
+      const decide = () => this.decide(items, budget);
+      const outcomes = await (inCallerContext ? inCallerContext(decide) : decide());
       batch.forEach((entry, index) => entry.settle(outcomes[index] ?? { ok: false, error: new Error('the batch gave this item no answer') }));
     } catch (error) {
       for (const entry of batch) entry.settle({ ok: false, error });
