@@ -20,6 +20,9 @@ describe('isRetryableFailure', () => {
     ['INTERNAL without details (a broken stream)', new ConnectError('http/2 stream closed with error code INTERNAL_ERROR', Code.Internal)],
     ['ABORTED caused by ECONNRESET', new ConnectError('reset', Code.Aborted, undefined, undefined, nodeError('ECONNRESET'))],
     ['UNKNOWN caused by an HTTP/2 session error', new ConnectError('h2', Code.Unknown, undefined, undefined, nodeError('ERR_HTTP2_SESSION_ERROR'))],
+    // What connect-node answers for every call in flight when the server process dies (kill -9).
+    ['CANCELLED without details (a stream cut by a dead server)', new ConnectError('http/2 stream closed with error code CANCEL (0x8)', Code.Canceled)],
+    ['CANCELLED caused by a reset', new ConnectError('gone', Code.Canceled, undefined, undefined, nodeError('ECONNRESET'))],
   ])('retries %s', (_, error) => {
     expect(isRetryableFailure(error)).toBe(true);
   });
@@ -36,7 +39,7 @@ describe('isRetryableFailure', () => {
     ['DATA_LOSS', withReason(Code.DataLoss, 'JOURNAL_CORRUPT')],
     ['UNAUTHENTICATED', withReason(Code.Unauthenticated, 'UNAUTHENTICATED')],
     ['PERMISSION_DENIED', withReason(Code.PermissionDenied, 'PERMISSION_DENIED')],
-    ['CANCELLED, even caused by a reset', new ConnectError('gone', Code.Canceled, undefined, undefined, nodeError('ECONNRESET'))],
+    ['CANCELLED with details', new ConnectError('stop', Code.Canceled, undefined, [{ desc: ErrorInfoSchema, value: { reason: 'CANCELLED', domain: 'docket' } }])],
     ['UNKNOWN without a reset', new ConnectError('?', Code.Unknown)],
     ['RESOURCE_EXHAUSTED', new ConnectError('big', Code.ResourceExhausted)],
     ['a plain Error', new Error('boom')],

@@ -49,13 +49,19 @@ const RESET_CODES: ReadonlySet<string> = new Set([
  *   own INTERNAL carries ErrorInfo and is not retried);
  * - any code without details whose cause chain is a connection reset
  *   (ECONNRESET, an HTTP/2 stream or session error, ...), which
- *   connect-node reports as ABORTED or INTERNAL.
+ *   connect-node reports as ABORTED or INTERNAL;
+ * - CANCELLED without details: connect-node's answer for every call in
+ *   flight on a connection whose server died (`http/2 stream closed with
+ *   error code CANCEL`); Docket's services never answer CANCELLED
+ *   themselves. A caller that cancels its own call must check its signal
+ *   before asking this ({@link callWithRetry} and the streams do), or it
+ *   would retry its own cancellation.
  *
  * Everything else is final: INVALID_ARGUMENT, ALREADY_EXISTS
  * (IDEMPOTENCY_CONFLICT, APPROVAL_SPENT), NOT_FOUND, FAILED_PRECONDITION,
  * ABORTED with a reason (REVISION_MISMATCH), PERMISSION_DENIED,
- * UNAUTHENTICATED, DATA_LOSS, CANCELLED and anything that is not a call
- * failure. Retrying those could not change the answer.
+ * UNAUTHENTICATED, DATA_LOSS, anything with details and anything that is
+ * not a call failure. Retrying those could not change the answer.
  */
 export function isRetryableFailure(error: unknown): boolean {
   const failure = isDocketClientError(error) ? error.cause : error;
@@ -63,8 +69,8 @@ export function isRetryableFailure(error: unknown): boolean {
   const code = failure.code;
   if (code === Code.Unavailable || code === Code.DeadlineExceeded) return true;
   if (failure.details.length > 0) return false;
-  if (code === Code.Internal) return true;
-  return code !== Code.Canceled && isConnectionReset(failure);
+  if (code === Code.Internal || code === Code.Canceled) return true;
+  return isConnectionReset(failure);
 }
 
 /** Whether `error`'s cause chain holds a Node error whose code says the connection was cut. */
