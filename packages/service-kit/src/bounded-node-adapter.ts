@@ -100,9 +100,19 @@ function guardPreChainFailures(handler: UniversalHandler, requestBytes: LimitNam
   const guarded = async (request: UniversalServerRequest): Promise<UniversalServerResponse> => {
     const mark: ChainReached = { reached: false };
     request.contextValues?.set(chainReachedKey, mark);
-    const response = await handler(request);
-    if (mark.reached || handler.method.methodKind !== 'unary') return response;
     const contentType = request.header.get('content-type') ?? '';
+    let response: UniversalServerResponse;
+    try {
+      response = await handler(request);
+    } catch (error) {
+      // Connect failed to write its own decode error: a JSON parser's
+      // report of the body can quote half of a surrogate pair, which
+      // `encodeURIComponent` refuses when Connect puts it in `grpc-message`.
+      // Unanswered, the call would hang until the client gave up.
+      if (mark.reached || handler.method.methodKind !== 'unary') throw error;
+      return decodeFailureResponse(contentType, requestDecodeFailure(new ConnectError('undecodable request', Code.InvalidArgument), requestBytes));
+    }
+    if (mark.reached || handler.method.methodKind !== 'unary') return response;
     const remap = (error: ConnectError): ConnectError => requestDecodeFailure(error, requestBytes);
     if (contentType.startsWith('application/grpc-web')) return remapGrpcWeb(response, remap);
     if (contentType.startsWith('application/grpc')) return remapGrpc(response, remap);
@@ -116,6 +126,28 @@ function guardPreChainFailures(handler: UniversalHandler, requestBytes: LimitNam
     service: handler.service,
     method: handler.method,
   });
+}
+
+/** A complete unary error answer in the request's protocol, for when Connect could not write one. */
+function decodeFailureResponse(contentType: string, error: ConnectError): UniversalServerResponse {
+  const trailer = new Headers();
+  setTrailerStatus(trailer, error);
+  if (contentType.startsWith('application/grpc-web')) {
+    return {
+      status: 200,
+      header: new Headers({ 'content-type': contentType }),
+      body: createAsyncIterable([encodeEnvelope(trailerFlag, trailerSerialize(trailer))]),
+    };
+  }
+  if (contentType.startsWith('application/grpc')) {
+    return { status: 200, header: new Headers({ 'content-type': contentType }), body: createAsyncIterable([]), trailer };
+  }
+  const json = errorToJsonBytes(error, {});
+  return {
+    status: codeToHttpStatus(error.code),
+    header: new Headers({ 'content-type': 'application/json', 'content-length': String(json.byteLength) }),
+    body: createAsyncIterable([json]),
+  };
 }
 
 async function bodyBytes(response: UniversalServerResponse): Promise<Uint8Array> {

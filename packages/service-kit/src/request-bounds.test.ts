@@ -85,6 +85,9 @@ describe('requestDecodeFailure', () => {
     expect(parse.code).toBe(Code.InvalidArgument);
     expect(errorInfoOf(parse)?.reason).toBe('INVALID_FIELD');
     expect(parse.rawMessage).not.toContain('parse');
+    const truncated = requestDecodeFailure(new ConnectError('protocol error: missing input message for unary method', Code.Unimplemented), 'eventsRequestBytes');
+    expect(truncated.code).toBe(Code.InvalidArgument);
+    expect(errorInfoOf(truncated)?.reason).toBe('INVALID_FIELD');
     const unsupported = new ConnectError('unknown compression "zstd"', Code.Unimplemented);
     expect(requestDecodeFailure(unsupported, 'eventsRequestBytes')).toBe(unsupported);
   });

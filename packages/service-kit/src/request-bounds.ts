@@ -205,7 +205,8 @@ function checkDuration(value: { seconds: bigint; nanos: number }, path: string, 
  * `INVALID_ARGUMENT`. A message over the service's size limit, compressed
  * or decompressed, is `LIMIT_EXCEEDED` with `{limit, max}`; a body that is
  * not a valid protobuf or JSON encoding of the request (including invalid
- * UTF-8 in a string and an unparsable timeout header) is `INVALID_FIELD`.
+ * UTF-8 in a string, an unparsable timeout header, and a gRPC body with no
+ * complete message or more than one for a unary method) is `INVALID_FIELD`.
  * An unsupported compression stays UNIMPLEMENTED. Anything else, and any
  * error that already carries Docket details, is returned unchanged for
  * `toConnectError` to judge. Connect's message is never passed on: it
@@ -219,6 +220,13 @@ export function requestDecodeFailure(error: ConnectError, requestBytes: LimitNam
     case Code.Internal:
     case Code.InvalidArgument:
       return connectErrorOfDocketError(new DocketError('INVALID_FIELD', 'the request message could not be decoded'));
+    case Code.Unimplemented:
+      // Connect's "protocol error: missing input message" (a gRPC frame cut
+      // short, so no message arrived) and "received extra input message"
+      // are bodies that are not the request, not an unsupported feature.
+      return error.rawMessage.startsWith('protocol error: ')
+        ? connectErrorOfDocketError(new DocketError('INVALID_FIELD', 'the request message could not be decoded'))
+        : error;
     default:
       return error;
   }
