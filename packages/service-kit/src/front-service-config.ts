@@ -1,5 +1,5 @@
 import { DEFAULT_INTERNAL_DEADLINE_MS } from './service-transport.js';
-import type { PublicKeySet, TokenRules } from '@docket/auth';
+import { SERVICE_TOKEN_TTL_SECONDS, type PublicKeySet, type TokenRules } from '@docket/auth';
 import type { StateBatchOptions } from './batching-state-client.js';
 import {
   readListenAddress,
@@ -26,6 +26,8 @@ export interface FrontServiceConfig {
   readonly tokenRules: TokenRules;
   /** Signs this service's own short-lived tokens to the state service (`DOCKET_SERVICE_AUTH_SECRET`). */
   readonly serviceAuthSecret: string;
+  /** How long each of those tokens lives (`DOCKET_SERVICE_TOKEN_TTL_SECONDS`, default 300, at most 3600). */
+  readonly serviceTokenTtlSeconds: number;
   readonly shutdownGraceMs: number;
   /** How calls to the state service are coalesced (DOCKET_STATE_BATCH_MAX, DOCKET_STATE_BATCHES_IN_FLIGHT). */
   readonly stateBatch: StateBatchOptions;
@@ -58,6 +60,8 @@ export function readFrontServiceConfig(env: Environment, defaultPort: number): F
     throw new Error('DOCKET_SERVICE_AUTH_SECRET must differ from DOCKET_AUTH_SECRET: whoever mints public tokens could otherwise call the state service');
   }
   const stateCallTimeoutMs = readPositiveInteger(env, 'DOCKET_STATE_CALL_TIMEOUT_MS', DEFAULT_INTERNAL_DEADLINE_MS);
+  const serviceTokenTtlSeconds = readPositiveInteger(env, 'DOCKET_SERVICE_TOKEN_TTL_SECONDS', SERVICE_TOKEN_TTL_SECONDS);
+  if (serviceTokenTtlSeconds > 3_600) throw new Error(`DOCKET_SERVICE_TOKEN_TTL_SECONDS must be at most 3600, got ${serviceTokenTtlSeconds}`);
   return {
     listen: readListenAddress(env, defaultPort),
     stateUrl: env['DOCKET_STATE_URL'] || DEFAULT_STATE_URL,
@@ -65,6 +69,7 @@ export function readFrontServiceConfig(env: Environment, defaultPort: number): F
     ...(authPublicKeys === undefined ? {} : { authPublicKeys }),
     tokenRules: readTokenRules(env),
     serviceAuthSecret,
+    serviceTokenTtlSeconds,
     shutdownGraceMs: readShutdownGraceMs(env),
     stateBatch: {
       maxBatch: Math.min(256, readPositiveInteger(env, 'DOCKET_STATE_BATCH_MAX', 128)),

@@ -17,7 +17,7 @@ import { admissionServiceRoutes } from './routes/admission-service.js';
 
 /** Starts the admission service's server: AdmissionService, health, reflection. */
 export function startAdmissionServer(config: AdmissionConfig, logger: Logger): Promise<RunningServer> {
-  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: serviceTokenSource(config.serviceAuthSecret, 'admission'), defaultDeadlineMs: config.stateCallTimeoutMs });
+  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: serviceTokenSource(config.serviceAuthSecret, 'admission', { ttlSeconds: config.serviceTokenTtlSeconds }), defaultDeadlineMs: config.stateCallTimeoutMs });
   const state = batchingStateClient(createClient(StateService, stateTransport), config.stateBatch);
   return startServer({
     name: 'admission',

@@ -18,7 +18,7 @@ import { eventServiceRoutes } from './routes/event-service.js';
 
 /** Starts the events service's server: EventService, health and reflection. */
 export function startEventsServer(config: EventsConfig, logger: Logger): Promise<RunningServer> {
-  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: serviceTokenSource(config.serviceAuthSecret, 'events'), defaultDeadlineMs: config.stateCallTimeoutMs });
+  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: serviceTokenSource(config.serviceAuthSecret, 'events', { ttlSeconds: config.serviceTokenTtlSeconds }), defaultDeadlineMs: config.stateCallTimeoutMs });
   const state = createClient(StateService, stateTransport);
   const gauge = new SubscriberGauge(logger);
   const metrics = new ServiceMetrics('events');

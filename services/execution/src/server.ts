@@ -20,7 +20,7 @@ import { executionServiceRoutes } from './routes/execution-service.js';
  * the change stream.
  */
 export async function startExecutionServer(config: ExecutionConfig, logger: Logger): Promise<RunningServer> {
-  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: serviceTokenSource(config.serviceAuthSecret, 'execution'), defaultDeadlineMs: config.stateCallTimeoutMs });
+  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: serviceTokenSource(config.serviceAuthSecret, 'execution', { ttlSeconds: config.serviceTokenTtlSeconds }), defaultDeadlineMs: config.stateCallTimeoutMs });
   const state = batchingStateClient(createClient(StateService, stateTransport), config.stateBatch);
   const ticks = new ChangeTicks((signal) => state.watchChanges({}, { signal }), logger);
   ticks.start();
