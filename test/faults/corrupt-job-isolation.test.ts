@@ -4,6 +4,7 @@ import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
 import { createWorker, type Worker } from '@docket/worker-sdk';
 import { startCluster, stopAll, type DocketCluster } from '../support/cluster.js';
 import { createTestDatabase } from '../support/database.js';
+import { until } from '../support/polling.js';
 import { ExecutionHarness, freshQueue } from '../support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from '../support/raw-worker.js';
 
@@ -64,15 +65,6 @@ async function quarantineOf(jobId: string): Promise<{ task: string; error_class:
   return rows[0];
 }
 
-/** Polls until `check` holds (a generous correctness bound, not a speed goal). */
-async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`not after ${timeoutMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 async function statuses(jobIds: readonly string[]): Promise<string[]> {
   return Promise.all(jobIds.map(async (id) => (await harness.jobRow(id)).status));
 }
@@ -108,10 +100,10 @@ describe('a corrupt journal on one job', () => {
     const before = await harness.footprint(corrupt.id);
 
     // Nobody renews: every lease expires, and the reaper must settle the three healthy jobs.
-    await eventually('the healthy jobs are settled', async () => (await statuses(others.map((job) => job.id))).every((status) => status === 'RETRY_WAIT'));
+    await until(async () => (await statuses(others.map((job) => job.id))).every((status) => status === 'RETRY_WAIT'), 'the healthy jobs are settled', 30_000, 50);
     for (const job of others) expect((await harness.attempts(job.id)).map((attempt) => attempt.status)).toEqual(['LOST']);
 
-    await eventually('the corrupt job is quarantined', async () => (await quarantineOf(corrupt.id)) !== undefined);
+    await until(async () => (await quarantineOf(corrupt.id)) !== undefined, 'the corrupt job is quarantined', 30_000, 50);
     expect(await quarantineOf(corrupt.id)).toEqual({ task: 'SETTLE_EXPIRED_ATTEMPTS', error_class: 'JOURNAL_CORRUPT' });
     expect(await harness.footprint(corrupt.id)).toEqual(before);
     expect((await harness.jobRow(corrupt.id)).status).toBe('RUNNING');
@@ -144,8 +136,8 @@ describe('a corrupt journal on one job', () => {
     await harness.sql.query(`update jobs set not_before = now() + interval '600 milliseconds' where id = any($1)`, [others]);
     const before = await harness.footprint(corrupt);
 
-    await eventually('the healthy jobs are re-queued', async () => (await statuses(others)).every((status) => status === 'QUEUED'));
-    await eventually('the corrupt job is quarantined', async () => (await quarantineOf(corrupt)) !== undefined);
+    await until(async () => (await statuses(others)).every((status) => status === 'QUEUED'), 'the healthy jobs are re-queued', 30_000, 50);
+    await until(async () => (await quarantineOf(corrupt)) !== undefined, 'the corrupt job is quarantined', 30_000, 50);
     expect(await quarantineOf(corrupt)).toEqual({ task: 'REQUEUE_DUE_RETRIES', error_class: 'JOURNAL_CORRUPT' });
     expect(await harness.footprint(corrupt)).toEqual(before);
     expect((await harness.jobRow(corrupt)).status).toBe('RETRY_WAIT');
@@ -178,10 +170,10 @@ describe('a corrupt journal on one job', () => {
     await worker.start();
 
     const otherIds = others.map((job) => job.id);
-    await eventually('the healthy jobs succeed', async () => (await statuses(otherIds)).every((status) => status === 'SUCCEEDED'));
+    await until(async () => (await statuses(otherIds)).every((status) => status === 'SUCCEEDED'), 'the healthy jobs succeed', 30_000, 50);
     // The worker is still claiming: a job submitted now runs too.
     const later = await harness.submit({ queue });
-    await eventually('a later job succeeds', async () => (await harness.jobRow(later.id)).status === 'SUCCEEDED');
+    await until(async () => (await harness.jobRow(later.id)).status === 'SUCCEEDED', 'a later job succeeds', 30_000, 50);
     expect(worker.state).toBe('running');
     expect(handled.sort()).toEqual([...otherIds, later.id].sort());
 

@@ -3,17 +3,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { durationFromMs } from '@bufbuild/protobuf/wkt';
-import { Code, type Client } from '@connectrpc/connect';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '@docket/embedded-postgres';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { EventService, type StreamJobEventsResponse } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { clientFor, settle } from '../support/clients.js';
+import { expectNothingLostOrInvented, exitedServices, generateLoad, recovered, type LoadRecord } from '../support/admission-load.js';
+import { clientFor } from '../support/clients.js';
 import { startCluster, stopAll, type DocketCluster } from '../support/cluster.js';
 import { createTestDatabase } from '../support/database.js';
 import { newIdempotencyKey } from '../support/keys.js';
+import { until } from '../support/polling.js';
 import { freshQueue } from '../support/raw-worker-harness.js';
 import { newOperationId } from '../support/raw-worker.js';
 import { StreamReader } from '../support/stream-probe.js';
@@ -32,76 +33,8 @@ import { StreamReader } from '../support/stream-probe.js';
 /** The application names the state service's connections carry (pool, approval history, LISTEN). */
 const STATE_CONNECTIONS = ['docket-state', 'docket-approval-history', 'docket-state-listener'];
 const LISTENER = 'docket-state-listener';
-/** Concurrent SubmitJob callers in the load generator. */
-const CALLERS = 24;
-const CALL_DEADLINE_MS = 8_000;
 /** A generous bound for a wake-up that takes milliseconds, far below a waiting claim's 45 s. */
 const WOKEN_WITHIN_MS = 15_000;
-/** The answers a caller may see while Postgres is away. */
-const TRANSIENT = [Code.Unavailable, Code.DeadlineExceeded];
-
-/** Every SubmitJob the load generator made: acknowledged job ids by key, error codes by key. */
-interface LoadRecord {
-  readonly acknowledged: Map<string, string>;
-  readonly refused: Map<string, Code>;
-}
-
-/**
- * Runs {@link CALLERS} concurrent SubmitJob loops on `queue`, each call with
- * a fresh idempotency key and a deadline, until `stop` resolves; records
- * every answer.
- */
-function generateLoad(admission: Client<typeof AdmissionService>, queue: string): { record: LoadRecord; stop: () => Promise<LoadRecord> } {
-  const record: LoadRecord = { acknowledged: new Map(), refused: new Map() };
-  let running = true;
-  const callers = Array.from({ length: CALLERS }, async () => {
-    while (running) {
-      const key = newIdempotencyKey('outage');
-      const outcome = await settle(admission.submitJob({ idempotencyKey: key, queue, input: {} }, { timeoutMs: CALL_DEADLINE_MS }));
-      if (outcome.ok) record.acknowledged.set(key, outcome.value.job!.id);
-      else {
-        record.refused.set(key, outcome.failure.code);
-        await sleep(20); // a refused caller backs off a little, as a client would
-      }
-    }
-  });
-  return {
-    record,
-    stop: async () => {
-      running = false;
-      await Promise.all(callers);
-      return record;
-    },
-  };
-}
-
-/** Polls `probe` every 200 ms until it holds; fails after `timeoutMs` naming `what`. */
-async function until(probe: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await probe())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
-
-/**
- * Whether a SubmitJob through admission is acknowledged right now (on a
- * queue of its own, outside the load's); throws if a service process has
- * exited, since waiting for recovery would then be pointless.
- */
-async function recovered(cluster: DocketCluster, admission: Client<typeof AdmissionService>): Promise<boolean> {
-  const exited = await exitedServices(cluster);
-  if (exited.length > 0) throw new Error(`service processes exited: ${exited.join(', ')}`);
-  const outcome = await settle(admission.submitJob({ idempotencyKey: newIdempotencyKey('probe'), queue: 'outage-probe', input: {} }, { timeoutMs: 3_000 }));
-  return outcome.ok;
-}
-
-/** Whether any process of the cluster has exited. */
-async function exitedServices(cluster: DocketCluster): Promise<string[]> {
-  const all = Object.values(cluster.replicas).flat();
-  const exited = await Promise.all(all.map((service) => Promise.race([service.exited.then(() => service.name), sleep(0, undefined)])));
-  return exited.filter((name): name is NonNullable<typeof name> => name !== undefined);
-}
 
 /** The pids of the state service's backends in `database` with one of `names`. */
 async function backendPids(admin: pg.Client, database: string, names: readonly string[]): Promise<number[]> {
@@ -120,52 +53,6 @@ async function terminateBackends(admin: pg.Client, database: string, names: read
     [database, names],
   );
   return rows.filter((row) => row.terminated).length;
-}
-
-/**
- * What every outage must leave behind: the refusals were transient only,
- * every acknowledged job is stored with exactly one job.admitted event,
- * and a retry of every refused key answers OK; afterwards the queue holds
- * exactly one job per key, and nothing else.
- */
-async function expectNothingLostOrInvented(
-  admission: Client<typeof AdmissionService>,
-  databaseUrl: string,
-  queue: string,
-  record: LoadRecord,
-): Promise<void> {
-  expect(record.acknowledged.size).toBeGreaterThan(0);
-  const codes = new Set(record.refused.values());
-  expect([...codes].filter((code) => !TRANSIENT.includes(code)).map((code) => Code[code])).toEqual([]);
-
-  const retried = new Map<string, string>();
-  for (const key of record.refused.keys()) {
-    const { job } = await admission.submitJob({ idempotencyKey: key, queue, input: {} }, { timeoutMs: 10_000 });
-    retried.set(key, job!.id);
-  }
-  // A retry of an acknowledged key replays the acknowledged job.
-  const [sampleKey, sampleJob] = [...record.acknowledged][0]!;
-  expect((await admission.submitJob({ idempotencyKey: sampleKey, queue, input: {} })).job?.id).toBe(sampleJob);
-
-  const sql = new pg.Client({ connectionString: databaseUrl });
-  await sql.connect();
-  try {
-    const { rows } = await sql.query<{ id: string; admitted: string }>(
-      `select j.id, (select count(*) from job_events e where e.job_id = j.id and e.type = 'job.admitted') as admitted
-         from jobs j where j.queue = $1`,
-      [queue],
-    );
-    const stored = new Map(rows.map((row) => [row.id, Number(row.admitted)]));
-    const expected = new Set([...record.acknowledged.values(), ...retried.values()]);
-    expect(expected.size).toBe(record.acknowledged.size + retried.size); // one job per key, no two keys share one
-    const missing = [...record.acknowledged.values()].filter((id) => !stored.has(id));
-    expect(missing).toEqual([]);
-    expect([...stored.keys()].filter((id) => !expected.has(id))).toEqual([]);
-    expect(stored.size).toBe(expected.size);
-    expect([...stored.values()].filter((count) => count !== 1)).toEqual([]);
-  } finally {
-    await sql.end();
-  }
 }
 
 describe('state backends terminated on the shared Postgres', () => {

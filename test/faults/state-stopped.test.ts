@@ -7,6 +7,7 @@ import { clientFor, failureOf } from '../support/clients.js';
 import { startCluster, stopAll, type DocketCluster } from '../support/cluster.js';
 import { createTestDatabase } from '../support/database.js';
 import { newIdempotencyKey } from '../support/keys.js';
+import { until } from '../support/polling.js';
 
 /*
  * A state service that stops answering (SIGSTOP: the process and its
@@ -33,14 +34,6 @@ afterAll(async () => {
 
 async function health(): Promise<Status> {
   return (await clientFor(Health, cluster.admission.url).check({ service: '' }, { timeoutMs: 2_000 })).status;
-}
-
-async function until(probe: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
 }
 
 describe('a stopped state service', () => {

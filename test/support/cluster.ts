@@ -29,6 +29,11 @@ export interface ClusterOptions {
   readonly entryFor?: (name: ServiceName) => string;
   /** Passed to every {@link startService}. */
   readonly readyTimeoutMs?: number;
+  /**
+   * The URL the front services are given for a state replica's `url`
+   * (default that URL): a test routes them through a proxy it controls.
+   */
+  readonly stateUrlFor?: (url: string) => Promise<string>;
 }
 
 /** A running set of the four services sharing one database and one secret. */
@@ -107,7 +112,7 @@ export async function startCluster(options: ClusterOptions): Promise<DocketClust
 
   try {
     await settleAll(Array.from({ length: countOf('state') }, (_, index) => start('state', index)));
-    const stateUrls = replicas.state.map((service) => service.url);
+    const stateUrls = await Promise.all(replicas.state.map((service) => options.stateUrlFor?.(service.url) ?? service.url));
     await settleAll(
       FRONT_SERVICE_NAMES.flatMap((name) =>
         Array.from({ length: countOf(name) }, (_, index) => start(name, index, stateUrls[index % stateUrls.length])),

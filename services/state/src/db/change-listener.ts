@@ -1,7 +1,19 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from '@docket/service-kit';
 import { JOB_CHANGES_CHANNEL } from './queries/job-changes.js';
 import { CONNECTION_LIMITS } from './pool.js';
+import { withStatementBudget } from './statement-budget.js';
+import { WatchedPgClient } from './watched-pg-client.js';
+
+/**
+ * How often the LISTEN connection is asked a `select 1`, and how long the
+ * answer may take: a partitioned or half-open connection hears no
+ * notifications and reports no error, so it is noticed by a heartbeat
+ * that goes unanswered, within about 10 s (interval, budget and the
+ * client's grace, `WatchedPgClient`).
+ */
+export const LISTENER_HEARTBEAT_INTERVAL_MS = 5_000;
+const LISTENER_HEARTBEAT_BUDGET_MS = 3_000;
 
 /** What a committed job change announces (see `recordJobChange`). */
 export interface JobChangeAnnouncement {
@@ -29,8 +41,9 @@ export type ChangeListener = (announcement: JobChangeAnnouncement | undefined) =
  * number of watchers of one job, and of all jobs, share it, and a watcher
  * that goes away only removes a map entry. Notifications arrive after the
  * announcing transaction commits, through whichever state replica made it.
- * If the connection drops, it reconnects with backoff and tells every
- * listener to re-read, since announcements in between are lost.
+ * If the connection drops, or stops answering its heartbeat, it
+ * reconnects with backoff and tells every listener to re-read, since
+ * announcements in between are lost.
  */
 export class ChangeListenerHub {
   readonly #byJob = new Map<string, Set<ChangeListener>>();
@@ -38,6 +51,7 @@ export class ChangeListenerHub {
   #client: pg.Client | undefined;
   #stopped = false;
   #retryTimer: NodeJS.Timeout | undefined;
+  #heartbeatTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly connectionString: string,
@@ -46,7 +60,7 @@ export class ChangeListenerHub {
 
   /** Connects and starts listening; resolves once LISTEN is in force. */
   async start(): Promise<void> {
-    const client = new pg.Client({
+    const client = new WatchedPgClient({
       connectionString: this.connectionString,
       application_name: 'docket-state-listener',
       connectionTimeoutMillis: CONNECTION_LIMITS.connectionTimeoutMillis,
@@ -59,6 +73,7 @@ export class ChangeListenerHub {
     await client.connect();
     await client.query(`LISTEN ${JOB_CHANGES_CHANNEL}`);
     this.#client = client;
+    this.#scheduleHeartbeat(client);
   }
 
   /** Calls `listener` for every change of `jobId`; returns the unsubscribe function. */
@@ -89,6 +104,7 @@ export class ChangeListenerHub {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#retryTimer);
+    clearTimeout(this.#heartbeatTimer);
     const client = this.#client;
     this.#client = undefined;
     await client?.end().catch(() => {});
@@ -109,9 +125,22 @@ export class ChangeListenerHub {
     }
   }
 
+  #scheduleHeartbeat(client: pg.Client): void {
+    this.#heartbeatTimer = setTimeout(() => {
+      withStatementBudget(LISTENER_HEARTBEAT_BUDGET_MS, () => client.query('select 1')).then(
+        () => {
+          if (this.#client === client && !this.#stopped) this.#scheduleHeartbeat(client);
+        },
+        () => this.#reconnectSoon(client),
+      );
+    }, LISTENER_HEARTBEAT_INTERVAL_MS);
+    this.#heartbeatTimer.unref();
+  }
+
   #reconnectSoon(failed: pg.Client, delayMs = 200): void {
     if (this.#stopped || this.#client !== failed) return;
     this.#client = undefined;
+    clearTimeout(this.#heartbeatTimer);
     failed.removeAllListeners('notification');
     void failed.end().catch(() => {});
     this.logger.warn('change listener lost its connection, reconnecting');

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { CompiledQuery, sql, type Kysely } from 'kysely';
 import type { Migration } from './migrations/index.js';
+import { withoutStatementLimit } from './statement-budget.js';
 import { EMPTY_SCHEMA, SCHEMA_SHAPE_QUERY, schemaDifferences, searchPathFor, type SchemaShape, type SchemaSnapshot } from './schema-snapshot.js';
 
 /** Serialises migrators of every replica that starts at once. */
@@ -48,7 +49,8 @@ export async function migrateDatabase<DB>(
       `this build's schema snapshot is for migration ${snapshot.version || 'none'}, not its newest migration ${current || 'none'}; the build is inconsistent (regenerate the snapshot), refusing to start`,
     );
   }
-  return db.connection().execute(async (connection) => {
+  // Waiting for another replica's migrations, and the migrations themselves, may rightly take long.
+  return withoutStatementLimit(() => db.connection().execute(async (connection) => {
     await sql`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`.execute(connection);
     try {
       const marker = await readMarker(connection, migrations);
@@ -78,7 +80,7 @@ export async function migrateDatabase<DB>(
     } finally {
       await sql`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.execute(connection);
     }
-  });
+  }));
 }
 
 /** What the marker says: whether the table exists and the ids it records, checked against the code. */

@@ -3,6 +3,14 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 /** The longest one statement may run when no caller set a deadline (also every connection's default). */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
 
+/**
+ * How long past its statement_timeout a statement's answer may be late
+ * before its connection is taken for dead (see `WatchedPgClient`): Postgres
+ * answers a timed-out statement at once, so only a connection whose peer
+ * is gone (a partition, a half-open socket) stays silent that long.
+ */
+export const ANSWER_GRACE_MS = 2_000;
+
 /** How much of a caller's remaining time is kept back, at most, so the typed answer reaches it before its own deadline fires. */
 const ANSWER_MARGIN_MS = 250;
 
@@ -23,6 +31,16 @@ export function withStatementBudget<T>(timeoutMs: number | undefined, fn: () => 
 }
 
 /**
+ * Runs `fn` with no client-side limit on its statements' answers
+ * (`answerTimeoutMs` is undefined): for work that sets its own
+ * statement_timeout and may rightly wait long, the migrations under their
+ * advisory lock. Its transactions still open with the default timeout.
+ */
+export function withoutStatementLimit<T>(fn: () => Promise<T>): Promise<T> {
+  return deadlines.run(Number.POSITIVE_INFINITY, fn);
+}
+
+/**
  * The `statement_timeout` for a transaction opened now: what is left of
  * the budget, less a margin of a tenth (at most 250 ms) so the answer
  * arrives in time; at least 1 ms (0 would mean no limit at all), at most
@@ -34,4 +52,14 @@ export function statementTimeoutMs(): number {
   const remaining = deadline - performance.now();
   const budget = remaining - Math.min(ANSWER_MARGIN_MS, remaining / 10);
   return Math.max(1, Math.min(DEFAULT_STATEMENT_TIMEOUT_MS, Math.floor(budget)));
+}
+
+/**
+ * How long a statement issued now may go unanswered before its connection
+ * is taken for dead: the statement timeout in force plus
+ * {@link ANSWER_GRACE_MS}; undefined under {@link withoutStatementLimit}.
+ */
+export function answerTimeoutMs(): number | undefined {
+  if (deadlines.getStore() === Number.POSITIVE_INFINITY) return undefined;
+  return statementTimeoutMs() + ANSWER_GRACE_MS;
 }

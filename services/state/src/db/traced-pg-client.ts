@@ -1,10 +1,11 @@
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import pg from 'pg';
+import type pg from 'pg';
+import { WatchedPgClient } from './watched-pg-client.js';
 
 const tracer = trace.getTracer('@docket/state-service');
 
 /**
- * The pool's connection class: a `pg.Client` whose promise-returning
+ * The pool's connection class: a {@link WatchedPgClient} whose promise-returning
  * queries are CLIENT spans (`db.system.name: postgresql`) of the trace
  * active when they are issued, so one SubmitJob's trace reaches from the
  * client through admission and state into each statement it ran. A span
@@ -14,7 +15,7 @@ const tracer = trace.getTracer('@docket/state-service');
  * recording span (tracing off, background work not in a trace) and
  * callback or stream queries run exactly as in `pg.Client`.
  */
-export class TracedPgClient extends pg.Client {
+export class TracedPgClient extends WatchedPgClient {
   // pg's overloads are many; this one passes every call through unchanged.
   override query(...args: any[]): any {
     const parent = trace.getActiveSpan();
