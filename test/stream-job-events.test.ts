@@ -7,6 +7,7 @@ import { clientFor, failureOf, seenByConnect, type Protocol } from './support/cl
 import { startCluster, stopAll, type DocketCluster, type ServiceProcess } from './support/cluster.js';
 import { createTestDatabase } from './support/database.js';
 import { JobWriter, readWholeJournal, submitJobs } from './support/job-writer.js';
+import { scrape, value } from './support/prometheus.js';
 import { StreamReader, eventually, logLines } from './support/stream-probe.js';
 
 const HEARTBEAT_MS = 200;
@@ -198,13 +199,13 @@ describe('StreamJobEvents', () => {
     }
   });
 
-  it('releases everything on both hops when clients cancel: the state streams end, no subscriber, listener or timer is left', async () => {
+  it('holds one state stream for any number of subscribers, and releases every subscriber, listener and timer when clients cancel', async () => {
     const events = replica('events', 1);
     const state = replica('state', 1);
-    const cancelledWatches = (): number =>
-      logLines(state).filter((line) => line['msg'] === 'rpc' && line['rpc'] === '/docket.state.v1.StateService/WatchJob' && line['code'] === 'canceled').length;
+    const watchJobCalls = (): number => logLines(state).filter((line) => line['msg'] === 'rpc' && line['rpc'] === '/docket.state.v1.StateService/WatchJob').length;
     const gaugeLines = (): Record<string, unknown>[] => logLines(events).filter((line) => line['msg'] === 'subscribers');
-    const cancelledBefore = cancelledWatches();
+    const watchersOnState = async (): Promise<number> => value(await scrape(state.url), 'docket_state_change_watchers', {}) ?? -1;
+    const stateWatchersBefore = await watchersOnState();
     const jobIds = await submitJobs(cluster.admission.url, alice, 5);
     const STREAMS = 20;
     const aborts = Array.from({ length: STREAMS }, () => new AbortController());
@@ -219,19 +220,24 @@ describe('StreamJobEvents', () => {
     streams.push(readerOf(eventsAt(1).streamJobEvents({ jobId: jobIds[0]! }, { signal: aborts.at(-1)!.signal })));
     expect((await streams.at(-1)!.next(notHeartbeat))?.frame.case).toBe('page');
     const open = await eventually(
-      () => gaugeLines().find((line) => line['job_event_streams'] === STREAMS + 1 && line['upstream_streams'] === STREAMS + 1),
+      () => gaugeLines().find((line) => line['job_event_streams'] === STREAMS + 1),
       'the gauge to show every subscriber',
     );
+    // One upstream for all of them, and the state service serves no stream per subscriber.
+    expect(open['upstream_streams']).toBe(1);
+    expect(await watchersOnState()).toBe(stateWatchersBefore);
+    expect(watchJobCalls()).toBe(0);
     expect(open['active_timers']).toBeGreaterThanOrEqual(STREAMS);
     const linesBefore = gaugeLines().length;
     for (const abort of aborts) abort.abort();
     await Promise.allSettled(streams.map((frames) => frames.next(notHeartbeat)));
-    await eventually(() => (cancelledWatches() === cancelledBefore + STREAMS + 1 ? true : undefined), 'every WatchJob to end as cancelled');
     const closed = await eventually(
-      () => gaugeLines().slice(linesBefore).find((line) => line['job_event_streams'] === 0 && line['upstream_streams'] === 0),
+      () => gaugeLines().slice(linesBefore).find((line) => line['job_event_streams'] === 0),
       'the gauge to show no subscriber',
     );
+    expect(closed['upstream_streams']).toBe(1);
     expect(closed['active_timers']).toBeLessThanOrEqual(Number(open['active_timers']) - STREAMS);
+    expect(await watchersOnState()).toBe(stateWatchersBefore);
   });
 
   it('delivers every event exactly once and in order to 200 subscribers that cancel, lose their events server and ride out a state restart', async () => {
@@ -248,20 +254,19 @@ describe('StreamJobEvents', () => {
       await sleep(500);
       await replica('events', 0).restart();
       eventsDuringStateRestart = replica('events', 0);
-      // Let the subscribers settle on the new events process (its gauge
-      // counts established state streams), so the state restart cuts
-      // streams that are live rather than ones still being opened.
+      // Let the subscribers settle on the new events process, so the
+      // state restart cuts an upstream that serves them rather than
+      // subscribers still arriving.
       await eventually(
-        () => (gaugeOf(eventsDuringStateRestart!, 'upstream_streams') >= JOBS * 0.9 ? true : undefined),
+        () => (gaugeOf(eventsDuringStateRestart!, 'job_event_streams') >= JOBS * 0.9 && gaugeOf(eventsDuringStateRestart!, 'upstream_streams') === 1 ? true : undefined),
         'the subscribers to attach to the new events process',
         30_000,
       );
       await replica('state', 0).restart();
-      // The events process reattaches its subscribers to the new state
-      // process (its gauge counts reopened state streams).
+      // The events process reopens its one upstream to the new state process.
       await eventually(
-        () => (gaugeOf(eventsDuringStateRestart!, 'upstream_reopened_total') > JOBS / 2 ? true : undefined),
-        'the subscribers to reattach to the restarted state service',
+        () => (gaugeOf(eventsDuringStateRestart!, 'upstream_reopened_total') >= 1 && gaugeOf(eventsDuringStateRestart!, 'upstream_streams') === 1 ? true : undefined),
+        'the upstream to reopen to the restarted state service',
         30_000,
       );
       await replica('events', 0).kill();
@@ -308,7 +313,7 @@ describe('StreamJobEvents', () => {
       totals.cutOff += outcome.cutOff;
       totals.events += outcome.received.length;
     }
-    // The state restart cut the events service's WatchJob streams, which it
+    // The state restart cut the events service's upstream, which it
     // reopened (above), and no subscriber noticed: no stream of the events
     // process that lived through it failed.
     const streamOutcomes = logLines(eventsDuringStateRestart!)

@@ -1,5 +1,5 @@
 import { Code, ConnectError, type Interceptor, type Transport } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
+import { Http2SessionManager, createGrpcTransport } from '@connectrpc/connect-node';
 import { tracedCalls } from '@docket/trace-context';
 import { currentRequestId, REQUEST_ID_HEADER } from './request-id.js';
 
@@ -15,6 +15,17 @@ export interface ServiceTransportOptions {
   readonly interceptors?: readonly Interceptor[];
 }
 
+/** A {@link createServiceTransport} transport, with a way to give up on its connection. */
+export interface ServiceTransport extends Transport {
+  /**
+   * Closes the HTTP/2 session at once (its calls fail UNAVAILABLE) so the
+   * next call opens a new connection: for a caller that knows the
+   * connection is dead before the pings say so (a stream that promised a
+   * heartbeat went silent).
+   */
+  resetConnection(): void;
+}
+
 /**
  * The transport for one Docket service calling another: gRPC over cleartext
  * HTTP/2 (h2c, one multiplexed session), sending `authorization: Bearer
@@ -25,7 +36,7 @@ export interface ServiceTransportOptions {
  * without a deadline gets {@link DEFAULT_INTERNAL_DEADLINE_MS}. Pair each call with
  * `forwardDeadline(ctx)` to pass on the caller's deadline and cancellation.
  */
-export function createServiceTransport(options: ServiceTransportOptions): Transport {
+export function createServiceTransport(options: ServiceTransportOptions): ServiceTransport {
   const { token } = options;
   const addHeaders: Interceptor = (next) => async (req) => {
     req.header.set('authorization', `Bearer ${typeof token === 'string' ? token : await token()}`);
@@ -35,13 +46,18 @@ export function createServiceTransport(options: ServiceTransportOptions): Transp
     }
     return next(req);
   };
-  return createGrpcTransport({
+  // A dead or half-open connection is noticed within PING_INTERVAL_MS + PING_TIMEOUT_MS, also while a stream is quiet.
+  const session = new Http2SessionManager(options.baseUrl, { pingIntervalMs: PING_INTERVAL_MS, pingTimeoutMs: PING_TIMEOUT_MS });
+  const transport = createGrpcTransport({
     baseUrl: options.baseUrl,
-    // A dead or half-open connection is noticed within PING_INTERVAL_MS + PING_TIMEOUT_MS, also while a stream is quiet.
-    pingIntervalMs: PING_INTERVAL_MS,
-    pingTimeoutMs: PING_TIMEOUT_MS,
+    sessionManager: session,
     interceptors: [defaultUnaryDeadline(options.defaultDeadlineMs ?? DEFAULT_INTERNAL_DEADLINE_MS), addHeaders, tracedCalls('@docket/service-kit'), peerLossAsUnavailable, ...(options.interceptors ?? [])],
   });
+  return {
+    unary: (...args) => transport.unary(...args),
+    stream: (...args) => transport.stream(...args),
+    resetConnection: () => session.abort(new ConnectError('the connection was given up', Code.Unavailable)),
+  };
 }
 
 /** How often an internal HTTP/2 session is pinged. */

@@ -13,14 +13,25 @@ import {
 } from '@docket/service-kit';
 import { Gauge } from 'prom-client';
 import type { EventsConfig } from './config.js';
+import { JobSignalHub } from './domain/job-signal-hub.js';
+import { SharedChangeFeed } from './domain/shared-change-feed.js';
+import { SharedJournalReads } from './domain/shared-journal-reads.js';
 import { SubscriberGauge } from './domain/subscriber-gauge.js';
 import { eventServiceRoutes } from './routes/event-service.js';
 
-/** Starts the events service's server: EventService, health and reflection. */
-export function startEventsServer(config: EventsConfig, logger: Logger): Promise<RunningServer> {
+/**
+ * Starts the events service's server: EventService, health and reflection,
+ * with the process's one change stream from the state service (the
+ * {@link JobSignalHub}), its shared journal reads and its one walk of the
+ * change feed, which every subscriber of the process shares. The returned
+ * server's `shutdown` drains the server, then closes the change stream.
+ */
+export async function startEventsServer(config: EventsConfig, logger: Logger): Promise<RunningServer> {
   const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: serviceTokenSource(config.serviceAuthSecret, 'events', { ttlSeconds: config.serviceTokenTtlSeconds }), defaultDeadlineMs: config.stateCallTimeoutMs });
   const state = createClient(StateService, stateTransport);
   const gauge = new SubscriberGauge(logger);
+  const hub = new JobSignalHub(state, logger, gauge, () => stateTransport.resetConnection());
+  hub.start();
   const metrics = new ServiceMetrics('events');
   new Gauge({
     name: 'docket_stream_subscribers',
@@ -31,20 +42,35 @@ export function startEventsServer(config: EventsConfig, logger: Logger): Promise
       for (const [resource, count] of Object.entries(gauge.counts)) this.set({ resource }, count);
     },
   });
-  return startServer({
-    name: 'events',
-    requestBytes: 'eventsRequestBytes',
-    metrics,
-    listen: config.listen,
-    services: [EventService],
-    routes: eventServiceRoutes({
-      state,
-      cursors: new FeedCursorCodec(config.cursorSecret, config.feedCursorTtlMs),
-      heartbeatMs: config.heartbeatMs,
-      gauge,
-    }),
-    authenticate: { secret: config.authSecret, publicKeys: config.authPublicKeys, rules: config.tokenRules, allowedRoles: ['user', 'admin'] },
-    logger,
-    dependency: serviceHealthProbe('state', stateTransport),
-  });
+  let server: RunningServer;
+  try {
+    server = await startServer({
+      name: 'events',
+      requestBytes: 'eventsRequestBytes',
+      metrics,
+      listen: config.listen,
+      services: [EventService],
+      routes: eventServiceRoutes({
+        state,
+        hub,
+        reads: new SharedJournalReads(state),
+        feed: new SharedChangeFeed(state, hub, logger),
+        cursors: new FeedCursorCodec(config.cursorSecret, config.feedCursorTtlMs),
+        heartbeatMs: config.heartbeatMs,
+        gauge,
+      }),
+      authenticate: { secret: config.authSecret, publicKeys: config.authPublicKeys, rules: config.tokenRules, allowedRoles: ['user', 'admin'] },
+      logger,
+      dependency: serviceHealthProbe('state', stateTransport),
+    });
+  } catch (error) {
+    await hub.close();
+    throw error;
+  }
+  let stopping: Promise<void> | undefined;
+  const stop = async (graceMs?: number): Promise<void> => {
+    await server.shutdown(graceMs);
+    await hub.close();
+  };
+  return { ...server, shutdown: (graceMs) => (stopping ??= stop(graceMs)) };
 }

@@ -31,7 +31,7 @@ export function startStateServer(
   approvals: ApprovalHistory,
   logger: Logger,
 ): Promise<RunningServer> {
-  const metrics = createStateMetrics(database.pool);
+  const metrics = createStateMetrics(database.pool, changes);
   // The job id and the failure's class only: never its message, SQL or the job's data.
   const reportQuarantine: QuarantineReport = ({ jobId, task, errorClass }) => {
     logger.warn('job quarantined: it could not be settled and is skipped from now on', { jobId, task, errorClass });

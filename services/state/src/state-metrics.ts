@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type pg from 'pg';
 import { ServiceMetrics } from '@docket/service-kit';
+import type { ChangeListenerHub } from './db/change-listener.js';
 import type { BatchedWrites } from './domain/batched-writes.js';
 
 /** The statuses a job is still on its way through (counted on every scrape; ended jobs are not). */
@@ -25,9 +26,12 @@ export interface StateMetrics {
  * `docket_maintenance_handled_total{task}` (reaper settlements as
  * SETTLE_EXPIRED_ATTEMPTS, retries as REQUEUE_DUE_RETRIES, and so on) and
  * `docket_jobs_quarantined_total{task}` (jobs that this process found it
- * could not settle and quarantined, by the task that met them).
+ * could not settle and quarantined, by the task that met them), and
+ * `docket_state_change_watchers` (the WatchJob and WatchChanges streams
+ * open on this process, each one watcher of its LISTEN connection: an
+ * events process holds one whatever its number of subscribers).
  */
-export function createStateMetrics(pool: pg.Pool): StateMetrics {
+export function createStateMetrics(pool: pg.Pool, changes: ChangeListenerHub): StateMetrics {
   const service = new ServiceMetrics('state');
   const registers = [service.registry];
   new Gauge({
@@ -53,6 +57,14 @@ export function createStateMetrics(pool: pg.Pool): StateMetrics {
       this.set({ state: 'total' }, pool.totalCount);
       this.set({ state: 'idle' }, pool.idleCount);
       this.set({ state: 'waiting' }, pool.waitingCount);
+    },
+  });
+  new Gauge({
+    name: 'docket_state_change_watchers',
+    help: 'WatchJob and WatchChanges streams open on this state process',
+    registers,
+    collect() {
+      this.set(changes.watcherCount);
     },
   });
   const batches = new Histogram({

@@ -6,24 +6,14 @@ import {
   type WatchJobsRequest,
   type WatchJobsResponse,
 } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import type { Caller, ReadJobChangesResponse, WatchChangesResponse } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import type { Caller, JobChange } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { FeedCursorBinding, FeedCursorPosition } from '@docket/service-kit';
 import { callerOf } from '@docket/service-kit';
 import type { EventDependencies, StreamSignals } from './event-dependencies.js';
 import { parseFeedFilter } from './feed-filter.js';
-import { STATE_CALL_TIMEOUT_MS, retryTransient } from './transient-failure.js';
+import { retryTransient } from './transient-failure.js';
 import { SubscriberSession } from './subscriber-session.js';
-import { UpstreamLink } from './upstream-link.js';
-
-/** Feed entries examined per ReadJobChanges call. */
-const FEED_BATCH = 256;
-
-/**
- * How soon to look again while an older, still-running transaction holds
- * entries back. Its commit also produces a tick, but the transaction
- * holding the horizon need not be a job change at all.
- */
-const HELD_BACK_RECHECK_MS = 200;
+import { assertNotLostTooLong, untilLive } from './upstream-liveness.js';
 
 /**
  * WatchJobs: the global change feed (SPEC section 6) for the caller and a
@@ -33,16 +23,20 @@ const HELD_BACK_RECHECK_MS = 200;
  * The order and the no-skip guarantee come from the state service:
  * entries are ordered by (transaction id, entry id) and released only
  * below the oldest running transaction, so nothing can later appear
- * behind a position this stream has passed. This stream only walks that
- * order after its cursor, one batch (one read) at a time, woken by a
- * WatchChanges tick (coalesced into one bit), by a 200 ms re-check while
- * entries are held back, or by its heartbeat.
+ * behind a position this stream has passed. The process reads the feed
+ * once for all of its subscribers ({@link SharedChangeFeed}); this stream
+ * walks that order after its own position, taking entries from the shared
+ * window and keeping those the caller may see and its filter admits. A
+ * stream whose position is older than the window (a resumed cursor, a
+ * client that stopped reading for long) reads the feed on its own, one
+ * batch at a time, until it reaches the window: it never skips and never
+ * makes the process buffer for it.
  *
  * An absent, invalid, expired or foreign cursor is not an error: the first
  * frame is `resync_required` with a cursor at the current head, and the
- * stream continues from there. A broken WatchChanges stream (state
- * restart) is reopened in the background while heartbeats continue, and
- * the feed re-read after the stream's position once it is back.
+ * stream continues from there. While the process's upstream is lost (a
+ * state restart) the stream sends no heartbeats; once it is back, the feed
+ * is read again after the stream's position.
  */
 export async function* watchJobs(
   deps: EventDependencies,
@@ -56,7 +50,7 @@ export async function* watchJobs(
   try {
     yield* feed.run(request.cursor);
   } finally {
-    await feed.close();
+    feed.close();
     deps.gauge.closed('change_feeds');
   }
 }
@@ -64,8 +58,9 @@ export async function* watchJobs(
 /** One subscriber's walk along the change feed. */
 class ChangeFeedSubscription {
   #position: FeedCursorPosition | undefined;
+  #readNeeded = true;
   readonly #session: SubscriberSession;
-  readonly #link: UpstreamLink<WatchChangesResponse>;
+  readonly #unsubscribe: () => void;
 
   constructor(
     private readonly deps: EventDependencies,
@@ -74,41 +69,36 @@ class ChangeFeedSubscription {
     private readonly signals: StreamSignals,
   ) {
     this.#session = new SubscriberSession(signals, deps.heartbeatMs);
-    this.#link = new UpstreamLink({
-      open: (signal) => deps.state.watchChanges({}, { signal }),
-      onFrame: () => this.#session.wake.ring(),
-      onChange: () => this.#session.wake.ring(),
-      subscriber: signals.signal,
-      gauge: deps.gauge,
+    this.#unsubscribe = deps.feed.subscribe(() => {
+      this.#readNeeded = true;
+      this.#session.wake.ring();
     });
   }
 
   async *run(cursor: string): AsyncGenerator<WatchJobsResponse, void, undefined> {
-    await this.#link.attach();
+    await untilLive(this.deps.hub, this.signals.signal);
     const opened = this.deps.cursors.open(cursor, this.binding);
     if (opened.ok) {
       this.#position = opened.position;
     } else {
-      this.#position = (await this.#read(undefined, 1)).position;
+      this.#position = await retryTransient(() => this.deps.feed.head(this.signals.signal), this.signals.signal);
       yield this.#sent({ case: 'resyncRequired', value: { reason: ResyncReason[opened.refusal] } });
     }
-    let readNeeded = true;
-    let heldBack = false;
     for (;;) {
-      if (readNeeded) {
-        readNeeded = false;
-        heldBack = yield* this.#catchUp();
+      if (this.#readNeeded) {
+        this.#readNeeded = false;
+        yield* this.#catchUp();
       }
-      switch (await this.#session.next(heldBack ? HELD_BACK_RECHECK_MS : undefined)) {
+      switch (await this.#session.next()) {
         case 'rung':
-          readNeeded = this.#link.attached();
+        case 'recheck':
           break;
         case 'heartbeat':
-          yield this.#sent({ case: 'heartbeat', value: {} });
-          readNeeded = heldBack && this.#link.attached();
-          break;
-        case 'recheck':
-          readNeeded = heldBack && this.#link.attached();
+          if (this.deps.hub.live) yield this.#sent({ case: 'heartbeat', value: {} });
+          else {
+            assertNotLostTooLong(this.deps.hub);
+            this.#session.quiet();
+          }
           break;
         case 'drain':
           yield this.#sent({ case: 'heartbeat', value: {} });
@@ -119,49 +109,55 @@ class ChangeFeedSubscription {
     }
   }
 
-  /** Releases the WatchChanges stream, any reattach in progress and every listener. */
-  async close(): Promise<void> {
+  /** Leaves the shared feed and releases every listener. */
+  close(): void {
+    this.#unsubscribe();
     this.#session.close();
-    await this.#link.close();
   }
 
-  /**
-   * Sends every visible change after the position, batch by batch, until a
-   * read neither returns a change nor moves the position; returns whether
-   * entries are held back behind a running transaction.
-   */
-  async *#catchUp(): AsyncGenerator<WatchJobsResponse, boolean, undefined> {
+  /** Sends every visible change after the position, from the shared window or, when behind it, from reads of its own. */
+  async *#catchUp(): AsyncGenerator<WatchJobsResponse, void, undefined> {
     for (;;) {
-      if (this.#session.stopping) return false;
-      const before = this.#position;
-      const batch = await this.#read(before, FEED_BATCH);
-      for (const change of batch.changes) {
-        this.#position = change.position;
-        yield this.#sent({
-          case: 'jobChanged',
-          value: { jobId: change.jobId, revision: change.revision, status: change.status, lifecycle: change.lifecycle },
-        });
+      if (this.#session.stopping) return;
+      const step = this.deps.feed.next(this.#position!);
+      switch (step.kind) {
+        case 'caught-up':
+          return;
+        case 'entry':
+          this.#position = step.position;
+          if (this.#admits(step.change)) yield this.#changed(step.change);
+          break;
+        case 'behind': {
+          const before = this.#position;
+          const batch = await this.deps.feed.read(this.caller, before, { statuses: [...this.binding.filter.statuses], queue: this.binding.filter.queue }, this.signals.signal);
+          for (const change of batch.changes) {
+            this.#position = { transactionId: change.position!.transactionId, entryId: change.position!.entryId };
+            yield this.#changed(change);
+          }
+          if (batch.position) this.#position = { transactionId: batch.position.transactionId, entryId: batch.position.entryId };
+          // Nothing more is released yet (entries held back): the shared walk wakes this stream when they are.
+          if (batch.changes.length === 0 && samePosition(before, this.#position)) return;
+          break;
+        }
       }
-      this.#position = batch.position ?? this.#position;
-      if (batch.changes.length === 0 && samePosition(before, this.#position)) return batch.heldBack;
     }
   }
 
-  #read(after: FeedCursorPosition | undefined, limit: number): Promise<ReadJobChangesResponse> {
-    const filter = { statuses: [...this.binding.filter.statuses], queue: this.binding.filter.queue };
-    return retryTransient(
-      () =>
-        this.deps.state.readJobChanges(
-          {
-            caller: this.caller,
-            after: after ? { transactionId: after.transactionId, entryId: after.entryId } : undefined,
-            filter,
-            limit,
-          },
-          { signal: this.signals.signal, timeoutMs: STATE_CALL_TIMEOUT_MS },
-        ),
-      this.signals.signal,
+  /** Whether the caller may see `change` and its filter admits it. */
+  #admits(change: JobChange): boolean {
+    const { filter } = this.binding;
+    return (
+      (this.caller.admin || change.owner === this.caller.subject) &&
+      (filter.statuses.length === 0 || filter.statuses.includes(change.status)) &&
+      (filter.queue === '' || change.queue === filter.queue)
     );
+  }
+
+  #changed(change: JobChange): WatchJobsResponse {
+    return this.#sent({
+      case: 'jobChanged',
+      value: { jobId: change.jobId, revision: change.revision, status: change.status, lifecycle: change.lifecycle },
+    });
   }
 
   /** A frame carrying the cursor that resumes right after the current position. */

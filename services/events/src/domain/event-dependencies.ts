@@ -1,11 +1,17 @@
 import type { Client } from '@connectrpc/connect';
 import type { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { FeedCursorCodec } from '@docket/service-kit';
+import type { JobSignalHub } from './job-signal-hub.js';
+import type { SharedChangeFeed } from './shared-change-feed.js';
+import type { SharedJournalReads } from './shared-journal-reads.js';
 import type { SubscriberGauge } from './subscriber-gauge.js';
 
-/** What the events domain needs: the state service and its settings. */
+/** What the events domain needs: the state service, the process's shared upstream, reads and feed walk, and its settings. */
 export interface EventDependencies {
   readonly state: Client<typeof StateService>;
+  readonly hub: JobSignalHub;
+  readonly reads: SharedJournalReads;
+  readonly feed: SharedChangeFeed;
   readonly cursors: FeedCursorCodec;
   /** How long a stream may stay silent before it sends a heartbeat. */
   readonly heartbeatMs: number;

@@ -1,21 +1,26 @@
-import { create } from '@bufbuild/protobuf';
+import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import type { Principal } from '@docket/auth';
 import { EventSchema, type Event } from '@docket/proto/docket/common/v1/event_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { StreamJobEventsRequestSchema, type StreamJobEventsResponse } from '@docket/proto/docket/events/v1/event_service_pb.js';
+import { ProgressSchema } from '@docket/proto/docket/common/v1/progress_pb.js';
 import {
   ReadJobEventsResponseSchema,
-  WatchJobResponseSchema,
+  WatchChangesResponseSchema,
+  type JobSignalSchema,
   type ReadJobEventsRequest,
   type StateService,
-  type WatchJobRequest,
-  type WatchJobResponse,
+  type WatchChangesRequest,
+  type WatchChangesResponse,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { FeedCursorCodec, createLogger } from '@docket/service-kit';
 import { describe, expect, it } from 'vitest';
 import type { EventDependencies } from './event-dependencies.js';
 import { streamJobEvents } from './job-event-tail.js';
+import { JobSignalHub } from './job-signal-hub.js';
+import { SharedChangeFeed } from './shared-change-feed.js';
+import { SharedJournalReads } from './shared-journal-reads.js';
 import { SubscriberGauge } from './subscriber-gauge.js';
 import { WakeSignal } from './wake-signal.js';
 
@@ -23,17 +28,18 @@ const JOB_ID = 'job_aaaaaaaaaaaaaaaaaaaaaaaaaa';
 const alice: Principal = { subject: 'alice', role: 'user' };
 
 /**
- * One job's journal behind the two state RPCs a tail uses, with the faults
- * a real state service has: coalesced signals, and WatchJob streams that
- * break and cannot be reopened for a while (a restart).
+ * One job's journal behind the state RPCs an events process uses, with the
+ * faults a real state service has: coalesced and lost signals, and a
+ * WatchChanges stream that breaks and cannot be reopened for a while (a
+ * restart).
  */
 class FakeState {
   readonly events: Event[] = [];
   status = JobStatus.QUEUED;
-  /** WatchJob openings to refuse with UNAVAILABLE before one succeeds. */
+  /** WatchChanges openings to refuse with UNAVAILABLE before one succeeds. */
   refuseWatches = 0;
   reads = 0;
-  readonly #watchers = new Set<{ wake: WakeSignal; broken: boolean }>();
+  readonly #watchers = new Set<{ wake: WakeSignal; broken: boolean; pending: WatchChangesResponse[] }>();
 
   constructor() {
     this.append(1);
@@ -44,7 +50,12 @@ class FakeState {
     for (let index = 0; index < count; index += 1) {
       this.events.push(create(EventSchema, { jobId: JOB_ID, sequence: BigInt(this.events.length + 1), type: 'worker.step' }));
     }
-    if (signal) for (const watcher of this.#watchers) watcher.wake.ring();
+    if (signal) this.#tell({ latestSequence: BigInt(this.events.length), status: this.status });
+  }
+
+  /** Reports progress: news of the job without a journal event. */
+  progress(completedUnits: bigint): void {
+    this.#tell({ latestSequence: BigInt(this.events.length), status: this.status, progress: create(ProgressSchema, { completedUnits, totalUnits: 10n }) });
   }
 
   terminate(): void {
@@ -52,7 +63,7 @@ class FakeState {
     this.append(1);
   }
 
-  /** Ends every open WatchJob stream with UNAVAILABLE, as a state restart does. */
+  /** Ends every open WatchChanges stream with UNAVAILABLE, as a state restart does. */
   breakWatches(): void {
     for (const watcher of this.#watchers) {
       watcher.broken = true;
@@ -66,6 +77,7 @@ class FakeState {
 
   readJobEvents = async (request: ReadJobEventsRequest) => {
     this.reads += 1;
+    await new Promise((resolve) => setTimeout(resolve, 1)); // a round trip
     const after = Number(request.afterSequence);
     return create(ReadJobEventsResponseSchema, {
       events: this.events.slice(after, after + request.pageSize),
@@ -74,47 +86,64 @@ class FakeState {
     });
   };
 
-  watchJob = (_request: WatchJobRequest, options: { signal: AbortSignal }): AsyncIterable<WatchJobResponse> => {
+  watchChanges = (_request: WatchChangesRequest, options: { signal: AbortSignal }): AsyncIterable<WatchChangesResponse> => {
     if (this.refuseWatches > 0) {
       this.refuseWatches -= 1;
       return (async function* () {
         throw new ConnectError('connect ECONNREFUSED', Code.Unavailable);
       })();
     }
-    const watcher = { wake: new WakeSignal(), broken: false };
+    const watcher = { wake: new WakeSignal(), broken: false, pending: [create(WatchChangesResponseSchema, { anyQueue: true })] };
     const watchers = this.#watchers;
-    const head = () => create(WatchJobResponseSchema, { latestSequence: BigInt(this.events.length), status: this.status });
     return (async function* () {
       watchers.add(watcher);
       try {
-        yield head();
         for (;;) {
-          if ((await watcher.wake.wait(60_000, options.signal)) === 'aborted') return;
+          yield* watcher.pending.splice(0);
+          // An empty tick every 500 ms, as the heartbeat interval asks.
+          if ((await watcher.wake.wait(500, options.signal)) === 'aborted') return;
           if (watcher.broken) throw new ConnectError('stream reset', Code.Unavailable);
-          yield head();
+          if (watcher.pending.length === 0) yield create(WatchChangesResponseSchema, {});
         }
       } finally {
         watchers.delete(watcher);
       }
     })();
   };
+
+  #tell(signal: Omit<MessageInitShape<typeof JobSignalSchema>, '$typeName' | 'jobId'>): void {
+    for (const watcher of this.#watchers) {
+      watcher.pending.push(create(WatchChangesResponseSchema, { jobSignals: [{ jobId: JOB_ID, ...signal }] }));
+      watcher.wake.ring();
+    }
+  }
 }
 
-function dependencies(state: FakeState, heartbeatMs = 60_000): EventDependencies {
+/** The dependencies of one events process over `state`, its hub started; `close` stops the hub. */
+function dependencies(state: FakeState, heartbeatMs = 60_000): EventDependencies & { close(): Promise<void> } {
+  const client = state as unknown as Client<typeof StateService>;
+  const logger = createLogger('events', () => {});
+  const gauge = new SubscriberGauge(logger);
+  const hub = new JobSignalHub(client, logger, gauge);
+  hub.start();
   return {
-    state: state as unknown as Client<typeof StateService>,
+    state: client,
+    hub,
+    reads: new SharedJournalReads(client),
+    feed: new SharedChangeFeed(client, hub, logger),
     cursors: new FeedCursorCodec('secret'),
     heartbeatMs,
-    gauge: new SubscriberGauge(createLogger('events', () => {})),
+    gauge,
+    close: () => hub.close(),
   };
 }
 
-/** Starts a tail and collects its frames until it ends or `stop` aborts. */
-function tail(state: FakeState, heartbeatMs?: number) {
+/** Starts a tail over `deps` and collects its frames until it ends or `stop` aborts. */
+function tail(deps: EventDependencies) {
   const stop = new AbortController();
   const frames: StreamJobEventsResponse[] = [];
   const done = (async () => {
-    const stream = streamJobEvents(dependencies(state, heartbeatMs), alice, create(StreamJobEventsRequestSchema, { jobId: JOB_ID }), {
+    const stream = streamJobEvents(deps, alice, create(StreamJobEventsRequestSchema, { jobId: JOB_ID }), {
       signal: stop.signal,
       drain: new AbortController().signal,
     });
@@ -134,8 +163,9 @@ async function until(condition: () => boolean): Promise<void> {
 describe('streamJobEvents', () => {
   it('sends the backlog, then live events, then end after the terminal event, each sequence once', async () => {
     const state = new FakeState();
+    const deps = dependencies(state);
     state.append(300);
-    const subscriber = tail(state);
+    const subscriber = tail(deps);
     await until(() => subscriber.sequences().length === 301);
     state.append(2);
     await until(() => subscriber.sequences().length === 303);
@@ -143,34 +173,74 @@ describe('streamJobEvents', () => {
     await subscriber.done;
     expect(subscriber.sequences()).toEqual(Array.from({ length: 304 }, (_, index) => index + 1));
     expect(subscriber.frames.at(-1)?.frame.case).toBe('end');
+    expect(deps.hub.watcherCount).toBe(0);
+    await deps.close();
     expect(state.openWatches).toBe(0);
   });
 
   it('reads everything after its cursor on each signal, so coalesced and lost signals lose nothing', async () => {
     const state = new FakeState();
-    const subscriber = tail(state);
+    const deps = dependencies(state);
+    const subscriber = tail(deps);
     await until(() => subscriber.sequences().length === 1);
     state.append(5, false);
     state.append(1);
     await until(() => subscriber.sequences().length === 7);
     subscriber.stop.abort();
     await subscriber.done;
+    await deps.close();
     expect(subscriber.sequences()).toEqual([1, 2, 3, 4, 5, 6, 7]);
   });
 
-  it('reattaches a broken WatchJob in the background, keeps heartbeating, and delivers what committed meanwhile', async () => {
+  it('sends progress from the news itself, without a journal read', async () => {
     const state = new FakeState();
-    const subscriber = tail(state, 30);
+    const deps = dependencies(state);
+    const subscriber = tail(deps);
     await until(() => subscriber.sequences().length === 1);
+    const readsBefore = state.reads;
+    state.progress(3n);
+    await until(() => subscriber.frames.some((frame) => frame.frame.case === 'progress'));
+    const progress = subscriber.frames.find((frame) => frame.frame.case === 'progress');
+    expect(progress?.frame.case === 'progress' && progress.frame.value.completedUnits).toBe(3n);
+    expect(state.reads).toBe(readsBefore);
+    subscriber.stop.abort();
+    await subscriber.done;
+    await deps.close();
+  });
+
+  it('shares one journal read among the tails of one job at one cursor', async () => {
+    const state = new FakeState();
+    const deps = dependencies(state);
+    const subscribers = Array.from({ length: 10 }, () => tail(deps));
+    await until(() => subscribers.every((subscriber) => subscriber.sequences().length === 1));
+    const readsBefore = state.reads;
+    state.append(2);
+    await until(() => subscribers.every((subscriber) => subscriber.sequences().length === 3));
+    expect(state.reads - readsBefore).toBe(1);
+    for (const subscriber of subscribers) subscriber.stop.abort();
+    await Promise.all(subscribers.map((subscriber) => subscriber.done));
+    await deps.close();
+    for (const subscriber of subscribers) expect(subscriber.sequences()).toEqual([1, 2, 3]);
+  });
+
+  it('sends no heartbeat while the upstream is lost, and delivers what committed meanwhile once it is back', async () => {
+    const state = new FakeState();
+    const deps = dependencies(state, 30);
+    const subscriber = tail(deps);
+    await until(() => subscriber.sequences().length === 1);
+    await until(() => subscriber.frames.some((frame) => frame.frame.case === 'heartbeat'));
     state.refuseWatches = 4;
     state.breakWatches();
+    await until(() => !deps.hub.live);
+    const framesWhenLost = subscriber.frames.length;
     state.append(3, false);
     await until(() => subscriber.sequences().length === 4);
     expect(state.refuseWatches).toBe(0);
-    const heartbeats = subscriber.frames.filter((frame) => frame.frame.case === 'heartbeat').length;
-    expect(heartbeats).toBeGreaterThan(2);
+    // Silence while lost (the reopens took at least 100 + 200 + 400 + 800 ms, many heartbeat intervals), then the missed events.
+    expect(subscriber.frames.slice(framesWhenLost).map((frame) => frame.frame.case)[0]).toBe('page');
     subscriber.stop.abort();
     await subscriber.done;
+    await deps.close();
     expect(subscriber.sequences()).toEqual([1, 2, 3, 4]);
     expect(state.openWatches).toBe(0);
   });

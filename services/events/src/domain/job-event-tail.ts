@@ -9,40 +9,46 @@ import {
   type StreamJobEventsRequest,
   type StreamJobEventsResponse,
 } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import type { Caller, WatchJobResponse } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import type { Caller, ReadJobEventsResponse } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { callerOf } from '@docket/service-kit';
 import type { EventDependencies, StreamSignals } from './event-dependencies.js';
 import { parseJobPosition } from './job-position.js';
 import { isTerminalStatus } from './terminal-status.js';
 import { STATE_CALL_TIMEOUT_MS, retryTransient } from './transient-failure.js';
 import { SubscriberSession } from './subscriber-session.js';
-import { UpstreamLink } from './upstream-link.js';
+import { assertNotLostTooLong, untilLive } from './upstream-liveness.js';
 
 /**
  * StreamJobEvents: a job's journal after `after_sequence`, backlog first,
  * then live, ending with `end` once the job is terminal and every event up
  * to its latest sequence has been sent.
  *
- * Order of operations, which is what makes it gap-free: the state
- * service's WatchJob stream is opened first and its first frame awaited
- * (this also proves the job is visible: NOT_FOUND otherwise, before any
- * frame is sent); only then is the journal read after the cursor, page by
- * page. Any commit after that first frame produces a WatchJob frame, and
- * every frame leads to one more read after the last sequence sent, so no
- * commit can fall between the backlog and the live tail. Events are sent
- * only by reading the journal after the subscriber's own cursor, never
- * from a signal, so none is sent twice or out of order.
+ * Order of operations, which is what makes it gap-free: the tail registers
+ * with the process's {@link JobSignalHub} and waits until its one upstream
+ * is live; only then is the journal read after the cursor, page by page
+ * (the first read as the subscriber, which proves the job visible to it:
+ * NOT_FOUND otherwise, before any frame is sent). Any commit after that
+ * reaches the hub as news of the job, and news beyond the cursor leads to
+ * one more read after the last sequence sent, so no commit can fall
+ * between the backlog and the live tail. Events are sent only by reading
+ * the journal after the subscriber's own cursor, never from a signal, so
+ * none is sent twice or out of order. Tails of one job at one cursor share
+ * each read ({@link SharedJournalReads}). A progress report is sent from
+ * the news itself, coalesced to the latest, without a read.
  *
- * If the WatchJob stream breaks (a state-service restart), it is reopened
- * in the background with backoff while heartbeats continue, and the
- * journal is re-read after the last sent sequence once it is back: the
- * subscriber notices nothing. If state stays away longer than the retry
- * budget (30 s), the stream fails UNAVAILABLE and the client resumes with
- * its last sequence.
+ * If the upstream breaks or goes silent (a state restart, a stopped state
+ * process, a half-open connection), the hub reopens it and tells every
+ * tail, which re-reads after its last sent sequence once it is back: the
+ * subscriber misses nothing. Meanwhile the tail sends no heartbeats, since
+ * it could not honestly claim to be live; if the upstream stays away longer
+ * than the retry budget (30 s), the stream fails UNAVAILABLE and the client
+ * resumes with its last sequence.
  *
  * Memory per subscriber is bounded whatever the commit rate or the client's
- * speed: one read in flight (at most 256 events), one coalesced "read
- * again" bit and the latest progress report.
+ * speed: one read in flight (at most 256 events, shared), one "read again"
+ * bit and the latest progress report. A subscriber that stops reading
+ * holds nothing more; when it reads again it is served from the journal
+ * after its own cursor.
  */
 export async function* streamJobEvents(
   deps: EventDependencies,
@@ -56,7 +62,7 @@ export async function* streamJobEvents(
   try {
     yield* tail.run();
   } finally {
-    await tail.close();
+    tail.close();
     deps.gauge.closed('job_event_streams');
   }
 }
@@ -71,10 +77,14 @@ interface JournalHead {
 class JobEventTail {
   /** The last sequence sent (or the starting cursor). */
   #cursor: bigint;
+  /** Set by news beyond the cursor and by gaps: read after the cursor once the upstream is live. */
+  #readNeeded = true;
+  /** Whether a read as this subscriber has proven the job visible to it (later reads are shared). */
+  #proven = false;
   /** The latest progress report not yet sent; older ones are superseded. */
   #progress: Progress | undefined;
   readonly #session: SubscriberSession;
-  readonly #link: UpstreamLink<WatchJobResponse>;
+  readonly #unwatch: () => void;
 
   constructor(
     private readonly deps: EventDependencies,
@@ -85,24 +95,18 @@ class JobEventTail {
   ) {
     this.#cursor = afterSequence;
     this.#session = new SubscriberSession(signals, deps.heartbeatMs);
-    this.#link = new UpstreamLink({
-      open: (signal) => deps.state.watchJob({ caller, jobId }, { signal }),
-      onFrame: (frame) => {
-        if (frame.progress) this.#progress = frame.progress;
-        this.#session.wake.ring();
-      },
-      onChange: () => this.#session.wake.ring(),
-      subscriber: signals.signal,
-      gauge: deps.gauge,
+    this.#unwatch = deps.hub.watchJob(jobId, (news) => {
+      if (news === 'gap' || news.latestSequence > this.#cursor) this.#readNeeded = true;
+      if (news !== 'gap' && news.progress) this.#progress = news.progress;
+      this.#session.wake.ring();
     });
   }
 
   async *run(): AsyncGenerator<StreamJobEventsResponse, void, undefined> {
-    await this.#link.attach();
-    let readNeeded = true;
+    await untilLive(this.deps.hub, this.signals.signal);
     for (;;) {
-      if (readNeeded) {
-        readNeeded = false;
+      if (this.#readNeeded && this.deps.hub.live) {
+        this.#readNeeded = false;
         const head = yield* this.#catchUp();
         if (head && isTerminalStatus(head.status) && this.#cursor >= head.latestSequence) {
           yield this.#sent({ case: 'end', value: {} });
@@ -116,12 +120,14 @@ class JobEventTail {
       }
       switch (await this.#session.next()) {
         case 'rung':
-          readNeeded = this.#link.attached();
+        case 'recheck':
           break;
         case 'heartbeat':
-          yield this.#sent({ case: 'heartbeat', value: {} });
-          break;
-        case 'recheck':
+          if (this.deps.hub.live) yield this.#sent({ case: 'heartbeat', value: {} });
+          else {
+            assertNotLostTooLong(this.deps.hub);
+            this.#session.quiet();
+          }
           break;
         case 'drain':
           // A final frame, then a clean close without `end`: the client resumes.
@@ -133,10 +139,10 @@ class JobEventTail {
     }
   }
 
-  /** Releases the state stream, any reattach in progress and every listener. */
-  async close(): Promise<void> {
+  /** Releases the hub registration and every listener. */
+  close(): void {
+    this.#unwatch();
     this.#session.close();
-    await this.#link.close();
   }
 
   /**
@@ -147,14 +153,8 @@ class JobEventTail {
   async *#catchUp(): AsyncGenerator<StreamJobEventsResponse, JournalHead | undefined, undefined> {
     for (;;) {
       if (this.#session.stopping) return undefined;
-      const page = await retryTransient(
-        () =>
-          this.deps.state.readJobEvents(
-            { caller: this.caller, jobId: this.jobId, afterSequence: this.#cursor, pageSize: LIMITS.eventPageMax },
-            { signal: this.signals.signal, timeoutMs: STATE_CALL_TIMEOUT_MS },
-          ),
-        this.signals.signal,
-      );
+      const page = await retryTransient(() => this.#read(), this.signals.signal);
+      this.#proven = true;
       const last = page.events.at(-1);
       if (last) {
         assertContinues(page.events, this.#cursor);
@@ -165,6 +165,14 @@ class JobEventTail {
         return { latestSequence: page.latestSequence, status: page.status };
       }
     }
+  }
+
+  #read(): Promise<ReadJobEventsResponse> {
+    if (this.#proven) return this.deps.reads.read(this.caller, this.jobId, this.#cursor, this.signals.signal);
+    return this.deps.state.readJobEvents(
+      { caller: this.caller, jobId: this.jobId, afterSequence: this.#cursor, pageSize: LIMITS.eventPageMax },
+      { signal: this.signals.signal, timeoutMs: STATE_CALL_TIMEOUT_MS },
+    );
   }
 
   #sent(frame: StreamJobEventsResponseFrame): StreamJobEventsResponse {

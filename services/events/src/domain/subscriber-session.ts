@@ -42,6 +42,15 @@ export class SubscriberSession {
     this.#lastFrameAt = performance.now();
   }
 
+  /**
+   * Starts the heartbeat interval again without a frame: while the
+   * upstream is lost a heartbeat would claim a liveness the stream does not
+   * have, so the subscriber hears silence instead.
+   */
+  quiet(): void {
+    this.#lastFrameAt = performance.now();
+  }
+
   /** Waits for the next thing to do; `recheckMs` bounds the wait (default: until the heartbeat is due). */
   async next(recheckMs = Number.POSITIVE_INFINITY): Promise<SessionTurn> {
     const heartbeatInMs = this.heartbeatMs - (performance.now() - this.#lastFrameAt);

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { Logger } from '@docket/service-kit';
+import { FanOut, type Logger } from '@docket/service-kit';
 import { JOB_CHANGES_CHANNEL } from './queries/job-changes.js';
 import { CONNECTION_LIMITS } from './pool.js';
 import { withStatementBudget } from './statement-budget.js';
@@ -46,8 +46,7 @@ export type ChangeListener = (announcement: JobChangeAnnouncement | undefined) =
  * announcements in between are lost.
  */
 export class ChangeListenerHub {
-  readonly #byJob = new Map<string, Set<ChangeListener>>();
-  readonly #all = new Set<ChangeListener>();
+  readonly #watchers = new FanOut<JobChangeAnnouncement | undefined>();
   #client: pg.Client | undefined;
   #stopped = false;
   #retryTimer: NodeJS.Timeout | undefined;
@@ -78,26 +77,17 @@ export class ChangeListenerHub {
 
   /** Calls `listener` for every change of `jobId`; returns the unsubscribe function. */
   watchJob(jobId: string, listener: ChangeListener): () => void {
-    let listeners = this.#byJob.get(jobId);
-    if (!listeners) this.#byJob.set(jobId, (listeners = new Set()));
-    listeners.add(listener);
-    return () => {
-      listeners.delete(listener);
-      if (listeners.size === 0 && this.#byJob.get(jobId) === listeners) this.#byJob.delete(jobId);
-    };
+    return this.#watchers.watch(jobId, listener);
   }
 
   /** Calls `listener` for every change of any job; returns the unsubscribe function. */
   watchAll(listener: ChangeListener): () => void {
-    this.#all.add(listener);
-    return () => this.#all.delete(listener);
+    return this.#watchers.watchAll(listener);
   }
 
   /** How many watchers are registered (for tests and metrics). */
   get watcherCount(): number {
-    let count = this.#all.size;
-    for (const listeners of this.#byJob.values()) count += listeners.size;
-    return count;
+    return this.#watchers.count;
   }
 
   /** Stops listening; watchers get nothing more. */
@@ -118,11 +108,8 @@ export class ChangeListenerHub {
       this.logger.warn('ignored an unreadable change announcement');
       return;
     }
-    if (announcements === undefined) return this.#resyncEveryone();
-    for (const announcement of announcements) {
-      for (const listener of this.#byJob.get(announcement.jobId) ?? []) listener(announcement);
-      for (const listener of this.#all) listener(announcement);
-    }
+    if (announcements === undefined) return this.#watchers.broadcast(undefined);
+    for (const announcement of announcements) this.#watchers.deliver(announcement.jobId, announcement);
   }
 
   #scheduleHeartbeat(client: pg.Client): void {
@@ -146,7 +133,7 @@ export class ChangeListenerHub {
     this.logger.warn('change listener lost its connection, reconnecting');
     this.#retryTimer = setTimeout(() => {
       this.start().then(
-        () => this.#resyncEveryone(),
+        () => this.#watchers.broadcast(undefined),
         () => {
           this.#client = failed;
           this.#reconnectSoon(failed, Math.min(delayMs * 2, 5_000));
@@ -155,10 +142,6 @@ export class ChangeListenerHub {
     }, delayMs);
   }
 
-  #resyncEveryone(): void {
-    for (const listeners of this.#byJob.values()) for (const listener of listeners) listener(undefined);
-    for (const listener of this.#all) listener(undefined);
-  }
 }
 
 /**

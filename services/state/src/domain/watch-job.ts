@@ -71,37 +71,100 @@ async function readHead(db: Kysely<Database>, viewer: Viewer, jobId: string): Pr
   return { latestSequence: BigInt(job.event_count), status: job.status };
 }
 
+/** What a tick says of one job: its head as of its latest change, and its latest progress if it reported any. */
+export interface JobChangeSignal {
+  readonly latestSequence: bigint;
+  readonly status: JobStatusName;
+  readonly progress: StoredProgress | undefined;
+}
+
 /** A "read again" tick, with the queues whose claimable jobs may have changed. */
 export interface ChangeTick {
   readonly claimableQueues: ReadonlySet<string>;
-  /** Not known which queues: every claimer should look again. */
+  /** Not known which queues (nor which jobs): every reader should look again. */
   readonly anyQueue: boolean;
+  /** With `includeJobs`: the jobs that changed since the previous tick, latest signal per job. */
+  readonly jobs: ReadonlyMap<string, JobChangeSignal>;
+}
+
+/** Options of {@link watchChangeTicks}. */
+export interface ChangeTickOptions {
+  /** Name the jobs that changed in each tick. */
+  readonly includeJobs: boolean;
+  /** Send an empty tick after this long without one (the reader's liveness check). */
+  readonly heartbeatMs: number | undefined;
+}
+
+/**
+ * The most job signals a tick waiting for a slow reader holds; past it they
+ * are dropped and the tick says `anyQueue` instead (everyone reads again),
+ * so a reader that cannot keep up costs bounded memory.
+ */
+export const MAX_PENDING_JOB_SIGNALS = 10_000;
+
+/** A tick being gathered for the reader; merged in place, it is the mailbox's alone. */
+interface PendingTick {
+  readonly claimableQueues: Set<string>;
+  anyQueue: boolean;
+  readonly jobs: Map<string, JobChangeSignal>;
 }
 
 /**
  * Yields once now (for any queue) and then whenever any job change commits,
  * coalesced, until `signal` aborts: the feed's "read again" ticks, naming
- * the queues in which a job became claimable or a running job ended.
+ * the queues in which a job became claimable or a running job ended and,
+ * with `includeJobs`, the jobs that changed. With `heartbeatMs`, an empty
+ * tick follows any silence that long.
  */
-export async function* watchChangeTicks(hub: ChangeListenerHub, signal: AbortSignal): AsyncGenerator<ChangeTick> {
-  const mailbox = new CoalescingMailbox<ChangeTick>((held, next) => ({
-    claimableQueues: new Set([...held.claimableQueues, ...next.claimableQueues]),
-    anyQueue: held.anyQueue || next.anyQueue,
-  }));
+export async function* watchChangeTicks(hub: ChangeListenerHub, options: ChangeTickOptions, signal: AbortSignal): AsyncGenerator<ChangeTick> {
+  const mailbox = new CoalescingMailbox<PendingTick>(mergeTicks);
   const unsubscribe = hub.watchAll((announcement) => {
-    if (!announcement) return mailbox.put({ claimableQueues: new Set(), anyQueue: true });
-    mailbox.put({ claimableQueues: mayFreeClaims(announcement.status) ? new Set([announcement.queue]) : new Set(), anyQueue: false });
+    if (!announcement) return mailbox.put(pendingTick(true));
+    const tick = pendingTick(false);
+    if (mayFreeClaims(announcement.status)) tick.claimableQueues.add(announcement.queue);
+    if (options.includeJobs) {
+      tick.jobs.set(announcement.jobId, {
+        latestSequence: announcement.latestSequence,
+        status: announcement.status as JobStatusName,
+        progress: announcement.progress,
+      });
+    }
+    mailbox.put(tick);
   });
   try {
-    mailbox.put({ claimableQueues: new Set(), anyQueue: true });
+    mailbox.put(pendingTick(true));
     for (;;) {
-      const tick = await mailbox.take(signal);
-      if (tick === undefined) return;
-      yield tick;
+      const wait = options.heartbeatMs === undefined ? signal : AbortSignal.any([signal, AbortSignal.timeout(options.heartbeatMs)]);
+      const tick = await mailbox.take(wait);
+      if (signal.aborted) return;
+      yield tick ?? pendingTick(false);
     }
   } finally {
     unsubscribe();
   }
+}
+
+function pendingTick(anyQueue: boolean): PendingTick {
+  return { claimableQueues: new Set(), anyQueue, jobs: new Map() };
+}
+
+/** Folds `next` into `held`: queues and jobs unite, a job keeps its latest head and progress. */
+function mergeTicks(held: PendingTick, next: PendingTick): PendingTick {
+  for (const queue of next.claimableQueues) held.claimableQueues.add(queue);
+  held.anyQueue ||= next.anyQueue;
+  for (const [jobId, signal] of next.jobs) {
+    const earlier = held.jobs.get(jobId);
+    held.jobs.set(jobId, {
+      latestSequence: earlier && earlier.latestSequence > signal.latestSequence ? earlier.latestSequence : signal.latestSequence,
+      status: signal.status,
+      progress: signal.progress ?? earlier?.progress,
+    });
+  }
+  if (held.anyQueue || held.jobs.size > MAX_PENDING_JOB_SIGNALS) {
+    held.anyQueue = true;
+    held.jobs.clear();
+  }
+  return held;
 }
 
 /**

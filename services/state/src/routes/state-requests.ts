@@ -28,6 +28,7 @@ import {
   type ReadJobChangesRequest,
   type ReadJobEventsRequest,
   type TransitionJobRequest,
+  type WatchChangesRequest,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { durationMs, validateJobSpecMessage } from '@docket/service-kit';
 import type { Viewer } from '../db/queries/jobs.js';
@@ -36,6 +37,7 @@ import type { ChangeJobCommand, JobChangeActionName } from '../domain/change-job
 import type { IdempotentRequest } from '../domain/idempotent-mutation.js';
 import type { ListJobsQuery } from '../domain/read-jobs.js';
 import type { TransitionCommand } from '../domain/transition-job.js';
+import type { ChangeTickOptions } from '../domain/watch-job.js';
 
 /** The shortest idempotency retention the state service accepts. */
 export const MIN_IDEMPOTENCY_TTL_MS = 24 * 3_600_000;
@@ -209,6 +211,18 @@ export function parseReadJobChangesRequest(request: ReadJobChangesRequest) {
     },
     limit: request.limit,
   };
+}
+
+/** The shortest heartbeat interval a WatchChanges reader may ask for. */
+const HEARTBEAT_MIN_MS = 100;
+
+/** WatchChanges options: whether ticks name jobs, and the heartbeat interval (at least 100 ms, at most a day). */
+export function parseWatchChangesRequest(request: WatchChangesRequest): ChangeTickOptions {
+  const heartbeatMs = durationMs(request.heartbeatInterval);
+  if (heartbeatMs !== undefined && !(heartbeatMs >= HEARTBEAT_MIN_MS && heartbeatMs <= 86_400_000)) {
+    throw invalidField('heartbeat_interval', 'must be between 100 ms and a day');
+  }
+  return { includeJobs: request.includeJobs, heartbeatMs };
 }
 
 /** A deletion id's shape; a well-formed id that is not visible is NOT_FOUND later. */

@@ -58,6 +58,7 @@ import {
   parseDeletionId,
   parseRetentionPolicy,
   parseReadJobChangesRequest,
+  parseWatchChangesRequest,
   parseReadJobEventsRequest,
   parseTransitionJobRequest,
   viewerOf,
@@ -160,14 +161,25 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
             lifecycle: JobLifecycle[change.lifecycle],
             queue: change.queue,
             changedAt: timestampFromDate(change.changed_at),
+            owner: change.owner,
           })),
           position: batch.position,
           heldBack: batch.heldBack,
         });
       },
-      async *watchChanges(_request, ctx) {
-        for await (const tick of watchChangeTicks(deps.changes, untilDrainOrCancel(ctx))) {
-          yield create(WatchChangesResponseSchema, { claimableQueues: [...tick.claimableQueues], anyQueue: tick.anyQueue });
+      async *watchChanges(request, ctx) {
+        const options = parseWatchChangesRequest(request);
+        for await (const tick of watchChangeTicks(deps.changes, options, untilDrainOrCancel(ctx))) {
+          yield create(WatchChangesResponseSchema, {
+            claimableQueues: [...tick.claimableQueues],
+            anyQueue: tick.anyQueue,
+            jobSignals: [...tick.jobs].map(([jobId, signal]) => ({
+              jobId,
+              latestSequence: signal.latestSequence,
+              status: JobStatus[signal.status],
+              progress: signal.progress ? projectProgress({ ...signal.progress }) : undefined,
+            })),
+          });
         }
       },
       async changeJob(request) {

@@ -1,0 +1,64 @@
+import type { Client } from '@connectrpc/connect';
+import { LIMITS } from '@docket/contracts';
+import type { Caller, ReadJobEventsResponse, StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import { STATE_CALL_TIMEOUT_MS } from './transient-failure.js';
+
+/**
+ * Journal pages read from the state service for the tails of this process,
+ * shared: when a job changes, every subscriber of it wakes at once and asks
+ * for the page after the same cursor, and one ReadJobEvents then serves
+ * them all. A read in flight is joined by any tail asking for the same job
+ * after the same sequence; it is forgotten once it settles, so nothing is
+ * cached and memory holds only the pages being fetched.
+ *
+ * A shared read runs as the caller of the tail that started it. Only tails
+ * that have already read the job as themselves share (the first read of a
+ * subscriber proves the job visible to it: NOT_FOUND otherwise), and a job
+ * visible to one caller has the same journal for every caller that sees it.
+ * It runs under its own deadline, not under any one subscriber's
+ * cancellation, so a subscriber leaving does not fail the others' read.
+ */
+export class SharedJournalReads {
+  readonly #inFlight = new Map<string, Promise<ReadJobEventsResponse>>();
+
+  constructor(private readonly state: Client<typeof StateService>) {}
+
+  /** The page of at most 256 events after `afterSequence`, read once for every tail that asks meanwhile. */
+  async read(caller: Caller, jobId: string, afterSequence: bigint, signal: AbortSignal): Promise<ReadJobEventsResponse> {
+    const key = `${jobId}@${afterSequence}`;
+    let page = this.#inFlight.get(key);
+    if (!page) {
+      page = this.state.readJobEvents({ caller, jobId, afterSequence, pageSize: LIMITS.eventPageMax }, { timeoutMs: STATE_CALL_TIMEOUT_MS });
+      this.#inFlight.set(key, page);
+      const forget = (): void => {
+        if (this.#inFlight.get(key) === page) this.#inFlight.delete(key);
+      };
+      page.then(forget, forget);
+    }
+    return abandonOnAbort(page, signal);
+  }
+
+  /** Reads in flight (for tests). */
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+}
+
+/** `work`, or a rejection as soon as `signal` aborts (the work goes on for others). */
+function abandonOnAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
