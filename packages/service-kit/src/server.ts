@@ -57,6 +57,17 @@ const HTTP2_LIMITS = {
   sessionMemoryMb: 32,
   /** Largest header list, in bytes. */
   headerListBytes: 65_536,
+  /**
+   * The connection-level receive window. Node consumes connection-level
+   * flow control as soon as DATA arrives, so this bounds no memory (each
+   * stream's 64 KiB window does: what a stream whose handler is not
+   * reading can make the server buffer); it only caps what all of a
+   * session's uploads together may have in flight. The HTTP/2 default of
+   * 64 KiB made uploads crawl when several ran at once, as the rest of a
+   * refused request's body does while it is discarded (see
+   * `boundedNodeAdapter`).
+   */
+  connectionWindowBytes: 16 * 1024 * 1024,
 } as const;
 
 /** How long an HTTP/2 session or HTTP/1.1 connection may carry nothing before it is closed. */
@@ -197,6 +208,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   );
   h2.on('session', (session) => {
     session.setTimeout(SESSION_IDLE_TIMEOUT_MS, () => session.close());
+    if (!session.destroyed) session.setLocalWindowSize(HTTP2_LIMITS.connectionWindowBytes);
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
   });
