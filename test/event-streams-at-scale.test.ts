@@ -1,0 +1,246 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Client } from '@connectrpc/connect';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
+import { EventService, type StreamJobEventsResponse, type WatchJobsResponse } from '@docket/proto/docket/events/v1/event_service_pb.js';
+import { createWorker, type Worker } from '@docket/worker-sdk';
+import { clientFor } from './support/clients.js';
+import { startCluster, stopAll, type DocketCluster, type ServiceProcess } from './support/cluster.js';
+import { createTestDatabase } from './support/database.js';
+import { JobWriter, readWholeJournal, submitJobs } from './support/job-writer.js';
+import { newIdempotencyKey } from './support/keys.js';
+import { until } from './support/polling.js';
+import { scrape, value } from './support/prometheus.js';
+import { freshQueue } from './support/raw-worker-harness.js';
+import { logLines } from './support/stream-probe.js';
+
+/*
+ * Event streams at scale (issue 15): thousands of subscribers on two
+ * events replicas share one state stream per events process, every
+ * subscriber still gets exactly its job's journal or its own feed, and a
+ * stopped state process is noticed (no heartbeats while it is away) and
+ * ridden out without a gap or a duplicate.
+ */
+
+const HEARTBEAT_MS = 500;
+/** Streams per client session: well inside a front service's 1,000 concurrent streams per session. */
+const STREAMS_PER_SESSION = 250;
+
+let cluster: DocketCluster;
+let databaseUrl: string;
+/** Writes through state replica 1, which events replica 0 does not read through. */
+let writer: JobWriter;
+let alice: string;
+
+beforeAll(async () => {
+  databaseUrl = await createTestDatabase('event streams at scale');
+  cluster = await startCluster({
+    databaseUrl,
+    replicas: { state: 2, events: 2 },
+    env: { events: { DOCKET_HEARTBEAT_MS: String(HEARTBEAT_MS) } },
+  });
+  alice = await cluster.tokenFor('alice', 'user');
+  writer = new JobWriter(replica('state', 1).url, cluster.serviceToken, 'alice');
+});
+
+afterAll(async () => {
+  replica('state', 0).process.kill('SIGCONT');
+  await stopAll();
+});
+
+function replica(name: 'state' | 'events', index: number): ServiceProcess {
+  const service = cluster.replicas[name][index];
+  if (!service) throw new Error(`no ${name} replica ${index}`);
+  return service;
+}
+
+/** Clients of one events replica for `token`, one session each, for `streams` streams. */
+function sessionsFor(index: number, token: string, streams: number): Client<typeof EventService>[] {
+  return Array.from({ length: Math.ceil(streams / STREAMS_PER_SESSION) }, () => clientFor(EventService, replica('events', index).url, token));
+}
+
+/** How many WatchJob/WatchChanges streams each state replica serves now. */
+async function stateStreams(): Promise<number[]> {
+  return Promise.all(cluster.replicas.state.map(async (state) => value(await scrape(state.url), 'docket_state_change_watchers', {}) ?? -1));
+}
+
+/** Follows a job's stream to `end`, resuming after the last sequence if a server cuts it; checks contiguity on the way. */
+async function followToEnd(events: Client<typeof EventService>, jobId: string): Promise<Event[]> {
+  const received: Event[] = [];
+  for (let attempt = 0; attempt < 20; attempt += 1) {
+    try {
+      for await (const frame of events.streamJobEvents({ jobId, afterSequence: received.at(-1)?.sequence ?? 0n })) {
+        if (frame.frame.case === 'end') return received;
+        if (frame.frame.case !== 'page') continue;
+        for (const event of frame.frame.value.events) {
+          if (event.sequence !== (received.at(-1)?.sequence ?? 0n) + 1n) throw new Error(`${jobId}: sequence ${event.sequence} after ${received.at(-1)?.sequence ?? 0n}`);
+          received.push(event);
+        }
+      }
+    } catch (error) {
+      if (attempt === 19) throw error;
+      await sleep(200);
+    }
+  }
+  throw new Error(`${jobId}: no end`);
+}
+
+describe('event streams at scale', () => {
+  it('2,000 subscribers over 200 jobs on two events replicas, while workers run the jobs: each gets exactly its journal and end, and state serves O(1) streams', async () => {
+    const JOBS = 200;
+    const PER_JOB = 10;
+    const queue = freshQueue('at-scale');
+    const jobIds = await submitJobs(cluster.admission.url, alice, JOBS, queue);
+    const clients = [sessionsFor(0, alice, (JOBS * PER_JOB) / 2), sessionsFor(1, alice, (JOBS * PER_JOB) / 2)];
+    const subscribers = jobIds.flatMap((jobId, job) =>
+      Array.from({ length: PER_JOB }, (_, copy) => {
+        const index = job * PER_JOB + copy;
+        const perReplica = clients[index % 2]!;
+        return followToEnd(perReplica[Math.floor(index / 2) % perReplica.length]!, jobId);
+      }),
+    );
+    // Every subscriber is open before the workers start.
+    await until(
+      async () => logLines(replica('events', 0)).concat(logLines(replica('events', 1))).filter((line) => line['msg'] === 'subscribers').length > 0 &&
+        cluster.replicas.events.reduce((sum, events) => sum + Number(logLines(events).filter((line) => line['msg'] === 'subscribers').at(-1)?.['job_event_streams'] ?? 0), 0) === JOBS * PER_JOB,
+      'every subscriber to be open',
+      60_000,
+    );
+
+    const streamCounts: number[][] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        // A scrape can fail while the state pool is saturated (its docket_jobs query); only successful ones are samples.
+        const counts = await stateStreams().catch(() => undefined);
+        if (counts) streamCounts.push(counts);
+        await sleep(250);
+      }
+    })();
+    const worker: Worker = createWorker({
+      url: cluster.execution.url,
+      token: await cluster.tokenFor('at-scale-worker', 'worker', [queue]),
+      name: 'at-scale-worker',
+      queues: [queue],
+      concurrency: 20,
+      claimWaitMs: 2_000,
+      handler: async (job) => {
+        for (let step = 1; step <= 3; step += 1) await job.progress(step, 3, `step ${step}`);
+        return { done: true };
+      },
+    });
+    await worker.start();
+    let outcomes: Event[][];
+    try {
+      outcomes = await Promise.all(subscribers);
+    } finally {
+      sampling = false;
+      await sampler;
+      await worker.stop();
+    }
+
+    for (const [job, jobId] of jobIds.entries()) {
+      const journal = await readWholeJournal(replica('events', 1).url, alice, jobId);
+      expect(journal.at(-1)?.type).toBe('job.succeeded');
+      for (let copy = 0; copy < PER_JOB; copy += 1) {
+        const received = outcomes[job * PER_JOB + copy]!;
+        expect(received.map((event) => event.hash)).toEqual(journal.map((event) => event.hash));
+      }
+    }
+    // Each state replica served at most its events process's stream and the execution service's, whatever the subscribers.
+    expect(streamCounts.length).toBeGreaterThan(4);
+    expect(Math.max(...streamCounts.flat())).toBeLessThanOrEqual(3);
+  }, 240_000);
+
+  it('SIGSTOP of the state process for 10 s: a tail stops heartbeating within a few seconds, then gets every event committed meanwhile, no gap, no duplicate', async () => {
+    const [jobId] = await submitJobs(cluster.admission.url, alice, 1, freshQueue('stopped-state'));
+    const arrivals: { at: number; frame: StreamJobEventsResponse }[] = [];
+    const abort = new AbortController();
+    // Events replica 0 reads through state replica 0; the writer writes through state replica 1.
+    const reading = (async () => {
+      for await (const frame of clientFor(EventService, replica('events', 0).url, alice).streamJobEvents({ jobId: jobId! }, { signal: abort.signal })) {
+        arrivals.push({ at: performance.now(), frame });
+      }
+    })().catch(() => {});
+    const sequences = () => arrivals.flatMap(({ frame }) => (frame.frame.case === 'page' ? frame.frame.value.events.map((event) => Number(event.sequence)) : []));
+    await until(async () => sequences().length === 1 && arrivals.some(({ frame }) => frame.frame.case === 'heartbeat'), 'the tail to catch up and heartbeat');
+
+    const state = replica('state', 0);
+    state.process.kill('SIGSTOP');
+    const stoppedAt = performance.now();
+    try {
+      for (let round = 0; round < 5; round += 1) {
+        await writer.append(jobId!, 3);
+        await sleep(1_500);
+      }
+      await sleep(Math.max(0, 10_000 - (performance.now() - stoppedAt)));
+    } finally {
+      state.process.kill('SIGCONT');
+    }
+    const resumedAt = performance.now();
+    // No false liveness: from a few seconds into the stop (3 s of upstream silence, one heartbeat interval) until SIGCONT, nothing at all.
+    const NOTICED_WITHIN_MS = 3_000 + HEARTBEAT_MS + 1_000;
+    expect(arrivals.filter(({ at }) => at > stoppedAt + NOTICED_WITHIN_MS && at < resumedAt).map(({ frame }) => frame.frame.case)).toEqual([]);
+    expect(logLines(replica('events', 0)).some((line) => String(line['msg']).includes('went silent'))).toBe(true);
+
+    await until(async () => sequences().length === 16, 'every event committed during the stop', 30_000);
+    expect(sequences()).toEqual(Array.from({ length: 16 }, (_, index) => index + 1));
+    abort.abort();
+    await reading;
+  }, 90_000);
+
+  it('WatchJobs under 1,000 subscribers of 50 users: no foreign job in any stream, and each stream is its user\'s part of the feed in commit order', async () => {
+    const USERS = 50;
+    const PER_USER = 20;
+    const run = newIdempotencyKey('feed').slice(-8);
+    const users = Array.from({ length: USERS }, (_, index) => `feed-${run}-${index}`);
+    const tokens = await Promise.all(users.map((user) => cluster.tokenFor(user, 'user')));
+    const streams = users.flatMap((_, user) =>
+      [0, 1].map((events) => ({ user, client: clientFor(EventService, replica('events', events).url, tokens[user]!) })),
+    ).flatMap(({ user, client }) => Array.from({ length: PER_USER / 2 }, () => ({ user, client, frames: [] as WatchJobsResponse[] })));
+    const abort = new AbortController();
+    const reading = streams.map(async (stream) => {
+      for await (const frame of stream.client.watchJobs({}, { signal: abort.signal })) stream.frames.push(frame);
+    });
+    for (const done of reading) done.catch(() => {});
+    await until(async () => streams.every((stream) => stream.frames.some((frame) => frame.frame.case === 'resyncRequired')), 'every stream to start', 60_000);
+
+    // Every user submits jobs, and pauses and resumes one of them, concurrently.
+    await Promise.all(
+      users.map(async (_, user) => {
+        const admission = clientFor(AdmissionService, cluster.admission.url, tokens[user]!);
+        const queue = freshQueue(`feed-${user}`);
+        const jobs: string[] = [];
+        for (let job = 0; job < 3; job += 1) jobs.push((await admission.submitJob({ idempotencyKey: newIdempotencyKey('feed'), queue, input: {} })).job!.id);
+        await admission.pauseJob({ idempotencyKey: newIdempotencyKey('pause'), jobId: jobs[0]! });
+        await admission.resumeJob({ idempotencyKey: newIdempotencyKey('resume'), jobId: jobs[0]! });
+      }),
+    );
+
+    const sql = new pg.Client({ connectionString: databaseUrl });
+    await sql.connect();
+    const expected = new Map<number, string[]>();
+    try {
+      for (const [user, subject] of users.entries()) {
+        const { rows } = await sql.query<{ job_id: string; revision: string }>(
+          'select job_id, revision from job_changes where owner = $1 order by transaction_id, entry_id',
+          [subject],
+        );
+        expected.set(user, rows.map((row) => `${row.job_id}@${row.revision}`));
+      }
+    } finally {
+      await sql.end();
+    }
+    const changesOf = (stream: (typeof streams)[number]) =>
+      stream.frames.flatMap((frame) => (frame.frame.case === 'jobChanged' ? [`${frame.frame.value.jobId}@${frame.frame.value.revision}`] : []));
+    await until(async () => streams.every((stream) => changesOf(stream).length >= expected.get(stream.user)!.length), 'every stream to receive its changes', 60_000);
+    abort.abort();
+    await Promise.allSettled(reading);
+    for (const stream of streams) {
+      expect(expected.get(stream.user)!.length).toBe(5); // three admissions, a pause, a resume
+      expect(changesOf(stream)).toEqual(expected.get(stream.user));
+    }
+  }, 180_000);
+});
