@@ -1,10 +1,19 @@
+import { readFile } from 'node:fs/promises';
+import * as http2 from 'node:http2';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import type { Client } from '@connectrpc/connect';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
-import { EventService, type StreamJobEventsResponse, type WatchJobsResponse } from '@docket/proto/docket/events/v1/event_service_pb.js';
+import {
+  EventService,
+  StreamJobEventsRequestSchema,
+  StreamJobEventsResponseSchema,
+  type StreamJobEventsResponse,
+  type WatchJobsResponse,
+} from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { createWorker, type Worker } from '@docket/worker-sdk';
 import { clientFor } from './support/clients.js';
 import { startCluster, stopAll, type DocketCluster, type ServiceProcess } from './support/cluster.js';
@@ -85,6 +94,52 @@ async function followToEnd(events: Client<typeof EventService>, jobId: string): 
     }
   }
   throw new Error(`${jobId}: no end`);
+}
+
+/** The resident set of a process, from /proc, in bytes. */
+async function rssOf(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
+}
+
+/**
+ * A StreamJobEvents call over a bare HTTP/2 stream, so the test controls
+ * reading exactly: `pause()` stops taking data off the stream (HTTP/2 flow
+ * control then stops the server), `resume()` goes on. Frames are decoded as
+ * they are taken.
+ */
+function rawStream(url: string, token: string, jobId: string) {
+  const session = http2.connect(url);
+  session.on('error', () => {});
+  const stream = session.request({
+    ':method': 'POST',
+    ':path': '/docket.events.v1.EventService/StreamJobEvents',
+    'content-type': 'application/grpc+proto',
+    te: 'trailers',
+    authorization: `Bearer ${token}`,
+  });
+  stream.on('error', () => {});
+  const body = toBinary(StreamJobEventsRequestSchema, create(StreamJobEventsRequestSchema, { jobId }));
+  const envelope = Buffer.alloc(5 + body.byteLength);
+  envelope.writeUInt32BE(body.byteLength, 1);
+  envelope.set(body, 5);
+  stream.end(envelope);
+  const frames: StreamJobEventsResponse[] = [];
+  let buffered = Buffer.alloc(0);
+  stream.on('data', (chunk: Buffer) => {
+    buffered = Buffer.concat([buffered, chunk]);
+    while (buffered.byteLength >= 5 && buffered.byteLength >= 5 + buffered.readUInt32BE(1)) {
+      const length = buffered.readUInt32BE(1);
+      frames.push(fromBinary(StreamJobEventsResponseSchema, buffered.subarray(5, 5 + length)));
+      buffered = buffered.subarray(5 + length);
+    }
+  });
+  return {
+    frames,
+    pause: () => stream.pause(),
+    resume: () => stream.resume(),
+    close: () => session.destroy(),
+  };
 }
 
 describe('event streams at scale', () => {
@@ -190,6 +245,39 @@ describe('event streams at scale', () => {
     abort.abort();
     await reading;
   }, 90_000);
+
+  it('a subscriber that stops reading for 30 s while its job keeps appending costs the events process a bounded amount of memory, then gets everything in order', async () => {
+    // About 40 MB of journal is appended while the subscriber reads nothing;
+    // the events process may hold one page (at most 256 events) and the HTTP/2
+    // windows for it, so its RSS must grow by far less than that.
+    const MEMORY_BOUND = 24 * 1024 * 1024;
+    const [jobId] = await submitJobs(cluster.admission.url, alice, 1, freshQueue('slow-reader'));
+    const events = replica('events', 0);
+    const reader = rawStream(events.url, alice, jobId!);
+    const sequences = () => reader.frames.flatMap((frame) => (frame.frame.case === 'page' ? frame.frame.value.events.map((event) => Number(event.sequence)) : []));
+    try {
+      await until(async () => sequences().length === 1, 'the reader to catch up');
+      reader.pause();
+      const rssBefore = await rssOf(events.process.pid!);
+      let rssMax = rssBefore;
+      const label = 'x'.repeat(2_000);
+      let appended = 1;
+      const stopAt = performance.now() + 30_000;
+      while (performance.now() < stopAt) {
+        await writer.append(jobId!, 64, label);
+        appended += 64;
+        rssMax = Math.max(rssMax, await rssOf(events.process.pid!));
+      }
+      expect(appended * label.length).toBeGreaterThan(2 * MEMORY_BOUND);
+      expect(rssMax - rssBefore).toBeLessThan(MEMORY_BOUND);
+      console.info(`slow reader: ${appended} events (${Math.round((appended * label.length) / 2 ** 20)} MiB of labels) appended unread, events RSS +${((rssMax - rssBefore) / 2 ** 20).toFixed(1)} MiB at most`);
+      reader.resume();
+      await until(async () => sequences().length === appended, 'the reader to receive everything', 60_000);
+      expect(sequences()).toEqual(Array.from({ length: appended }, (_, index) => index + 1));
+    } finally {
+      reader.close();
+    }
+  }, 150_000);
 
   it('WatchJobs under 1,000 subscribers of 50 users: no foreign job in any stream, and each stream is its user\'s part of the feed in commit order', async () => {
     const USERS = 50;
