@@ -19,7 +19,8 @@ import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.
  * it reports nothing. Every journal is read back verified.
  */
 
-const LEASE_MS = 1_500;
+/** Short enough to wait out, long enough that a loaded machine does not lose a lease between two calls of a test. */
+const LEASE_MS = 3_000;
 
 let cluster: DocketCluster;
 let harness: ExecutionHarness;

@@ -234,8 +234,9 @@ describe('what leaves a service', () => {
       await holder.query('begin');
       try {
         await holder.query('select id from jobs where id = $1 for update', [jobId]);
-        // The caller waits 1.5 s: the state service's transaction gets that (less a margin) as its statement_timeout.
-        failure = await failureOf(owner().cancelJob({ idempotencyKey: cancelKey, jobId }, { timeoutMs: 1_500 }));
+        // The caller waits 4 s: the state service's transaction gets that, less a 250 ms margin for the
+        // typed answer to arrive first (a shorter deadline's tenth can be too little on a loaded machine).
+        failure = await failureOf(owner().cancelJob({ idempotencyKey: cancelKey, jobId }, { timeoutMs: 4_000 }));
       } finally {
         await holder.query('rollback');
       }
