@@ -75,3 +75,6 @@ export { serviceHealthProbe, watchDependency, type DependencyProbe } from './dep
 export { ServiceMetrics } from './service-metrics.js';
 export { SharedUpstream, type SharedUpstreamOptions } from './shared-upstream.js';
 export { FanOut } from './fan-out.js';
+export { CoalescingSignal, type TakeMiss } from './coalescing-signal.js';
+export { WakeSignal, type WakeOutcome } from './wake-signal.js';
+export { Backoff, type BackoffOptions } from './backoff.js';

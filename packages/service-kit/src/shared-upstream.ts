@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Backoff } from './backoff.js';
 import type { Logger } from './logger.js';
 
 /** What a {@link SharedUpstream} opens, whom it tells, and how it paces itself. */
@@ -44,16 +45,14 @@ export interface SharedUpstreamOptions<F> {
  */
 export class SharedUpstream<F> {
   readonly #stop = new AbortController();
-  readonly #minBackoffMs: number;
-  readonly #maxBackoffMs: number;
+  readonly #backoff: Backoff;
   #running: Promise<void> | undefined;
   #live = false;
   #opened = 0;
   #liveWaiters = new Set<() => void>();
 
   constructor(private readonly options: SharedUpstreamOptions<F>) {
-    this.#minBackoffMs = options.minBackoffMs ?? 100;
-    this.#maxBackoffMs = options.maxBackoffMs ?? 5_000;
+    this.#backoff = new Backoff({ firstMs: options.minBackoffMs ?? 100, maxMs: options.maxBackoffMs ?? 5_000 });
   }
 
   /** Opens the stream and keeps it open until {@link close}. Idempotent. */
@@ -94,8 +93,6 @@ export class SharedUpstream<F> {
 
   async #run(): Promise<void> {
     const { logger, name } = this.options;
-    let backoffMs = this.#minBackoffMs;
-    let failures = 0;
     while (!this.#stop.signal.aborted) {
       this.#opened += 1;
       const stream = new AbortController();
@@ -118,9 +115,9 @@ export class SharedUpstream<F> {
         for await (const frame of this.options.open(stream.signal)) {
           heard();
           if (!this.#live) {
-            backoffMs = this.#minBackoffMs;
+            const failures = this.#backoff.failures;
             if (failures > 0) logger.info(`${name} restored`, { failures });
-            failures = 0;
+            this.#backoff.reset();
             this.#becomeLive();
           }
           this.options.onFrame(frame);
@@ -134,10 +131,9 @@ export class SharedUpstream<F> {
       if (this.#stop.signal.aborted) return;
       this.#live = false;
       this.options.onGap();
-      failures += 1;
-      if (failures === 1) logger.warn(silent ? `${name} went silent, reopening` : `${name} broke, reopening`);
-      await sleep(backoffMs, undefined, { signal: this.#stop.signal }).catch(() => {});
-      backoffMs = Math.min(backoffMs * 2, this.#maxBackoffMs);
+      const pauseMs = this.#backoff.next();
+      if (this.#backoff.failures === 1) logger.warn(silent ? `${name} went silent, reopening` : `${name} broke, reopening`);
+      await sleep(pauseMs, undefined, { signal: this.#stop.signal }).catch(() => {});
     }
   }
 

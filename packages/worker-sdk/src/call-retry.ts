@@ -1,5 +1,5 @@
 import { Code } from '@connectrpc/connect';
-import { delay, mayHaveSucceeded } from '@docket/contracts';
+import { delay, mayHaveSucceeded, retryBackoffCeilingMs } from '@docket/contracts';
 import { codeOf } from './docket-worker-error.js';
 
 /** How often and how patiently the SDK retries one of its own calls. */
@@ -43,7 +43,7 @@ export async function callWithRetry<T>(call: (tryNumber: number) => Promise<T>, 
       return await call(tryNumber);
     } catch (error) {
       const code = codeOf(error);
-      const ceiling = Math.min(schedule.maxDelayMs, schedule.initialDelayMs * 2 ** (tryNumber - 1));
+      const ceiling = retryBackoffCeilingMs(tryNumber, schedule.initialDelayMs, schedule.maxDelayMs);
       const backoff = Math.random() * ceiling;
       const retry =
         mayHaveSucceeded(code) &&

@@ -14,7 +14,7 @@ import {
   type WatchChangesRequest,
   type WatchChangesResponse,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { FeedCursorCodec, createLogger } from '@docket/service-kit';
+import { FeedCursorCodec, WakeSignal, createLogger } from '@docket/service-kit';
 import { describe, expect, it } from 'vitest';
 import type { EventDependencies } from './event-dependencies.js';
 import { streamJobEvents } from './job-event-tail.js';
@@ -22,7 +22,6 @@ import { JobSignalHub } from './job-signal-hub.js';
 import { SharedChangeFeed } from './shared-change-feed.js';
 import { SharedJournalReads } from './shared-journal-reads.js';
 import { SubscriberGauge } from './subscriber-gauge.js';
-import { WakeSignal } from './wake-signal.js';
 
 const JOB_ID = 'job_aaaaaaaaaaaaaaaaaaaaaaaaaa';
 const alice: Principal = { subject: 'alice', role: 'user' };

@@ -1,5 +1,5 @@
 import type { StreamSignals } from './event-dependencies.js';
-import { WakeSignal } from './wake-signal.js';
+import { WakeSignal } from '@docket/service-kit';
 
 /**
  * What a subscriber's loop does next: `rung` (a signal arrived: check the

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { ERROR_DOMAIN } from '@docket/contracts';
-import { errorInfoOf } from '@docket/service-kit';
+import { Backoff, errorInfoOf } from '@docket/service-kit';
 
 /**
  * How long a stream keeps retrying the state service before it gives up
@@ -18,9 +18,6 @@ export const STATE_RETRY_BUDGET_MS = 30_000;
  * subscriber.
  */
 export const STATE_CALL_TIMEOUT_MS = 10_000;
-
-const FIRST_DELAY_MS = 50;
-const MAX_DELAY_MS = 1_000;
 
 /**
  * Whether a failed call to the state service may succeed if repeated: the
@@ -52,10 +49,13 @@ export async function retryTransient<T>(
   budgetMs: number = STATE_RETRY_BUDGET_MS,
 ): Promise<T> {
   const giveUpAt = performance.now() + budgetMs;
-  for (let delayMs = FIRST_DELAY_MS; ; delayMs = Math.min(delayMs * 2, MAX_DELAY_MS)) {
+  const backoff = new Backoff({ firstMs: 50, maxMs: 1_000 });
+  for (;;) {
+    let delayMs: number;
     try {
       return await attempt();
     } catch (error) {
+      delayMs = backoff.next();
       if (signal.aborted || !isTransientFailure(error) || performance.now() + delayMs > giveUpAt) throw error;
     }
     await sleep(delayMs, undefined, { signal });

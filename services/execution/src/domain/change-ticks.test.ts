@@ -1,15 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@docket/service-kit';
-import { ChangeTicks } from './change-ticks.js';
+import { ChangeTicks, type TickFrame } from './change-ticks.js';
 
 /** A hand-driven WatchChanges: each `open` makes a stream the test pushes frames into or breaks. */
 class FakeChangeStreams {
-  readonly streams: { push(frame?: object): void; fail(): void }[] = [];
+  readonly streams: { push(frame?: TickFrame): void; fail(): void }[] = [];
 
-  readonly open = (signal: AbortSignal): AsyncIterable<unknown> => {
-    const queue: (object | 'fail')[] = [];
+  readonly open = (signal: AbortSignal): AsyncIterable<TickFrame> => {
+    const queue: (TickFrame | 'fail')[] = [];
     let wake: (() => void) | undefined;
-    const put = (item: object | 'fail'): void => {
+    const put = (item: TickFrame | 'fail'): void => {
       queue.push(item);
       wake?.();
     };
@@ -30,7 +30,7 @@ class FakeChangeStreams {
     })();
   };
 
-  get latest(): { push(frame?: object): void; fail(): void } {
+  get latest(): { push(frame?: TickFrame): void; fail(): void } {
     const stream = this.streams.at(-1);
     if (!stream) throw new Error('no stream opened yet');
     return stream;
@@ -76,6 +76,10 @@ describe('ChangeTicks', () => {
     const narrowed = ticks.subscribe();
     narrowed.narrowTo(['email']);
     const everyQueue = ticks.subscribe();
+    // A stream's first frame wakes everyone (nothing was announced before it); the frame under test is the next.
+    streams.latest.push();
+    expect(await everyQueue.wait(1_000, never)).toBe('tick');
+    expect(await narrowed.wait(1_000, never)).toBe('tick');
     streams.latest.push(frame);
     expect(await everyQueue.wait(1_000, never)).toBe('tick');
     expect(await narrowed.wait(50, never)).toBe(wakes ? 'tick' : 'timeout');
@@ -107,6 +111,15 @@ describe('ChangeTicks', () => {
     const started = performance.now();
     expect(await subscription.wait(30, never)).toBe('timeout');
     expect(performance.now() - started).toBeGreaterThanOrEqual(25);
+  });
+
+  it('ends a pending wait when its subscription closes', async () => {
+    const ticks = new ChangeTicks(new FakeChangeStreams().open, quiet);
+    const subscription = ticks.subscribe();
+    const waiting = subscription.wait(5_000, never);
+    subscription.close();
+    expect(await waiting).toBe('aborted');
+    expect(ticks.subscriberCount).toBe(0);
   });
 
   it('reopens a broken stream with backoff and wakes everyone on the break and on the reconnect', async () => {

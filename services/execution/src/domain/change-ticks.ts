@@ -1,5 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from '@docket/service-kit';
+import { SharedUpstream, WakeSignal, type Logger, type SharedUpstreamOptions } from '@docket/service-kit';
 
 /** Why {@link TickSubscription.wait} returned. */
 export type TickWait = 'tick' | 'timeout' | 'aborted';
@@ -22,13 +21,8 @@ export interface TickSubscription {
   close(): void;
 }
 
-/** Reconnection pacing of {@link ChangeTicks}. */
-export interface ChangeTicksOptions {
-  /** The first pause after the stream breaks; doubled per failed reconnect. Default 100 ms. */
-  readonly minBackoffMs?: number;
-  /** The longest pause between reconnects. Default 5 s. */
-  readonly maxBackoffMs?: number;
-}
+/** Reconnection pacing of {@link ChangeTicks} (defaults: 100 ms doubling to 5 s). */
+export type ChangeTicksOptions = Pick<SharedUpstreamOptions<TickFrame>, 'minBackoffMs' | 'maxBackoffMs'>;
 
 /**
  * The execution process's one WatchChanges stream from the state service,
@@ -40,34 +34,33 @@ export interface ChangeTicksOptions {
  * Ticks only say "try again", and name the queues they concern: a
  * subscriber narrowed to some queues wakes only for ticks naming one of
  * them (or any queue). One that is woken needlessly makes one empty claim
- * attempt, and one that misses a tick is caught by its own re-check timer. When the stream breaks (state restarting, network) it is
- * reopened with exponential backoff, and every subscriber is woken both on
- * the break and on the first frame after reconnecting, since changes made
- * in between were not announced.
+ * attempt, and one that misses a tick is caught by its own re-check timer.
+ * The stream is a {@link SharedUpstream}: when it breaks (state
+ * restarting, network) it is reopened with backoff, and every subscriber
+ * is woken both on the break and on the first frame of each stream, since
+ * changes made in between were not announced.
  */
 export class ChangeTicks {
   readonly #subscribers = new Set<Subscriber>();
-  readonly #stop = new AbortController();
-  readonly #minBackoffMs: number;
-  readonly #maxBackoffMs: number;
-  #running: Promise<void> | undefined;
-  #opened = 0;
+  readonly #upstream: SharedUpstream<TickFrame>;
 
   /**
    * @param open opens the stream (`state.watchChanges({}, {signal})`); it must end or throw when `signal` aborts
    */
-  constructor(
-    private readonly open: (signal: AbortSignal) => AsyncIterable<unknown>,
-    private readonly logger: Logger,
-    options: ChangeTicksOptions = {},
-  ) {
-    this.#minBackoffMs = options.minBackoffMs ?? 100;
-    this.#maxBackoffMs = options.maxBackoffMs ?? 5_000;
+  constructor(open: (signal: AbortSignal) => AsyncIterable<TickFrame>, logger: Logger, options: ChangeTicksOptions = {}) {
+    this.#upstream = new SharedUpstream({
+      name: 'change stream to the state service',
+      open,
+      onFrame: (frame) => this.#wake(frame),
+      onGap: () => this.#wakeAll(),
+      logger,
+      ...options,
+    });
   }
 
   /** Opens the stream and keeps it open until {@link close}. Idempotent. */
   start(): void {
-    this.#running ??= this.#run();
+    this.#upstream.start();
   }
 
   /** A new subscription; ticks announced from now on wake it. */
@@ -84,41 +77,12 @@ export class ChangeTicks {
 
   /** How many times the stream has been opened, reconnects included (for tests and metrics). */
   get streamsOpened(): number {
-    return this.#opened;
+    return this.#upstream.streamsOpened;
   }
 
   /** Closes the stream for good; subscribers get no more ticks. */
-  async close(): Promise<void> {
-    this.#stop.abort();
-    await this.#running;
-  }
-
-  async #run(): Promise<void> {
-    let backoffMs = this.#minBackoffMs;
-    let failures = 0;
-    while (!this.#stop.signal.aborted) {
-      let framed = false;
-      this.#opened += 1;
-      try {
-        for await (const frame of this.open(this.#stop.signal)) {
-          if (!framed) {
-            framed = true;
-            backoffMs = this.#minBackoffMs;
-            if (failures > 0) this.logger.info('change stream restored', { failures });
-            failures = 0;
-          }
-          this.#wake(frame as TickFrame);
-        }
-      } catch {
-        // A broken stream is expected while the state service restarts; handled below.
-      }
-      if (this.#stop.signal.aborted) return;
-      this.#wakeAll();
-      failures += 1;
-      if (failures === 1) this.logger.warn('change stream to the state service broke, reconnecting');
-      await sleep(backoffMs, undefined, { signal: this.#stop.signal }).catch(() => {});
-      backoffMs = Math.min(backoffMs * 2, this.#maxBackoffMs);
-    }
+  close(): Promise<void> {
+    return this.#upstream.close();
   }
 
   #wakeAll(): void {
@@ -132,15 +96,14 @@ export class ChangeTicks {
 }
 
 /** A WatchChanges frame; a frame that names no queues wakes everyone. */
-interface TickFrame {
+export interface TickFrame {
   readonly claimableQueues?: readonly string[];
   readonly anyQueue?: boolean;
 }
 
-/** One subscription: a coalescing bit and at most one waiter. */
+/** One subscription: a wake-up bit and the queues it is narrowed to. */
 class Subscriber implements TickSubscription {
-  #rung = false;
-  #settle: ((outcome: TickWait) => void) | undefined;
+  readonly #wake = new WakeSignal();
   #queues: ReadonlySet<string> | undefined;
 
   constructor(private readonly unsubscribe: () => void) {}
@@ -154,33 +117,16 @@ class Subscriber implements TickSubscription {
   }
 
   ring(): void {
-    this.#rung = true;
-    this.#settle?.('tick');
+    this.#wake.ring();
   }
 
-  wait(timeoutMs: number, signal: AbortSignal): Promise<TickWait> {
-    if (this.#rung) {
-      this.#rung = false;
-      return Promise.resolve('tick');
-    }
-    if (signal.aborted) return Promise.resolve('aborted');
-    return new Promise((resolve) => {
-      const settle = (outcome: TickWait): void => {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-        this.#settle = undefined;
-        if (outcome === 'tick') this.#rung = false;
-        resolve(outcome);
-      };
-      const onAbort = (): void => settle('aborted');
-      const timer = setTimeout(() => settle('timeout'), Math.max(0, timeoutMs));
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.#settle = settle;
-    });
+  async wait(timeoutMs: number, signal: AbortSignal): Promise<TickWait> {
+    const outcome = await this.#wake.wait(timeoutMs, signal);
+    return outcome === 'rung' ? 'tick' : outcome;
   }
 
   close(): void {
-    this.#settle?.('aborted');
+    this.#wake.close();
     this.unsubscribe();
   }
 }

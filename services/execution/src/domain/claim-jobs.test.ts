@@ -12,9 +12,9 @@ import {
   HandleWorkerCallResponseSchema,
   type HandleWorkerCallRequest,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import type { ForwardedDeadline } from '@docket/service-kit';
+import { WakeSignal, type ForwardedDeadline } from '@docket/service-kit';
 import { claimJobs, claimWaitMs, MAX_CLAIM_WAIT_MS, type ClaimCall } from './claim-jobs.js';
-import type { TickSubscription, TickWait } from './change-ticks.js';
+import type { TickSubscription } from './change-ticks.js';
 import type { StateClient } from './worker-call.js';
 
 const EMPTY = create(ClaimJobsResponseSchema, {});
@@ -43,46 +43,24 @@ function scriptedState(answers: ClaimJobsResponse[], hintInMs?: number) {
 
 /** Ticks that fire when the test says so. */
 class ManualTicks {
-  readonly #subscriptions = new Set<{ ring(): void }>();
+  readonly #wakes = new Set<WakeSignal>();
   subscribe(): TickSubscription {
-    let rung = false;
-    let settle: ((outcome: TickWait) => void) | undefined;
-    const entry = {
-      ring: () => {
-        rung = true;
-        settle?.('tick');
-      },
-    };
-    this.#subscriptions.add(entry);
+    const wake = new WakeSignal();
+    this.#wakes.add(wake);
     return {
       narrowTo: () => {},
-      wait: (timeoutMs, signal) =>
-        new Promise((resolve) => {
-          if (rung) {
-            rung = false;
-            return resolve('tick');
-          }
-          const timer = setTimeout(() => done('timeout'), timeoutMs);
-          const onAbort = () => done('aborted');
-          signal.addEventListener('abort', onAbort, { once: true });
-          const done = (outcome: TickWait) => {
-            clearTimeout(timer);
-            signal.removeEventListener('abort', onAbort);
-            settle = undefined;
-            if (outcome === 'tick') rung = false;
-            resolve(outcome);
-          };
-          settle = done;
-          if (signal.aborted) done('aborted');
-        }),
-      close: () => this.#subscriptions.delete(entry),
+      wait: async (timeoutMs, signal) => {
+        const outcome = await wake.wait(timeoutMs, signal);
+        return outcome === 'rung' ? 'tick' : outcome;
+      },
+      close: () => this.#wakes.delete(wake),
     };
   }
   tick(): void {
-    for (const subscription of this.#subscriptions) subscription.ring();
+    for (const wake of this.#wakes) wake.ring();
   }
   get open(): number {
-    return this.#subscriptions.size;
+    return this.#wakes.size;
   }
 }
 

@@ -2,7 +2,7 @@ import { durationFromMs, timestampMs } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { delay } from '@docket/contracts';
 import { MaintenanceTask } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import type { Logger } from '@docket/service-kit';
+import { Backoff, type Logger } from '@docket/service-kit';
 import type { StateClient } from './worker-call.js';
 
 /** One background loop's settings. */
@@ -58,7 +58,7 @@ export async function runMaintenanceLoop(
   stop: AbortSignal,
 ): Promise<void> {
   const task = MaintenanceTask[settings.task];
-  let failures = 0;
+  const backoff = new Backoff({ firstMs: FIRST_FAILURE_PAUSE_MS, maxMs: Math.min(MAX_FAILURE_PAUSE_MS, settings.intervalMs) });
   while (!stop.aborted) {
     let pauseMs: number;
     try {
@@ -73,19 +73,18 @@ export async function runMaintenanceLoop(
         nextDueAt = step.nextDueAt ? timestampMs(step.nextDueAt) : undefined;
         if (step.handled < settings.batch || stop.aborted) break;
       }
-      if (failures > 0) logger.info('background loop recovered', { task, failures });
-      failures = 0;
+      if (backoff.failures > 0) logger.info('background loop recovered', { task, failures: backoff.failures });
+      backoff.reset();
       if (handled > 0) logger.info('background loop handled items', { task, handled });
       pauseMs = pauseUntil(nextDueAt, settings.intervalMs);
     } catch (error) {
-      failures += 1;
-      if (failures === 1) {
+      pauseMs = backoff.next();
+      if (backoff.failures === 1) {
         logger.warn('background loop step failed, backing off', {
           task,
           code: error instanceof ConnectError ? Code[error.code] : undefined,
         });
       }
-      pauseMs = Math.min(FIRST_FAILURE_PAUSE_MS * 2 ** (failures - 1), MAX_FAILURE_PAUSE_MS, settings.intervalMs);
     }
     await delay(pauseMs, stop);
   }

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { FanOut, type Logger } from '@docket/service-kit';
+import { Backoff, FanOut, type Logger } from '@docket/service-kit';
 import { JOB_CHANGES_CHANNEL } from './queries/job-changes.js';
 import { CONNECTION_LIMITS } from './pool.js';
 import { withStatementBudget } from './statement-budget.js';
@@ -47,6 +47,8 @@ export type ChangeListener = (announcement: JobChangeAnnouncement | undefined) =
  */
 export class ChangeListenerHub {
   readonly #watchers = new FanOut<JobChangeAnnouncement | undefined>();
+  /** Pauses between reconnection attempts: 200 ms doubling to 5 s, from 200 ms again after each success. */
+  readonly #reconnectBackoff = new Backoff({ firstMs: 200, maxMs: 5_000 });
   #client: pg.Client | undefined;
   #stopped = false;
   #retryTimer: NodeJS.Timeout | undefined;
@@ -124,7 +126,7 @@ export class ChangeListenerHub {
     this.#heartbeatTimer.unref();
   }
 
-  #reconnectSoon(failed: pg.Client, delayMs = 200): void {
+  #reconnectSoon(failed: pg.Client): void {
     if (this.#stopped || this.#client !== failed) return;
     this.#client = undefined;
     clearTimeout(this.#heartbeatTimer);
@@ -133,15 +135,17 @@ export class ChangeListenerHub {
     this.logger.warn('change listener lost its connection, reconnecting');
     this.#retryTimer = setTimeout(() => {
       this.start().then(
-        () => this.#watchers.broadcast(undefined),
+        () => {
+          this.#reconnectBackoff.reset();
+          this.#watchers.broadcast(undefined);
+        },
         () => {
           this.#client = failed;
-          this.#reconnectSoon(failed, Math.min(delayMs * 2, 5_000));
+          this.#reconnectSoon(failed);
         },
       );
-    }, delayMs);
+    }, this.#reconnectBackoff.next());
   }
-
 }
 
 /**

@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import { notFound, type JobStatusName } from '@docket/contracts';
+import { CoalescingSignal } from '@docket/service-kit';
 import type { ChangeListenerHub, StoredProgress } from '../db/change-listener.js';
 import { findVisibleJob, type Viewer } from '../db/queries/jobs.js';
 import type { Database } from '../db/tables/index.js';
-import { CoalescingMailbox } from './coalescing-mailbox.js';
 
 /** A job's head, as a watcher sees it. */
 export interface JobHead {
@@ -37,7 +37,7 @@ export async function* watchJobSignals(
   jobId: string,
   signal: AbortSignal,
 ): AsyncGenerator<JobSignal> {
-  const mailbox = new CoalescingMailbox<PendingSignals>((held, next) => ({
+  const mailbox = new CoalescingSignal<PendingSignals>((held, next) => ({
     reread: held.reread || next.reread,
     head: !held.head || (next.head && next.head.latestSequence >= held.head.latestSequence) ? (next.head ?? held.head) : held.head,
     progress: next.progress ?? held.progress,
@@ -51,8 +51,8 @@ export async function* watchJobSignals(
     mailbox.put({ reread: true, head: undefined, progress: undefined });
     let delivered = -1n;
     for (;;) {
-      const next = await mailbox.take(signal);
-      if (next === undefined) return;
+      const next = await mailbox.take(Number.POSITIVE_INFINITY, signal);
+      if (next === 'aborted' || next === 'timeout') return;
       const head = next.reread ? await readHead(db, viewer, jobId) : next.head;
       if (head && head.latestSequence >= delivered) {
         delivered = head.latestSequence;
@@ -117,7 +117,7 @@ interface PendingTick {
  * tick follows any silence that long.
  */
 export async function* watchChangeTicks(hub: ChangeListenerHub, options: ChangeTickOptions, signal: AbortSignal): AsyncGenerator<ChangeTick> {
-  const mailbox = new CoalescingMailbox<PendingTick>(mergeTicks);
+  const mailbox = new CoalescingSignal<PendingTick>(mergeTicks);
   const unsubscribe = hub.watchAll((announcement) => {
     if (!announcement) return mailbox.put(pendingTick(true));
     const tick = pendingTick(false);
@@ -134,10 +134,9 @@ export async function* watchChangeTicks(hub: ChangeListenerHub, options: ChangeT
   try {
     mailbox.put(pendingTick(true));
     for (;;) {
-      const wait = options.heartbeatMs === undefined ? signal : AbortSignal.any([signal, AbortSignal.timeout(options.heartbeatMs)]);
-      const tick = await mailbox.take(wait);
-      if (signal.aborted) return;
-      yield tick ?? pendingTick(false);
+      const tick = await mailbox.take(options.heartbeatMs, signal);
+      if (tick === 'aborted') return;
+      yield tick === 'timeout' ? pendingTick(false) : tick;
     }
   } finally {
     unsubscribe();
