@@ -90,7 +90,12 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHand
     );
     if ('stream' in request) finishUnreadUpload(request);
     handler(universal)
-      .then((answer) => universalResponseToNodeResponse(answer, response as http.ServerResponse))
+      .then((answer) => {
+        // HTTP/1.1: a body answered before it was read to the end would stall the
+        // next request on this keep-alive connection; the client reconnects instead.
+        if (!('stream' in request) && !request.complete) response.setHeader('connection', 'close');
+        return universalResponseToNodeResponse(answer, response as http.ServerResponse);
+      })
       .catch(() => {
         // The client went away while the answer was written: nothing to tell anyone.
       });
@@ -137,8 +142,9 @@ export const DISCARDED_UPLOAD_IDLE_MS = 1_000;
  * {@link DISCARDED_UPLOAD_BYTES} (the server stops paying for it). A
  * client that ends its stream closes it as usual.
  *
- * HTTP/2 only: an HTTP/1.1 keep-alive connection whose refused body was
- * left unread is not handled here (the next request on it waits).
+ * HTTP/2 only: over HTTP/1.1 such an answer says `connection: close`
+ * (see {@link boundedNodeAdapter}), since the rest of the body would
+ * otherwise stand in front of the next request on the connection.
  */
 function finishUnreadUpload(request: http2.Http2ServerRequest): void {
   const stream = request.stream;

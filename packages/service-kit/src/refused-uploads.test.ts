@@ -1,3 +1,4 @@
+import * as http from 'node:http';
 import * as http2 from 'node:http2';
 import { Code, ConnectError, createClient, type Interceptor, type Transport } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
@@ -80,6 +81,28 @@ describe('requests refused before their body was read', () => {
       expect(await client.echo({ text: 'who' })).toMatchObject({ text: 'alice/user' });
     }, 60_000);
   }
+
+  it('over HTTP/1.1 keep-alive close their connection, so the next call on the same client is answered at once', async () => {
+    const harness = await probeServer();
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const client = createClient(
+        ProbeService,
+        createConnectTransport({ baseUrl: harness.url, httpVersion: '1.1', nodeOptions: { agent }, interceptors: bearer(await harness.token('user', { subject: 'alice' })) }),
+      );
+      for (let i = 0; i < 3; i++) {
+        const error = await client.echo({ text: OVERSIZED }).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error instanceof ConnectError && errorInfoOf(error)?.reason, `refusal ${i}`).toBe('LIMIT_EXCEEDED');
+        // Without the close, the next call waits behind the unread body until its deadline.
+        expect(await client.echo({ text: 'who' }, { timeoutMs: 5_000 })).toMatchObject({ text: 'alice/user' });
+      }
+    } finally {
+      agent.destroy();
+    }
+  }, 60_000);
 
   it('are drained and closed, on one raw HTTP/2 session, which then carries a normal call', async () => {
     const harness = await probeServer();

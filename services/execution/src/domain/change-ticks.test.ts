@@ -23,7 +23,7 @@ class FakeChangeStreams {
             signal.addEventListener('abort', () => resolve(), { once: true });
           });
         }
-        const item = queue.shift();
+        const item = queue.shift()!;
         if (item === 'fail') throw new Error('stream broke');
         yield item;
       }
