@@ -35,6 +35,14 @@ describe('isDatabaseUnavailable', () => {
     }
   });
 
+  it('counts a query asked of a pool that was already closed (a call still running at shutdown)', async () => {
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    await pool.end();
+    const failure = await pool.query('select 1').then(() => undefined, (error: unknown) => error);
+    expect(failure).toBeInstanceOf(Error);
+    expect(isDatabaseUnavailable(failure)).toBe(true);
+  });
+
   it('counts a refused connection, and not an ordinary query error', async () => {
     const nowhere = new pg.Client({ connectionString: 'postgres://docket@127.0.0.1:1/docket', connectionTimeoutMillis: 1_000 });
     const refused = await nowhere.connect().then(() => undefined, (error: unknown) => error);

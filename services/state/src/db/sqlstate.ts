@@ -36,6 +36,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 /**
  * node-postgres' own errors for a connection that died under a query, or
  * that could not be had in time (pg-pool's connect timeout, and the
- * connection timeout of a client); they carry no code.
+ * connection timeout of a client), or asked of a pool this process has
+ * already closed (a call still running as it shuts down); they carry no code.
  */
-const CONNECTION_LOST = /^(Connection terminated|Client has encountered a connection error|Client was closed|timeout exceeded when trying to connect)/;
+const CONNECTION_LOST = /^(Connection terminated|Client has encountered a connection error|Client was closed|timeout exceeded when trying to connect|Cannot use a pool after calling end)/;
