@@ -100,18 +100,33 @@ export class SharedUpstream<F> {
       this.#stop.signal.addEventListener('abort', stopStream, { once: true });
       let silence: NodeJS.Timeout | undefined;
       let silent = false;
+      let heardAt = performance.now();
       const heard = (): void => {
-        if (this.options.silenceLimitMs === undefined) return;
-        clearTimeout(silence);
-        silence = setTimeout(() => {
-          silent = true;
-          stream.abort();
-          this.options.onSilent?.();
-        }, this.options.silenceLimitMs);
+        heardAt = performance.now();
+      };
+      // One timer per limit, not one per frame. When it fires, the verdict waits
+      // for the I/O phase that follows (setImmediate): on a busy event loop the
+      // timer can fire before frames already in the socket have been read, and a
+      // live upstream must not be taken for dead because its process was slow.
+      const watch = (afterMs: number): void => {
+        const limitMs = this.options.silenceLimitMs;
+        if (limitMs === undefined) return;
+        silence = setTimeout(
+          () =>
+            setImmediate(() => {
+              if (stream.signal.aborted) return;
+              const quietMs = performance.now() - heardAt;
+              if (quietMs < limitMs) return watch(limitMs - quietMs);
+              silent = true;
+              stream.abort();
+              this.options.onSilent?.();
+            }),
+          afterMs,
+        );
         silence.unref();
       };
       try {
-        heard();
+        watch(this.options.silenceLimitMs ?? 0);
         for await (const frame of this.options.open(stream.signal)) {
           heard();
           if (!this.#live) {
@@ -126,6 +141,7 @@ export class SharedUpstream<F> {
         // A broken stream is expected while the peer restarts; handled below.
       } finally {
         clearTimeout(silence);
+        stream.abort(); // also ends a verdict already waiting for its setImmediate
         this.#stop.signal.removeEventListener('abort', stopStream);
       }
       if (this.#stop.signal.aborted) return;
