@@ -5,8 +5,11 @@ import { fork } from 'node:child_process';
 
 const GENERATORS = new URL('./generators/', import.meta.url).pathname;
 
-/** Forks `bench/generators/<script>` and speaks the protocol with it. */
-function forkGenerator(script, config) {
+/**
+ * Forks `bench/generators/<script>` and speaks the protocol with it:
+ * `ready` (set up), `start()` (a result; may be asked again), `stop()`.
+ */
+export function forkGenerator(script, config) {
   const child = fork(`${GENERATORS}${script}`, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const waiting = new Map();
   let failure;

@@ -12,7 +12,7 @@ import { parseOptions, USAGE } from './options.mjs';
 import { backlogPrefills, BACKLOG_QUEUE, buildScenarios, DEFAULT_SCENARIOS, EXTRA_SCENARIOS, sizesFor, SYSTEM_NAMES } from './plan.mjs';
 import { startDurablePostgres } from './postgres.mjs';
 import { goalRows, ratioRows } from './report/comparisons.mjs';
-import { writeResults } from './report/files.mjs';
+import { extraTables, writeResults } from './report/files.mjs';
 import { measurementFigures, summarize } from './report/summary.mjs';
 import { goalsTable, ratiosTable, renderText, resultsTable } from './report/tables.mjs';
 import { resetStatements, statementsTable, topStatements } from './statements.mjs';
@@ -115,8 +115,15 @@ try {
 
   for (const extra of extras) {
     console.log(`${elapsed()}  ${extra} (in-process)`);
-    extraRows[extra] = await EXTRAS[extra]({ server, root: options.docketRoot, quick: options.quick });
-    console.table(extraRows[extra]);
+    try {
+      extraRows[extra] = await EXTRAS[extra]({ server, root: options.docketRoot, quick: options.quick });
+      console.log(`\n${renderText(extraTables({ [extra]: extraRows[extra] })[0])}\n`);
+    } catch (error) {
+      // A benchmark that stopped early may still hand back what it measured.
+      if (error.rows) (extraRows[extra] = error.rows), console.log(`\n${renderText(extraTables({ [extra]: error.rows })[0])}\n`);
+      measurements.push({ scenario: extra, error: error.stack ?? String(error) });
+      console.log(`${elapsed()}  ${extra}: FAILED ${String(error.message ?? error).split('\n').slice(0, 6).join(' | ')}`);
+    }
   }
 } finally {
   // Complaints while the systems ran; what they log as they are stopped is shutdown noise.

@@ -48,6 +48,7 @@ export async function launchDocket({ root, databaseUrl, names = ['state', 'admis
   };
   const launched = [];
   const urls = {};
+  const pids = {};
   const complaints = [];
   const stop = async () => {
     for (const service of launched.reverse()) await service.stop('SIGTERM', 10_000);
@@ -55,6 +56,7 @@ export async function launchDocket({ root, databaseUrl, names = ['state', 'admis
   try {
     for (const name of names) {
       urls[name] = [];
+      pids[name] = [];
       for (let index = 0; index < (replicas[name] ?? 1); index += 1) {
         const stateUrl = urls.state?.[index % urls.state.length];
         const service = launchService({
@@ -69,6 +71,7 @@ export async function launchDocket({ root, databaseUrl, names = ['state', 'admis
         });
         launched.push(service);
         urls[name].push(await service.ready);
+        pids[name].push(service.child.pid);
       }
     }
   } catch (error) {
@@ -78,6 +81,8 @@ export async function launchDocket({ root, databaseUrl, names = ['state', 'admis
   return {
     root,
     urls,
+    /** The operating-system process ids, per service name, in the order of `urls` (for /proc). */
+    pids,
     databaseUrl,
     /**
      * A bearer token for `subject` with `role` (user, admin, worker, or

@@ -26,7 +26,7 @@ function markdown(run, tables) {
 }
 
 /** The older in-process benchmarks' rows (objects of any shape) as tables. */
-function extraTables(extras) {
+export function extraTables(extras) {
   return Object.entries(extras).map(([name, rows]) => {
     const headers = [...new Set(rows.flatMap((row) => Object.keys(row)))];
     return { title: `${name} (in-process)`, headers, numeric: [], rows: rows.map((row) => headers.map((header) => String(row[header] ?? ''))) };

@@ -64,6 +64,17 @@ describe('toConnectError', () => {
     expect(toConnectError(plain, logger).code).toBe(Code.Canceled);
   });
 
+  it('maps a write to a stream whose client is gone to CANCELLED, without an error log line', async () => {
+    const { logger, lines } = capture();
+    const { PassThrough } = await import('node:stream');
+    const stream = new PassThrough();
+    stream.destroy();
+    const failure = await new Promise<unknown>((resolve) => stream.write('frame', resolve));
+    expect((failure as { code?: string }).code).toBe('ERR_STREAM_DESTROYED');
+    expect(toConnectError(failure, logger).code).toBe(Code.Canceled);
+    expect(lines).toHaveLength(0);
+  });
+
   it('turns anything else into INTERNAL and logs only its name and code', () => {
     const { logger, lines } = capture();
     const pgError = Object.assign(new Error('duplicate key value violates "jobs_pkey" password=hunter2'), {

@@ -93,6 +93,9 @@ const GRPC_CODE_NAMES: ReadonlyMap<number, string> = new Map(
 
 const INTERNAL = { reason: 'INTERNAL', message: 'internal error' } as const;
 
+/** Node's errors for writing to a stream whose peer is already gone: a client that left, not a fault of ours. */
+const PEER_GONE_CODES: ReadonlySet<string> = new Set(['ERR_STREAM_DESTROYED', 'ERR_STREAM_WRITE_AFTER_END', 'ERR_HTTP2_INVALID_STREAM', 'ERR_HTTP2_STREAM_CANCEL']);
+
 /**
  * Maps anything a handler or interceptor threw to the `ConnectError` a client
  * may see. This is the one place where that happens:
@@ -107,7 +110,8 @@ const INTERNAL = { reason: 'INTERNAL', message: 'internal error' } as const;
  * - any other `ConnectError` keeps its code and gets a reason derived from it
  *   and a generic message ({@link genericFailure});
  * - an `AbortError` becomes its cause when that is a `ConnectError`
- *   (deadline, shutdown), otherwise `CANCELLED`;
+ *   (deadline, shutdown), otherwise `CANCELLED`; so does Node's refusal to
+ *   write to a stream whose client has gone (`ERR_STREAM_DESTROYED`, ...);
  * - anything else (a bug, a pg error) becomes `INTERNAL` "internal error";
  *   `logger` records only its `name` and `code` properties, never its
  *   message or stack, which can contain SQL or connection strings.
@@ -129,6 +133,10 @@ export function toConnectError(error: unknown, logger: Logger, fields?: LogField
     // signal's reason: Connect's DEADLINE_EXCEEDED, or UNAVAILABLE when
     // the grace period of a shutdown ran out.
     if (error.cause instanceof ConnectError) return toConnectError(error.cause, logger, fields);
+    return docketConnectError({ code: Code.Canceled, reason: 'CANCELLED', message: 'cancelled' });
+  }
+  if (PEER_GONE_CODES.has(String(codeOf(error)))) {
+    // Writing a frame to a stream whose client has already gone (cancelled, disconnected): nobody to answer.
     return docketConnectError({ code: Code.Canceled, reason: 'CANCELLED', message: 'cancelled' });
   }
   logger.error('unexpected error', { ...fields, error_name: nameOf(error), error_code: codeOf(error) });
