@@ -56,8 +56,12 @@ export function statementTimeoutMs(): number {
 
 /**
  * How long a statement issued now may go unanswered before its connection
- * is taken for dead: the statement timeout in force plus
+ * is dropped: the statement budget ({@link statementTimeoutMs}) plus
  * {@link ANSWER_GRACE_MS}; undefined under {@link withoutStatementLimit}.
+ * By then Postgres has answered (a transaction's statement_timeout is that
+ * budget) or, for a statement outside one, whose server-side limit is the
+ * connection's 30 s, its caller has given up; either way a connection
+ * still silent is not worth keeping.
  */
 export function answerTimeoutMs(): number | undefined {
   if (deadlines.getStore() === Number.POSITIVE_INFINITY) return undefined;
