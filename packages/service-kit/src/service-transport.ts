@@ -48,15 +48,23 @@ export function createServiceTransport(options: ServiceTransportOptions): Servic
   };
   // A dead or half-open connection is noticed within PING_INTERVAL_MS + PING_TIMEOUT_MS, also while a stream is quiet.
   const session = new Http2SessionManager(options.baseUrl, { pingIntervalMs: PING_INTERVAL_MS, pingTimeoutMs: PING_TIMEOUT_MS });
+  const resetConnection = (): void => session.abort(new ConnectError('the connection was given up', Code.Unavailable));
   const transport = createGrpcTransport({
     baseUrl: options.baseUrl,
     sessionManager: session,
-    interceptors: [defaultUnaryDeadline(options.defaultDeadlineMs ?? DEFAULT_INTERNAL_DEADLINE_MS), addHeaders, tracedCalls('@docket/service-kit'), peerLossAsUnavailable, ...(options.interceptors ?? [])],
+    interceptors: [
+      unansweredSessionReset(resetConnection),
+      defaultUnaryDeadline(options.defaultDeadlineMs ?? DEFAULT_INTERNAL_DEADLINE_MS),
+      addHeaders,
+      tracedCalls('@docket/service-kit'),
+      peerLossAsUnavailable,
+      ...(options.interceptors ?? []),
+    ],
   });
   return {
     unary: (...args) => transport.unary(...args),
     stream: (...args) => transport.stream(...args),
-    resetConnection: () => session.abort(new ConnectError('the connection was given up', Code.Unavailable)),
+    resetConnection,
   };
 }
 
@@ -66,6 +74,46 @@ export const PING_INTERVAL_MS = 10_000;
 export const PING_TIMEOUT_MS = 5_000;
 /** The deadline of an internal unary call whose caller set none. */
 export const DEFAULT_INTERNAL_DEADLINE_MS = 10_000;
+
+/**
+ * How long unary calls may go without any answer from the other service
+ * before a call that times out also drops the connection: the pings alone
+ * do not always replace a half-open session (a session manager reuses a
+ * dead session between calls when its ping timer is reset by calls that
+ * come and go), and a fresh connection is cheap.
+ */
+export const UNANSWERED_SESSION_LIMIT_MS = PING_INTERVAL_MS + PING_TIMEOUT_MS;
+
+/**
+ * Drops the connection when a unary call times out or finds the peer
+ * unavailable and no call has been answered for
+ * {@link UNANSWERED_SESSION_LIMIT_MS}: a peer that answers anything (a
+ * result, or an error it decided, with ErrorInfo) is alive.
+ */
+const unansweredSessionReset = (resetConnection: () => void): Interceptor => {
+  let answeredAt = performance.now();
+  return (next) => async (req) => {
+    if (req.stream) return next(req);
+    try {
+      const response = await next(req);
+      answeredAt = performance.now();
+      return response;
+    } catch (error) {
+      const decided = error instanceof ConnectError && error.details.length > 0;
+      if (decided) answeredAt = performance.now();
+      else if (
+        error instanceof ConnectError &&
+        (error.code === Code.DeadlineExceeded || error.code === Code.Unavailable) &&
+        !req.signal.aborted &&
+        performance.now() - answeredAt > UNANSWERED_SESSION_LIMIT_MS
+      ) {
+        resetConnection();
+        answeredAt = performance.now(); // one reset per silent stretch; the next call opens a new connection
+      }
+      throw error;
+    }
+  };
+};
 
 /**
  * Gives every unary call without a deadline `deadlineMs`:
