@@ -12,8 +12,10 @@
 //   and once every subscriber is cancelled;
 // - mutation-to-subscriber latency at each of those levels: a PauseJob or
 //   ResumeJob response until the page frame with its event reaches a live
-//   subscriber of the orchestrator, next to a bare unary round trip to the
-//   events process (grpc.health.v1 Health/Check, same client library) and a
+//   subscriber of the orchestrator (and until the job_changed frame of its
+//   new revision reaches the orchestrator's own WatchJobs), next to a bare
+//   unary round trip to the events process (grpc.health.v1 Health/Check,
+//   same client library) and a
 //   bare LISTEN/NOTIFY round trip on the same PostgreSQL (node-postgres);
 // - the PauseJob/ResumeJob call latency with no subscriber and with all of
 //   them open;
@@ -26,7 +28,8 @@
 // BENCH_BACKLOG (5,000), BENCH_LATENCY_ROUNDS (200), BENCH_CHURN_MS (5,000),
 // BENCH_STREAMS_PER_PROCESS (2,500), BENCH_LATENCY_BUDGET_MS (60,000: a
 // latency figure stops taking rounds past it, with at least 10). Only with
-// `--only streams`.
+// `--only streams`. BENCH_EVENTS_PROFILE_DIR=<dir> runs the events process
+// with `--cpu-prof` into that directory (written when it stops).
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -112,6 +115,7 @@ async function startProbedEvents(root, stateUrl, system) {
   const complaints = [];
   const events = launchService({
     name: 'events',
+    nodeOptions: process.env.BENCH_EVENTS_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_EVENTS_PROFILE_DIR}`] : [],
     entry: serviceEntryPath(root, 'events'),
     env: {
       PATH: process.env.PATH ?? '',
@@ -151,32 +155,28 @@ async function startProbedEvents(root, stateUrl, system) {
 }
 
 /**
- * The orchestrator's one measured subscriber: a live tail that timestamps
- * each journal event as its page frame arrives. A stream that fails (the
- * events process answering INTERNAL under load, say) is counted and resumed
- * after the last sequence received, as a client would.
+ * A measured subscriber of the orchestrator: timestamps each frame's
+ * marks (`marksOf(frame)`: the numbers it carries, e.g. event sequences)
+ * as it arrives. `open(signal)` opens the stream, resuming after whatever
+ * it saw last; a stream that fails (the events process answering INTERNAL
+ * under load, say) is counted and opened again, as a client would.
  */
-function liveTail(events, jobId, afterSequence) {
+function measuredStream(open, marksOf) {
   const abort = new AbortController();
   const arrivals = [];
   const broken = { count: 0, firstError: undefined };
-  let last = afterSequence;
   let read = 0;
   let wake;
   const done = (async () => {
     while (!abort.signal.aborted) {
       try {
-        for await (const frame of events.streamJobEvents({ jobId, afterSequence: last }, { signal: abort.signal })) {
-          if (frame.frame.case !== 'page') continue;
+        for await (const frame of open(abort.signal)) {
           const at = performance.now();
-          for (const event of frame.frame.value.events) {
-            arrivals.push({ sequence: event.sequence, at });
-            last = event.sequence;
-          }
+          for (const mark of marksOf(frame)) arrivals.push({ mark, at });
           wake?.();
         }
         if (abort.signal.aborted) break;
-        throw new Error('the live tail ended');
+        throw new Error('the measured stream ended');
       } catch (error) {
         if (abort.signal.aborted) break;
         broken.count += 1;
@@ -187,13 +187,13 @@ function liveTail(events, jobId, afterSequence) {
   })();
   return {
     broken,
-    /** Resolves with the arrival time of the event with `sequence` (skipping earlier ones), or undefined after `timeoutMs`. */
-    async next(sequence, timeoutMs = FRAME_TIMEOUT_MS) {
+    /** Resolves with the arrival time of the first mark >= `mark` (skipping earlier ones), or undefined after `timeoutMs`. */
+    async next(mark, timeoutMs = FRAME_TIMEOUT_MS) {
       const deadline = performance.now() + timeoutMs;
       for (;;) {
         while (read < arrivals.length) {
           const arrival = arrivals[read++];
-          if (arrival.sequence >= sequence) return arrival.at;
+          if (arrival.mark >= mark) return arrival.at;
         }
         const left = deadline - performance.now();
         if (left <= 0) return undefined;
@@ -211,6 +211,31 @@ function liveTail(events, jobId, afterSequence) {
   };
 }
 
+/** A live StreamJobEvents tail of `jobId` after `afterSequence`; its marks are the sequences of the events it receives. */
+function liveTail(events, jobId, afterSequence) {
+  let last = afterSequence;
+  return measuredStream(
+    (signal) => events.streamJobEvents({ jobId, afterSequence: last }, { signal }),
+    (frame) => {
+      if (frame.frame.case !== 'page') return [];
+      last = frame.frame.value.events.at(-1)?.sequence ?? last;
+      return frame.frame.value.events.map((event) => event.sequence);
+    },
+  );
+}
+
+/** A live WatchJobs feed (every job of the caller), resumed with its last cursor; its marks are the revisions of `jobId`'s changes. */
+function liveWatch(events, jobId) {
+  let cursor = '';
+  return measuredStream(
+    (signal) => events.watchJobs({ cursor }, { signal }),
+    (frame) => {
+      cursor = frame.cursor || cursor;
+      return frame.frame.case === 'jobChanged' && frame.frame.value.jobId === jobId ? [frame.frame.value.revision] : [];
+    },
+  );
+}
+
 const summary = (values) => ({ median: quantile(values, 0.5), p99: quantile(values, 0.99), samples: values.length });
 
 export async function benchStreams(options = {}) {
@@ -224,6 +249,7 @@ export async function benchStreams(options = {}) {
   const pools = [];
   const children = [];
   let tail;
+  let watch;
   // What has been measured so far: a run that breaks (the events process dying, say) still reports it.
   const m = { sizes, stages: [], levels: [], opening: [], replays: [], selects: [], received: [] };
   try {
@@ -302,6 +328,7 @@ export async function benchStreams(options = {}) {
     const mutations = async (withTail, rounds = sizes.rounds) => {
       const calls = [];
       const toFrame = [];
+      const toWatch = [];
       let failed = 0;
       let lost = 0;
       let early = 0; // frames that arrived before the response (counted as 0 ms)
@@ -338,15 +365,18 @@ export async function benchStreams(options = {}) {
           if (arrived < answered) early += 1;
           toFrame.push(Math.max(0, arrived - answered));
         }
+        const changed = await watch.next(response.job.revision);
+        if (changed === undefined) lost += 1;
+        else toWatch.push(Math.max(0, changed - answered));
       }
-      return { calls: summary(calls), toFrame: withTail ? summary(toFrame) : undefined, failed, lost, early, firstError };
+      return { calls: summary(calls), toFrame: withTail ? summary(toFrame) : undefined, toWatch: withTail ? summary(toWatch) : undefined, failed, lost, early, firstError };
     };
     const measureLevel = async (label) => {
-      const brokenBefore = tail.broken.count;
+      const brokenBefore = tail.broken.count + watch.broken.count;
       const level = { label, bare: await bare(), ...(await mutations(true)) };
-      level.tailBroken = tail.broken.count - brokenBefore;
-      if (level.tailBroken > 0) level.firstError ??= `measured stream: ${tail.broken.firstError}`;
-      log(`${label}: ${level.toFrame.samples} rounds, response -> frame median ${ms(level.toFrame.median)} ms, p99 ${ms(level.toFrame.p99)} ms; health ${ms(level.bare.health.median)} ms${trouble(level)}`);
+      level.tailBroken = tail.broken.count + watch.broken.count - brokenBefore;
+      if (level.tailBroken > 0) level.firstError ??= `measured stream: ${tail.broken.firstError ?? watch.broken.firstError}`;
+      log(`${label}: ${level.toFrame.samples} rounds, response -> frame median ${ms(level.toFrame.median)} ms, p99 ${ms(level.toFrame.p99)} ms; to WatchJobs median ${ms(level.toWatch.median)} ms; health ${ms(level.bare.health.median)} ms${trouble(level)}`);
       return level;
     };
 
@@ -362,6 +392,7 @@ export async function benchStreams(options = {}) {
     // The measured subscriber tails the live job from its current head; one unmeasured pair makes sure it is live.
     const { latestSequence } = await events.readJobEvents({ jobId: liveJob, afterSequence: 0n, pageSize: 1 });
     tail = liveTail(events, liveJob, latestSequence);
+    watch = liveWatch(events, liveJob);
     await mutations(true, 2);
     levels.push(await measureLevel('1 StreamJobEvents subscriber'));
 
@@ -426,8 +457,9 @@ export async function benchStreams(options = {}) {
     stages.push(afterChurn);
     const received = (m.received = await Promise.all(children.map((child) => child.start())));
     await Promise.all(children.splice(0).map((child) => child.stop()));
-    await tail.close();
+    await Promise.all([tail.close(), watch.close()]);
     tail = undefined;
+    watch = undefined;
     stages.push(await footprint('all cancelled'));
 
     // Backlog replay, with no subscriber: StreamJobEvents from 0 and a bare keyset SELECT, interleaved, 3 times each.
@@ -466,7 +498,7 @@ export async function benchStreams(options = {}) {
     m.error = error;
     console.log(`  streams: stopped early: ${String(error.message ?? error).slice(0, 600)}`);
   } finally {
-    await tail?.close();
+    await Promise.all([tail?.close(), watch?.close()]);
     await Promise.all(children.map((child) => child.stop()));
     await Promise.all(pools.map((client) => client.end().catch(() => undefined)));
     await probed.stop();
@@ -538,6 +570,15 @@ function report({ sizes, stages, levels, opening, quiet, loaded, churn, received
       figure: `median ${ms(level.toFrame.median)} ms, p99 ${ms(level.toFrame.p99)} ms (bare Health/Check now ${ms(level.bare.health.median)} ms, NOTIFY ${ms(level.bare.notify.median)} ms)${trouble(level)}`,
       ratio: `median ${times(ratio.median)}, p99 ${times(ratio.p99)} of the bare Health/Check median; ${times(level.toFrame.median / reference.notify.median)} of NOTIFY`,
       ...goal,
+    });
+    // The same mutations as seen by a WatchJobs subscriber of every job of the caller (its frame for the job's new revision).
+    const watched = { median: level.toWatch.median / reference.health.median, p99: level.toWatch.p99 / reference.health.median };
+    const watchGoal = last ? { goal: `median <= ${GOALS.latencyMedianAll}x, p99 <= ${GOALS.latencyP99All}x`, met: met(watched.median <= GOALS.latencyMedianAll && watched.p99 <= GOALS.latencyP99All) } : {};
+    rows.push({
+      measurement: `mutation response -> WatchJobs frame, ${level.label} (${level.toWatch.samples} PauseJob/ResumeJob)`,
+      figure: `median ${ms(level.toWatch.median)} ms, p99 ${ms(level.toWatch.p99)} ms`,
+      ratio: `median ${times(watched.median)}, p99 ${times(watched.p99)} of the bare Health/Check median`,
+      ...watchGoal,
     });
   });
   }

@@ -42,6 +42,35 @@ describe('FeedCursorCodec', () => {
     }
   });
 
+  it('gives the same cursor again for one binding and position within a second, and a fresh one after', () => {
+    let now = 10_000;
+    const clocked = new FeedCursorCodec('cursor-secret', 60_000, () => now);
+    const first = clocked.seal(position, binding);
+    now += 999;
+    expect(clocked.seal(position, { ...binding })).toBe(first);
+    expect(clocked.seal({ ...position, entryId: 43n }, binding)).not.toBe(first);
+    expect(clocked.seal(position, { ...binding, subject: 'bob' })).not.toBe(first);
+    now += 1;
+    const fresh = clocked.seal(position, binding);
+    expect(fresh).not.toBe(first);
+    // The reused one expires at most that second earlier than the fresh one.
+    now = 10_000 + 60_000;
+    expect(clocked.open(first, binding)).toEqual({ ok: true, position });
+    now += 1;
+    expect(clocked.open(first, binding)).toEqual({ ok: false, refusal: 'CURSOR_EXPIRED' });
+    expect(clocked.open(fresh, binding)).toEqual({ ok: true, position });
+  });
+
+  it('never gives a cursor again past a tenth of a short time to live', () => {
+    let now = 1_000;
+    const clocked = new FeedCursorCodec('cursor-secret', 500, () => now);
+    const first = clocked.seal(position, binding);
+    now += 49;
+    expect(clocked.seal(position, binding)).toBe(first);
+    now += 1;
+    expect(clocked.seal(position, binding)).not.toBe(first);
+  });
+
   it('tells an absent, foreign, other-filter, other-secret and expired cursor apart', () => {
     let now = 1_000;
     const clocked = new FeedCursorCodec('cursor-secret', 500, () => now);

@@ -49,6 +49,10 @@ const CURSOR_KIND = 'feed';
 const CURSOR_VERSION = 1;
 const UINT64_MAX = (1n << 64n) - 1n;
 const DECIMAL = /^(0|[1-9][0-9]{0,19})$/;
+/** How long a sealed cursor is given again for the same binding and position. */
+const REUSE_MS = 1_000;
+/** Recently sealed cursors kept at most (all forgotten at once past it: a cache, not a record). */
+const RECENT_MAX = 4_096;
 
 /**
  * Puts a change-feed filter into the one form cursors are bound to:
@@ -74,26 +78,36 @@ export function normaliseFeedFilter(filter: { readonly statuses?: readonly numbe
  * not name its owner.
  */
 export class FeedCursorCodec {
+  /** The subject and filter digests of bindings sealed for before (a subscriber passes the same binding for every frame). */
+  readonly #digests = new WeakMap<FeedCursorBinding, BindingDigests>();
+  /** Cursors sealed in the last {@link REUSE_MS}, by binding digests and position. */
+  readonly #recent = new Map<string, { readonly cursor: string; readonly sealedAt: number }>();
+
   constructor(
     private readonly secret: string,
     private readonly ttlMs: number = DEFAULT_FEED_CURSOR_TTL_MS,
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** The cursor that resumes the feed right after `position`. */
+  /**
+   * The cursor that resumes the feed right after `position`. Every WatchJobs
+   * subscriber of one subject and filter passes each entry with the same
+   * cursor, so one sealed in the last second (or tenth of the time to
+   * live, if shorter) for the same binding and position is given again: it
+   * expires at most that much earlier than a fresh one would.
+   */
   seal(position: FeedCursorPosition, binding: FeedCursorBinding): string {
-    return sealToken(
-      {
-        k: CURSOR_KIND,
-        v: CURSOR_VERSION,
-        sub: subjectDigest(binding.subject),
-        f: filterDigest(binding.filter),
-        tx: position.transactionId.toString(),
-        e: position.entryId.toString(),
-        exp: this.now() + this.ttlMs,
-      },
-      this.secret,
-    );
+    const { sub, f } = this.#digestsOf(binding);
+    const tx = position.transactionId.toString();
+    const e = position.entryId.toString();
+    const key = `${sub}.${f}.${tx}.${e}`;
+    const now = this.now();
+    const recent = this.#recent.get(key);
+    if (recent && now >= recent.sealedAt && now - recent.sealedAt < Math.min(REUSE_MS, this.ttlMs / 10)) return recent.cursor;
+    const cursor = sealToken({ k: CURSOR_KIND, v: CURSOR_VERSION, sub, f, tx, e, exp: now + this.ttlMs }, this.secret);
+    if (this.#recent.size >= RECENT_MAX) this.#recent.clear();
+    this.#recent.set(key, { cursor, sealedAt: now });
+    return cursor;
   }
 
   /**
@@ -120,11 +134,27 @@ export class FeedCursorCodec {
     const transactionId = parseUint64(body['tx']);
     const entryId = parseUint64(body['e']);
     if (transactionId === undefined || entryId === undefined) return { ok: false, refusal: 'CURSOR_INVALID' };
-    if (body['sub'] !== subjectDigest(binding.subject)) return { ok: false, refusal: 'CURSOR_FOREIGN' };
-    if (body['f'] !== filterDigest(binding.filter)) return { ok: false, refusal: 'CURSOR_INVALID' };
+    const { sub, f } = this.#digestsOf(binding);
+    if (body['sub'] !== sub) return { ok: false, refusal: 'CURSOR_FOREIGN' };
+    if (body['f'] !== f) return { ok: false, refusal: 'CURSOR_INVALID' };
     if (body['exp'] < this.now()) return { ok: false, refusal: 'CURSOR_EXPIRED' };
     return { ok: true, position: { transactionId, entryId } };
   }
+
+  #digestsOf(binding: FeedCursorBinding): BindingDigests {
+    let digests = this.#digests.get(binding);
+    if (!digests) {
+      digests = { sub: subjectDigest(binding.subject), f: filterDigest(binding.filter) };
+      this.#digests.set(binding, digests);
+    }
+    return digests;
+  }
+}
+
+/** What a cursor body holds of its binding. */
+interface BindingDigests {
+  readonly sub: string;
+  readonly f: string;
 }
 
 function parseUint64(value: unknown): bigint | undefined {

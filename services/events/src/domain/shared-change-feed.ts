@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@connectrpc/connect';
 import type { Caller, JobChange, ReadJobChangesResponse, StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { FeedCursorPosition, Logger } from '@docket/service-kit';
@@ -25,6 +25,14 @@ const HELD_BACK_RECHECK_MS = 200;
 
 /** The pause after a failed walk (the state service stayed away for the whole retry budget). */
 const FAILED_WALK_PAUSE_MS = 1_000;
+
+/**
+ * Subscribers woken per turn of the event loop. Each one woken sends its
+ * frames at once, so a thousand subscribers that see every change would
+ * otherwise hold the loop for the whole fan-out, and a job tail or a call
+ * arriving meanwhile would wait behind all of them.
+ */
+const WAKE_SLICE = 16;
 
 /** Who the walk reads the feed as: an admin sees every entry, and subscribers are filtered here. */
 const FEED_READER: Caller = { $typeName: 'docket.state.v1.Caller', subject: 'docket-events', admin: true };
@@ -57,6 +65,8 @@ export class SharedChangeFeed {
   #head: FeedCursorPosition | undefined;
   readonly #subscribers = new Set<() => void>();
   #dirty = false;
+  #waking: Promise<void> | undefined;
+  #wakeAgain = false;
   #walking: Promise<void> | undefined;
   #stop: AbortController | undefined;
   #unwatch: (() => void) | undefined;
@@ -85,6 +95,8 @@ export class SharedChangeFeed {
     if (!this.#head) {
       this.#base = head;
       this.#head = head;
+      // Subscribers that asked before there was a window were told they are caught up: now there is one to walk.
+      void this.#wakeSubscribers();
     }
     return this.#head;
   }
@@ -151,8 +163,8 @@ export class SharedChangeFeed {
           const head = await this.head(stop.signal);
           const batch = await this.#read(head, FEED_BATCH, stop.signal);
           if (stop.signal.aborted) return;
-          this.#append(batch);
-          for (const wake of this.#subscribers) wake();
+          // Subscribers wait for the head to move: a batch with nothing new released is no news to them.
+          if (this.#append(batch)) await this.#wakeSubscribers();
           heldBack = batch.heldBack;
           if (batch.changes.length < FEED_BATCH) break;
         }
@@ -169,11 +181,40 @@ export class SharedChangeFeed {
     }
   }
 
-  #append(batch: ReadJobChangesResponse): void {
+  /**
+   * Wakes every subscriber, {@link WAKE_SLICE} per turn of the event loop,
+   * so I/O is served between slices. One pass at a time: asked again
+   * during a pass, it makes one more pass after it.
+   */
+  #wakeSubscribers(): Promise<void> {
+    if (this.#waking) {
+      this.#wakeAgain = true;
+      return this.#waking;
+    }
+    this.#waking = (async () => {
+      let woken = 0;
+      do {
+        this.#wakeAgain = false;
+        for (const wake of [...this.#subscribers]) {
+          wake();
+          woken += 1;
+          if (woken % WAKE_SLICE === 0) await nextTurn();
+        }
+      } while (this.#wakeAgain);
+    })().finally(() => {
+      this.#waking = undefined;
+    });
+    return this.#waking;
+  }
+
+  /** Adds a batch read after the head to the window; returns whether the head moved. */
+  #append(batch: ReadJobChangesResponse): boolean {
     for (const change of batch.changes) if (change.position) this.#entries.push(change);
+    const before = this.#head;
     if (batch.position) this.#head = positionOf(batch);
     const excess = this.#entries.length - FEED_WINDOW;
     if (excess > 0) this.#base = positionOf(this.#entries.splice(0, excess).at(-1)!);
+    return !before || !this.#head || compare(before, this.#head) !== 0;
   }
 
   #read(after: FeedCursorPosition | undefined, limit: number, signal: AbortSignal): Promise<ReadJobChangesResponse> {
