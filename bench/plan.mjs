@@ -26,6 +26,12 @@ const HANDLERS = 16;
 const ONE_PER_CLAIM = { style: 'loops', workers: 1, handlersPerWorker: HANDLERS, batched: false };
 const SIXTEEN_WORKERS = { style: 'loops', workers: HANDLERS, handlersPerWorker: 1, batched: false };
 const BATCHED = { style: 'loops', workers: 1, handlersPerWorker: HANDLERS, batched: true };
+/**
+ * Flow control on, bounds that never bind (SPEC section 13): what a claim
+ * pays for a queue policy (the queue's advisory lock, the room read, the
+ * rate bucket spent), beside the same layout without one.
+ */
+const FLOW_POLICY = { maxConcurrency: 100_000, rateLimit: { jobs: 1_000_000, perSeconds: 1 } };
 const PGBOSS_WORK = { style: 'work', workers: HANDLERS, batchSize: 1 };
 const GRAPHILE_DEFAULTS = { style: 'defaults' };
 const GRAPHILE_BATCHED = { style: 'batched' };
@@ -147,6 +153,7 @@ export function buildScenarios(sizes, docketSystems) {
           ...forDocket((docket) => [
             consumeCase(sizes, docket, '1 worker x 16 handlers, max_jobs 1', ONE_PER_CLAIM, sizes.jobs),
             consumeCase(sizes, docket, '16 workers x 1 handler', SIXTEEN_WORKERS, sizes.jobs),
+            consumeCase(sizes, docket, '1 worker x 16 handlers, max_jobs 1, queue policy (concurrency + rate, not binding)', { ...ONE_PER_CLAIM, policy: FLOW_POLICY }, sizes.jobs),
           ]),
         ],
       },

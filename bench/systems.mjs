@@ -33,6 +33,7 @@ export async function startSystems(server, instances, roots) {
           executionUrl: deployment.urls.execution[0],
           userToken: await deployment.token('bench-user', 'user'),
           workerToken: await deployment.token('bench-worker', 'worker'),
+          adminToken: await deployment.token('bench-admin', 'admin'),
         });
       } else {
         await (await loadDriver(system)).prepare(databaseUrl);

@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_SERVICE_PORTS } from '@docket/cli';
+import { DEFAULT_CONSOLE_PORT, DEFAULT_SERVICE_PORTS } from '@docket/cli';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
@@ -53,6 +53,10 @@ import { describeShell, jsonValues, runShell, startShell, type ShellProcess, typ
 const ADMISSION_URL = `http://127.0.0.1:${DEFAULT_SERVICE_PORTS.admission}`;
 const EXECUTION_URL = `http://127.0.0.1:${DEFAULT_SERVICE_PORTS.execution}`;
 const EVENTS_URL = `http://127.0.0.1:${DEFAULT_SERVICE_PORTS.events}`;
+/** The web console `npm start` serves (the README names it in prose). */
+const CONSOLE_URL = `http://127.0.0.1:${DEFAULT_CONSOLE_PORT}`;
+/** Every port `npm start` binds by default. */
+const DEV_PORTS: Readonly<Record<string, number>> = { ...DEFAULT_SERVICE_PORTS, console: DEFAULT_CONSOLE_PORT };
 
 /** How long one README command may take (they answer in well under a second). */
 const CALL_TIMEOUT_MS = 20_000;
@@ -382,7 +386,7 @@ async function stopSystem(shell: ShellProcess): Promise<ShellResult> {
   expect(exit.stderr).not.toMatch(/docket dev:/);
   // Ctrl-C once is an orderly stop; the second-Ctrl-C hint shows once.
   expect(exit.stderr.match(/Ctrl-C again/g) ?? []).toHaveLength(1);
-  for (const port of Object.values(DEFAULT_SERVICE_PORTS)) expect(await portIsFree(port), `port ${port} still in use`).toBe(true);
+  for (const port of Object.values(DEV_PORTS)) expect(await portIsFree(port), `port ${port} still in use`).toBe(true);
   expect(existsSync(join(dataDir, 'postgres', 'postmaster.pid')), 'Postgres still running').toBe(false);
   return exit;
 }
@@ -394,7 +398,7 @@ beforeAll(async () => {
 
   // The README's commands name ports 7401..7403; `docket dev` binds them
   // (and 7404) by default. Fail clearly rather than talk to someone else's system.
-  for (const [name, port] of Object.entries(DEFAULT_SERVICE_PORTS)) {
+  for (const [name, port] of Object.entries(DEV_PORTS)) {
     if (!(await portIsFree(port))) {
       throw new Error(
         `port ${port} (${name}) on 127.0.0.1 is in use: the README's commands hard-code docket dev's default ports, ` +
@@ -436,6 +440,28 @@ describe('README.md commands, run as written', () => {
     expect(out).toMatch(/^\s+user\s+\(sub "dev"\)\s+ey\S+$/m);
     expect(out).toMatch(/^\s+worker\s+\(sub "dev-worker"\)\s+ey\S+$/m);
     expect(token).toMatch(/^ey[\w-]+\.[\w-]+\.[\w-]+$/);
+  });
+
+  it('npm start serves the web console on :7405, whose origin admission and events allow, and the printed user token signs in from it', async () => {
+    expect(system!.stdout()).toMatch(new RegExp(`^\\s+console\\s+${CONSOLE_URL}\\s`, 'm'));
+    expect(await (await fetch(`${CONSOLE_URL}/`)).text()).toContain('<title>Docket console</title>');
+    expect(await (await fetch(`${CONSOLE_URL}/config.json`)).json()).toEqual({ admissionUrl: ADMISSION_URL, eventsUrl: EVENTS_URL });
+    for (const url of [`${ADMISSION_URL}/docket.admission.v1.AdmissionService/ListJobs`, `${EVENTS_URL}/docket.events.v1.EventService/WatchJobs`]) {
+      const preflight = await fetch(url, {
+        method: 'OPTIONS',
+        headers: { origin: CONSOLE_URL, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type,x-grpc-web' },
+      });
+      expect(preflight.status).toBe(204);
+      expect(preflight.headers.get('access-control-allow-origin')).toBe(CONSOLE_URL);
+    }
+    // What the sign-in form does with the pasted token: one ListJobs, cross-origin.
+    const listed = await fetch(`${ADMISSION_URL}/docket.admission.v1.AdmissionService/ListJobs`, {
+      method: 'POST',
+      headers: { origin: CONSOLE_URL, 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: '{"pageSize":1}',
+    });
+    expect(listed.status).toBe(200);
+    expect(listed.headers.get('access-control-allow-origin')).toBe(CONSOLE_URL);
   });
 
   it('npx docket token (inline) mints a token that admission accepts; npx docket help worker explains the options', async () => {

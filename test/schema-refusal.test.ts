@@ -195,7 +195,7 @@ describe('startup against a database it must not run on', () => {
     const sql = await openSql(url);
     try {
       const marker = await sql.query('select id from docket_schema_migrations');
-      const all = ['20261129-0001-initial', '20261129-0002-job-changes', '20261129-0003-execution', '20261201-0004-human-loop', '20261201-0005-after-the-end', '20261201-0006-job-quarantine'];
+      const all = ['20261129-0001-initial', '20261129-0002-job-changes', '20261129-0003-execution', '20261201-0004-human-loop', '20261201-0005-after-the-end', '20261201-0006-job-quarantine', '20261201-0007-unique-and-limits', '20261201-0008-schedules', '20261201-0009-queue-policies'];
       expect(marker.rows).toEqual(all.map((id) => ({ id })));
       const ready = [...first.logs, ...second.logs].filter((line) => line.includes('"schema ready"'));
       expect(ready).toHaveLength(2);

@@ -5,7 +5,8 @@
 // Consumer layouts (see bench/load/claim-loops.mjs): `workers` incarnations
 // registered with max_concurrency `handlersPerWorker`; one claim loop per
 // handler asking for 1 job, or (batched) one loop per incarnation asking for
-// as many jobs as it has idle handlers.
+// as many jobs as it has idle handlers. A layout with a `policy` first sets
+// it on the queue (SetQueuePolicy, as an admin): the flow-control scenario.
 import { randomBytes } from 'node:crypto';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
@@ -22,7 +23,7 @@ const operationId = () => `op_${randomBytes(16).toString('base64url')}`;
 /** Parent side: nothing to prepare, the state service migrates its database at start. */
 export async function prepare() {}
 
-/** Generator side: clients for `system` ({admissionUrl, executionUrl, userToken, workerToken}). */
+/** Generator side: clients for `system` ({admissionUrl, executionUrl, userToken, workerToken, adminToken}). */
 export async function open(system) {
   const admission = clientWith(AdmissionService, system.admissionUrl, system.userToken);
   const execution = clientWith(ExecutionService, system.executionUrl, system.workerToken);
@@ -35,6 +36,14 @@ export async function open(system) {
       await runConcurrently(count, SEED_CALLERS, (index) => submit(jobKey(prefix, index), jobInput(index)));
     },
     async consumer(queue, total, spec) {
+      if (spec.policy) {
+        const { maxConcurrency, rateLimit } = spec.policy;
+        await clientWith(AdmissionService, system.admissionUrl, system.adminToken).setQueuePolicy({
+          queue,
+          maxConcurrency,
+          rateLimit: { jobs: rateLimit.jobs, per: { seconds: BigInt(rateLimit.perSeconds) } },
+        });
+      }
       const incarnations = [];
       for (let index = 0; index < spec.workers; index += 1) {
         const { workerIncarnation } = await execution.registerWorker({

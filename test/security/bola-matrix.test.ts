@@ -178,6 +178,18 @@ async function ownersPages(): Promise<JobTarget> {
   return { ...target, pageToken: nextPageToken };
 }
 
+/** A schedule of the owner's (hourly, in the job's queue), named through the target's `jobId`: schedule ids have the same shape. */
+async function ownersSchedule(): Promise<JobTarget> {
+  const target = await ownersJob();
+  const client = createClient(AdmissionService, transportFor(cluster.admission.url, 'grpc', tokens.owner));
+  const { schedule } = await client.createSchedule({ idempotencyKey: newIdempotencyKey('bola-schedule'), schedule: hourlySchedule(target) });
+  return { ...target, jobId: schedule!.scheduleId };
+}
+
+/** An hourly schedule into the target's queue. */
+const hourlySchedule = (t: JobTarget) => ({ trigger: { case: 'interval' as const, value: { seconds: 3_600n } }, jobTemplate: { queue: t.queue } });
+const scheduleOwnerOf = (response: { schedule?: { owner: string; scheduleId: string } }) => ({ owner: response.schedule?.owner, id: response.schedule?.scheduleId });
+
 const missingTarget = (): JobTarget => ({
   jobId: MISSING.jobId,
   queue: `bola-missing-${unique()}`,
@@ -266,6 +278,29 @@ const FRONT_CASES: Record<string, FrontCase> = {
   // Admin only: any user, the owner included, is refused for its role.
   'AdmissionService.SetRetentionPolicy': { request: (t) => ({ policy: { queue: t.queue } }), owner: [ADMIN_ONLY, ADMIN_ONLY], admin: ['OK', 'OK'], other: ADMIN_ONLY },
   'AdmissionService.SetLegalHold': { request: (t) => ({ jobId: t.jobId, held: true }), project: jobOf, owner: [ADMIN_ONLY, ADMIN_ONLY], admin: ['OK', NOT_FOUND], other: ADMIN_ONLY },
+  'AdmissionService.SetQueuePolicy': { request: (t) => ({ queue: t.queue, paused: false }), owner: [ADMIN_ONLY, ADMIN_ONLY], admin: ['OK', 'OK'], other: ADMIN_ONLY },
+  'AdmissionService.GetQueue': { request: (t) => ({ queue: t.queue }), owner: [ADMIN_ONLY, ADMIN_ONLY], admin: ['OK', 'OK'], other: ADMIN_ONLY },
+  'AdmissionService.CreateSchedule': {
+    // Like SubmitJob: another caller's create under the owner's key makes its own schedule, never replays the owner's.
+    request: (t) => ({ idempotencyKey: t.submitKey, schedule: hourlySchedule(t) }),
+    project: (r) => ({ ownedBy: r.schedule?.owner, replayed: r.replayed }),
+    owner: ['OK', 'OK'],
+    admin: ['OK', 'OK'],
+    other: 'OK',
+  },
+  'AdmissionService.GetSchedule': { request: (t) => ({ scheduleId: t.jobId }), live: ownersSchedule, project: scheduleOwnerOf, owner: ['OK', NOT_FOUND], admin: ['OK', NOT_FOUND], other: NOT_FOUND },
+  'AdmissionService.ListSchedules': {
+    // Another user's listing never holds the owner's schedules.
+    request: () => ({ pageSize: 200 }),
+    project: (r) => r.schedules.some((schedule: { owner: string }) => schedule.owner === 'bola-owner'),
+    live: ownersSchedule,
+    owner: ['OK', 'OK'],
+    admin: ['OK', 'OK'],
+    other: 'OK',
+  },
+  'AdmissionService.PauseSchedule': { request: (t) => ({ idempotencyKey: key(), scheduleId: t.jobId }), live: ownersSchedule, project: scheduleOwnerOf, owner: ['OK', NOT_FOUND], admin: ['OK', NOT_FOUND], other: NOT_FOUND },
+  'AdmissionService.ResumeSchedule': { request: (t) => ({ idempotencyKey: key(), scheduleId: t.jobId }), live: ownersSchedule, project: scheduleOwnerOf, owner: ['OK', NOT_FOUND], admin: ['OK', NOT_FOUND], other: NOT_FOUND },
+  'AdmissionService.DeleteSchedule': { request: (t) => ({ idempotencyKey: key(), scheduleId: t.jobId }), live: ownersSchedule, project: scheduleOwnerOf, owner: ['OK', NOT_FOUND], admin: ['OK', NOT_FOUND], other: NOT_FOUND },
   'EventService.ReadJobEvents': {
     request: (t) => ({ jobId: t.jobId }),
     project: (r) => r.events.map((e: { type: string }) => e.type),

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { create, type JsonObject, type MessageInitShape } from '@bufbuild/protobuf';
-import type { Timestamp } from '@bufbuild/protobuf/wkt';
+import type { Duration, Timestamp } from '@bufbuild/protobuf/wkt';
 import type { Client } from '@connectrpc/connect';
 import pg from 'pg';
 import { AdmissionService, SubmitJobRequestSchema, type SubmitJobRequest } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
@@ -56,6 +56,10 @@ export interface SubmitInit {
   readonly runAfter?: Timestamp;
   readonly retryPolicy?: MessageInitShape<typeof RetryPolicySchema>;
   readonly lostAttemptPolicy?: LostAttemptPolicy;
+  readonly uniqueWhileActive?: { readonly key: string };
+  readonly attemptTimeout?: Duration;
+  readonly heartbeatTimeout?: Duration;
+  readonly concurrencyKey?: string;
 }
 
 /** A fresh queue name, so tests in one database never claim each other's jobs. */
@@ -149,12 +153,14 @@ export class ExecutionHarness {
     }
   }
 
-  /** Sets a queue's deployment-wide concurrency limit. */
+  /** Sets a queue's deployment-wide concurrency limit (SetQueuePolicy, as an admin). */
   async limitQueue(queue: string, maxConcurrency: number): Promise<void> {
-    await this.sql.query(
-      'insert into queue_settings (queue, max_concurrency) values ($1, $2) on conflict (queue) do update set max_concurrency = excluded.max_concurrency',
-      [queue, maxConcurrency],
-    );
+    await (await this.queueAdmin()).setQueuePolicy({ queue, maxConcurrency });
+  }
+
+  /** An admission client with an admin token, for queue administration. */
+  async queueAdmin(): Promise<Client<typeof AdmissionService>> {
+    return clientFor(AdmissionService, this.cluster.admission.url, await this.cluster.tokenFor('queue-admin', 'admin'));
   }
 
   /** Ends every raw worker and the SQL connection. */

@@ -23,7 +23,7 @@ export const devCommand: Command = {
 
 Runs Docket on this machine (this is what npm start runs): PostgreSQL, then
 the state service, then admission, execution and events, each as its own
-process. Once all four answer SERVING on grpc.health.v1.Health it prints
+process, and serves the web console. Once all four answer SERVING on grpc.health.v1.Health it prints
 their addresses, development tokens and an example call. Ctrl-C stops the
 services (state last), then Postgres. If any of them dies, everything is
 stopped and the exit code is 1.
@@ -46,6 +46,9 @@ Environment:
   DOCKET_EXECUTION_PORT   default 7402   | 0 picks a free port; all services
   DOCKET_EVENTS_PORT      default 7403   | listen on 127.0.0.1
   DOCKET_STATE_PORT       default 7404  /
+  DOCKET_CONSOLE_PORT     default 7405: the web console (packages/console)
+  DOCKET_CORS_ORIGINS     browser origins the front services allow (default:
+                          the console's own origin)
   DOCKET_AUTH_SECRET      HS256 secret (default: generated into secrets.json)
   DOCKET_CURSOR_SECRET    cursor secret (default: generated into secrets.json)
   DOCKET_SERVICE_AUTH_SECRET  the state service's own secret, which public
@@ -79,6 +82,7 @@ Other variables (NODE_OPTIONS, OTEL_*, ...) are passed on to the services.
         logMode,
         colors: process.stdout.isTTY === true && !context.env['NO_COLOR'],
         entryFor: (name) => serviceEntryPath(REPO_ROOT, name),
+        consoleRoot: resolve(REPO_ROOT, 'packages', 'console', 'dist'),
         stop: stop.signal,
       });
     } finally {

@@ -27,6 +27,26 @@ export function devServicePorts(env: NodeJS.ProcessEnv): Record<ServiceName, num
   return ports;
 }
 
+/** The web console's port under `docket dev` when `DOCKET_CONSOLE_PORT` is unset. */
+export const DEFAULT_CONSOLE_PORT = 7405;
+
+/** `DOCKET_CONSOLE_PORT` (0 picks a free port), else {@link DEFAULT_CONSOLE_PORT}. */
+export function devConsolePort(env: NodeJS.ProcessEnv): number {
+  return parsePort(env, 'DOCKET_CONSOLE_PORT') ?? DEFAULT_CONSOLE_PORT;
+}
+
+/**
+ * The browser origins the front services allow under `docket dev`:
+ * `DOCKET_CORS_ORIGINS` when set, else the console's own origin by address
+ * and by name (`http://127.0.0.1:<port>`, `http://localhost:<port>`).
+ */
+export function devCorsOrigins(env: NodeJS.ProcessEnv, consoleUrl: string): string {
+  const configured = env['DOCKET_CORS_ORIGINS'];
+  if (configured !== undefined && configured.trim() !== '') return configured;
+  const { port } = new URL(consoleUrl);
+  return [`http://${DEV_HOST}:${port}`, `http://localhost:${port}`].join(',');
+}
+
 /** `DOCKET_POSTGRES_PORT` for the embedded Postgres; `undefined` picks a free port. */
 export function devPostgresPort(env: NodeJS.ProcessEnv): number | undefined {
   return parsePort(env, 'DOCKET_POSTGRES_PORT') || undefined;

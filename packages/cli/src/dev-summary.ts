@@ -3,6 +3,8 @@ import type { ServiceName } from './service-names.js';
 /** What `docket dev` reports once the system is healthy. */
 export interface DevSummary {
   readonly urls: Readonly<Record<ServiceName, string>>;
+  /** The web console's address, when it is served. */
+  readonly consoleUrl: string | undefined;
   readonly databaseUrl: string;
   /** Set when the embedded Postgres is used: its data directory. */
   readonly embeddedPostgresDir: string | undefined;
@@ -31,6 +33,7 @@ export function formatDevSummary(summary: DevSummary): string {
     `Docket is running: all four services report SERVING (healthy after ${seconds} s).`,
     '',
     ...ORDER.map((name) => `  ${name.padEnd(10)} ${summary.urls[name].padEnd(24)} ${ROLES_OF[name]}`),
+    ...(summary.consoleUrl === undefined ? [] : [`  ${'console'.padEnd(10)} ${summary.consoleUrl.padEnd(24)} web console: open it and paste the user token below`]),
     `  ${'postgres'.padEnd(10)} ${summary.databaseUrl}`,
     summary.embeddedPostgresDir === undefined
       ? `             (DOCKET_DATABASE_URL)`

@@ -16,3 +16,6 @@ export {
   type ServiceExit,
 } from './launch-service.js';
 export { waitForServing, type WaitForServingOptions } from './wait-for-serving.js';
+export { serveConsole, type ConsoleServer, type ConsoleServices, type ServeConsoleOptions } from './console-server.js';
+export { demoHandler, type DemoHandlerOptions } from './worker-demo-handler.js';
+export { DEFAULT_CONSOLE_PORT } from './dev-config.js';

@@ -6,8 +6,10 @@ import { devCommand } from './dev-command.js';
 import { getCommand } from './get-command.js';
 import { holdCommand, releaseCommand } from './legal-hold-commands.js';
 import { listCommand } from './list-command.js';
+import { queueCommand } from './queue-commands.js';
 import { retentionCommand } from './retention-command.js';
 import { retryCommand } from './retry-command.js';
+import { scheduleCommand } from './schedule-commands.js';
 import { signalCommand, signalsCommand } from './signal-commands.js';
 import { submitCommand } from './submit-command.js';
 import { tokenCommand } from './token-command.js';
@@ -39,7 +41,9 @@ const COMMANDS: readonly Command[] = [
   deletionCommand,
   holdCommand,
   releaseCommand,
+  queueCommand,
   retentionCommand,
+  scheduleCommand,
 ];
 
 const HELP_FLAGS = new Set(['-h', '--help']);

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -47,6 +47,7 @@ async function runDevUntilReady(options: {
   env: NodeJS.ProcessEnv;
   entryFor?: (name: ServiceName) => string;
   whileRunning?: (out: string) => Promise<void>;
+  consoleRoot?: string;
 }): Promise<DevRun> {
   const stop = new AbortController();
   let out = '';
@@ -73,6 +74,7 @@ async function runDevUntilReady(options: {
     colors: false,
     entryFor: options.entryFor ?? (() => FAKE_SERVICE),
     stop: stop.signal,
+    ...(options.consoleRoot === undefined ? {} : { consoleRoot: options.consoleRoot }),
   });
   // Surface a failed `whileRunning`; do not wait for one the run outlived.
   await Promise.race([running, new Promise((resolve) => setImmediate(resolve))]);
@@ -165,6 +167,40 @@ describe('runDev', () => {
     expect(second.code).toBe(0);
     expect(await readDevSecrets(dataDir)).toEqual(secrets);
     expect(await readFile(join(dataDir, 'postgres', 'password'), 'utf8')).toBe(password);
+  });
+
+  it('serves the web console, names the services in its config.json, and has the services allow its origin', async () => {
+    const dir = await scratchDir();
+    const consoleRoot = join(dir, 'console');
+    await mkdir(consoleRoot);
+    await writeFile(join(consoleRoot, 'index.html'), '<!doctype html><title>Docket console</title>');
+    await writeFile(join(dir, 'beside-the-console.txt'), 'not to be served');
+    let seen: { page: string; config: unknown; consoleUrl: string; admission: string; events: string; escape: number } | undefined;
+    const run = await runDevUntilReady({
+      env: { DOCKET_DATA_DIR: join(dir, '.docket'), DOCKET_DATABASE_URL: 'postgres://unused/db', DOCKET_CONSOLE_PORT: '0' },
+      consoleRoot,
+      whileRunning: async (out) => {
+        const consoleUrl = /\n  console +(http:\/\/127\.0\.0\.1:\d+) /.exec(out)?.[1] ?? '';
+        const urlOf = (name: string): string => new RegExp(`\\n  ${name} +(http://\\S+)`).exec(out)?.[1] ?? '';
+        seen = {
+          page: await (await fetch(`${consoleUrl}/`)).text(),
+          config: await (await fetch(`${consoleUrl}/config.json`)).json(),
+          consoleUrl,
+          admission: urlOf('admission'),
+          events: urlOf('events'),
+          escape: (await fetch(`${consoleUrl}/..%2fbeside-the-console.txt`)).status,
+        };
+      },
+    });
+    expect(run.code).toBe(0);
+    expect(seen?.consoleUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(seen?.page).toContain('Docket console');
+    expect(seen?.config).toEqual({ admissionUrl: seen?.admission, eventsUrl: seen?.events });
+    expect(seen?.escape).toBe(404);
+    for (const name of ['admission', 'events']) {
+      const log = await readFile(join(dir, '.docket', 'logs', `${name}.log`), 'utf8');
+      expect(log).toContain('"DOCKET_CORS_ORIGINS"');
+    }
   });
 
   it('stops everything and exits 1 when a service dies', async () => {

@@ -4,7 +4,8 @@ import { performance } from 'node:perf_hooks';
 import { mintToken } from '@docket/auth';
 import { startEmbeddedPostgres, type EmbeddedPostgresHandle } from '@docket/embedded-postgres';
 import { resolveDataDir } from './data-dir.js';
-import { DEV_HOST, devPostgresPort, devServicePorts, inheritedServiceEnv } from './dev-config.js';
+import { serveConsole, type ConsoleServer } from './console-server.js';
+import { DEV_HOST, devConsolePort, devCorsOrigins, devPostgresPort, devServicePorts, inheritedServiceEnv } from './dev-config.js';
 import { DevLogSink, type DevLogMode } from './dev-log-sink.js';
 import { devSecretsPath, loadOrCreateDevSecrets } from './dev-secrets.js';
 import { formatDevSummary } from './dev-summary.js';
@@ -25,6 +26,8 @@ export interface RunDevOptions {
   readonly entryFor: (name: ServiceName) => string;
   /** Aborted on Ctrl-C / SIGTERM: stop everything in order and return 0. */
   readonly stop: AbortSignal;
+  /** The built web console (`packages/console/dist`), served on `DOCKET_CONSOLE_PORT`; unset serves none. */
+  readonly consoleRoot?: string;
 }
 
 const TOKEN_TTL_DAYS = 30;
@@ -52,6 +55,7 @@ export async function runDev(options: RunDevOptions): Promise<number> {
   const lifetime = new Lifetime(options.stop);
   const services = new Map<ServiceName, LaunchedService>();
   let postgresStarting: Promise<EmbeddedPostgresHandle> | undefined;
+  let consoleServer: ConsoleServer | undefined;
   let failure: string | undefined;
   try {
     const stored = await loadOrCreateDevSecrets(dataDir);
@@ -83,7 +87,15 @@ export async function runDev(options: RunDevOptions): Promise<number> {
       databaseUrl,
       serviceAuthSecret,
     };
-    const baseEnv = inheritedServiceEnv(env);
+    // The console listens first: the front services must allow its origin.
+    let consoleServices: { admissionUrl: string; eventsUrl: string } | undefined;
+    if (options.consoleRoot !== undefined) {
+      consoleServer = await serveConsole({ root: options.consoleRoot, host: DEV_HOST, port: devConsolePort(env), services: () => consoleServices });
+    }
+    const baseEnv = {
+      ...inheritedServiceEnv(env),
+      ...(consoleServer === undefined ? {} : { DOCKET_CORS_ORIGINS: devCorsOrigins(env, consoleServer.url) }),
+    };
     const launch = (name: ServiceName, stateUrl?: string): LaunchedService => {
       const service = launchService({
         name,
@@ -106,6 +118,7 @@ export async function runDev(options: RunDevOptions): Promise<number> {
     const frontUrls = await lifetime.race(Promise.all(fronts.map((service) => service.ready)));
     const urls = { state: stateUrl } as Record<ServiceName, string>;
     FRONT_SERVICE_NAMES.forEach((name, index) => (urls[name] = frontUrls[index] ?? ''));
+    consoleServices = { admissionUrl: urls.admission, eventsUrl: urls.events };
     await lifetime.race(
       Promise.all(
         SERVICE_NAMES.map((name) =>
@@ -120,6 +133,7 @@ export async function runDev(options: RunDevOptions): Promise<number> {
     options.out(
       formatDevSummary({
         urls,
+        consoleUrl: consoleServer?.url,
         databaseUrl,
         embeddedPostgresDir: postgresStarting ? join(dataDir, 'postgres') : undefined,
         secretsFile: devSecretsPath(dataDir),
@@ -141,6 +155,7 @@ export async function runDev(options: RunDevOptions): Promise<number> {
       FRONT_SERVICE_NAMES.map((name) => services.get(name)?.stop('SIGTERM', SHUTDOWN_GRACE_MS)),
     );
     await services.get('state')?.stop('SIGTERM', SHUTDOWN_GRACE_MS);
+    await consoleServer?.close();
     // Also a server still starting when the session ended (Ctrl-C during initdb).
     const postgres = await postgresStarting?.catch(() => undefined);
     await postgres?.stop();

@@ -7,6 +7,7 @@ import { EVENTS_URL_FLAG, EVENTS_URL_OPTION_HELP, eventsUrlOf, protoJsonLine, re
 import { watchJob } from './watch-command.js';
 import { statusName } from './job-summary.js';
 import { parseJsonObjectFlag } from './json-object-flag.js';
+import { parseRetentionAge } from './retention-age.js';
 import { OWNER_OPTIONS_HELP, parseOwnerArguments, requestKey, type OwnerOptions } from './owner-call.js';
 
 /** Parsed `docket submit` arguments. */
@@ -15,6 +16,13 @@ export interface SubmitArguments {
   readonly input: JsonObject;
   readonly label: string;
   readonly priority: number;
+  /** `unique_while_active` key, if given. */
+  readonly uniqueKey: string | undefined;
+  /** The job's concurrency key, if given. */
+  readonly concurrencyKey: string | undefined;
+  /** Attempt limits, in seconds, if given. */
+  readonly attemptTimeoutSeconds: bigint | undefined;
+  readonly heartbeatTimeoutSeconds: bigint | undefined;
   /** Print the SubmitJob response as proto3 JSON instead of the summary line. */
   readonly json: boolean;
   /** Then follow the job live, as `docket watch` does, and exit by its outcome. */
@@ -38,6 +46,10 @@ export function parseSubmitArguments(args: readonly string[]): SubmitArguments {
     input: { type: 'string' },
     label: { type: 'string' },
     priority: { type: 'string' },
+    'unique-key': { type: 'string' },
+    'concurrency-key': { type: 'string' },
+    'attempt-timeout': { type: 'string' },
+    'heartbeat-timeout': { type: 'string' },
     json: { type: 'boolean' },
     watch: { type: 'boolean' },
     ...EVENTS_URL_FLAG,
@@ -50,11 +62,20 @@ export function parseSubmitArguments(args: readonly string[]): SubmitArguments {
     input: parseJsonObjectFlag(values['input'] as string | undefined, '--input'),
     label: (values['label'] as string | undefined) ?? '',
     priority: parsePriority(values['priority'] as string | undefined),
+    uniqueKey: values['unique-key'] as string | undefined,
+    concurrencyKey: values['concurrency-key'] as string | undefined,
+    attemptTimeoutSeconds: durationFlag(values, 'attempt-timeout'),
+    heartbeatTimeoutSeconds: durationFlag(values, 'heartbeat-timeout'),
     json: values['json'] === true,
     watch: values['watch'] === true,
     eventsUrl: eventsUrlOf(values),
     owner,
   };
+}
+
+function durationFlag(values: Record<string, unknown>, flag: string): bigint | undefined {
+  const text = values[flag];
+  return typeof text === 'string' ? parseRetentionAge(text, `--${flag}`) : undefined;
 }
 
 function parsePriority(text: string | undefined): number {
@@ -79,19 +100,36 @@ async function admit(client: DocketClient, parsed: SubmitArguments, context: Cli
   let jobId: string | undefined;
   const code = await reportingClientFailures('submit', { name: 'admission', url: parsed.owner.url }, context, async () => {
     const idempotencyKey = requestKey('submit', parsed.owner, context);
-    const receipt = await client.submit({ queue: parsed.queue, input: parsed.input, label: parsed.label, priority: parsed.priority }, { idempotencyKey });
+    const receipt = await client.submit(
+      {
+        queue: parsed.queue,
+        input: parsed.input,
+        label: parsed.label,
+        priority: parsed.priority,
+        ...(parsed.uniqueKey === undefined ? {} : { uniqueWhileActive: { key: parsed.uniqueKey } }),
+        ...(parsed.concurrencyKey === undefined ? {} : { concurrencyKey: parsed.concurrencyKey }),
+        ...(parsed.attemptTimeoutSeconds === undefined ? {} : { attemptTimeout: { seconds: parsed.attemptTimeoutSeconds } }),
+        ...(parsed.heartbeatTimeoutSeconds === undefined ? {} : { heartbeatTimeout: { seconds: parsed.heartbeatTimeoutSeconds } }),
+      },
+      { idempotencyKey },
+    );
     jobId = receipt.job.id;
     if (parsed.json) {
       const response = create(SubmitJobResponseSchema, {
         job: receipt.job,
         replayed: receipt.replayed,
+        deduplicated: receipt.deduplicated,
         ...(receipt.idempotencyExpiresAt ? { idempotencyExpiresAt: timestampFromDate(receipt.idempotencyExpiresAt) } : {}),
       });
       context.out(protoJsonLine(SubmitJobResponseSchema, response));
       return 0;
     }
-    const verb = receipt.replayed ? 'replayed' : 'submitted';
-    const note = receipt.replayed ? ' (this key was used before: the job as first admitted)' : '';
+    const verb = receipt.replayed ? 'replayed' : receipt.deduplicated ? 'deduplicated' : 'submitted';
+    const note = receipt.replayed
+      ? ' (this key was used before: the job as first admitted)'
+      : receipt.deduplicated
+        ? ' (an active job holds this unique key: that job, nothing created)'
+        : '';
     context.out(`${verb} ${receipt.job.id} to ${receipt.job.queue}: ${statusName(receipt.job.status)}${note}\n`);
     return 0;
   });
@@ -110,7 +148,9 @@ export const submitCommand: Command = {
   name: 'submit',
   summary: 'submit a job to a queue',
   help: `Usage: docket submit --queue <queue> [--input <json>] [--label <text>]
-                     [--priority <n>] [--key <key>] [--json] [--watch]
+                     [--priority <n>] [--unique-key <key>] [--concurrency-key <key>]
+                     [--attempt-timeout <age>] [--heartbeat-timeout <age>]
+                     [--key <key>] [--json] [--watch]
                      [--url <url>] [--events-url <url>] [--token <jwt>]
 
 Admits a job (AdmissionService SubmitJob) owned by the token's subject.
@@ -124,6 +164,7 @@ never admits two jobs.
 Prints one line:
   submitted <job_id> to <queue>: QUEUED
   replayed <job_id> to <queue>: <STATUS> (this key was used before: ...)
+  deduplicated <job_id> to <queue>: <STATUS> (an active job holds ...)
 
 Options:
   --queue <queue>   the queue ([a-z0-9][a-z0-9._-]{0,127}); required
@@ -131,6 +172,20 @@ Options:
   --label <text>    a label for humans (at most 256 characters)
   --priority <n>    higher is claimed first (default 0; a negative one as
                     --priority=-5)
+  --unique-key <key>
+                    unique_while_active: while a job of yours with this key
+                    is not terminal in the queue, answer that job instead of
+                    creating another (docs/uniqueness.md)
+  --concurrency-key <key>
+                    the job's concurrency key (a tenant, say): a queue with
+                    a per-key limit (docket queue set --per-key-concurrency)
+                    runs at most that many of one key's jobs at once and
+                    rotates across keys
+  --attempt-timeout <age>
+                    end an attempt running longer than this, however it
+                    renews (30s, 15m, 2h, 1d; 1s to 7 days)
+  --heartbeat-timeout <age>
+                    end an attempt not renewed for this long (1s to 24h)
   --json            print the SubmitJob response as one line of proto3
                     JSON instead
   --watch           then follow the job live until it ends, exactly as

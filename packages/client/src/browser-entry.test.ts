@@ -1,14 +1,13 @@
 import { createHash, webcrypto } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { runInNewContext } from 'node:vm';
-import { create } from '@bufbuild/protobuf';
-import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { build } from 'esbuild';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GENESIS_HASH, sealEvent, type JsonValue, type StoredEvent } from '@docket/contracts';
-import { EventSchema, type Event } from '@docket/proto/docket/common/v1/event_pb.js';
+import { GENESIS_HASH } from '@docket/contracts';
+import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
 import { portableSha256Hex } from '../../contracts/src/sha256-portable.js';
+import { sealedJournal } from '../../../test/support/sealed-journal.js';
 
 /*
  * `@docket/client` works in browsers: its `browser` entry bundles for the
@@ -68,33 +67,7 @@ function eventsInRealm(inRealm: (code: string, input: string) => unknown, events
 function journal(count: number): { jobId: string; requestDigest: string; events: Event[] } {
   const jobId = 'job_browserchaincheck00000000';
   const requestDigest = createHash('sha256').update('a submission').digest('hex');
-  const stored: StoredEvent[] = [];
-  for (let sequence = 1; sequence <= count; sequence++) {
-    const payload: { [k: string]: JsonValue } = { step: sequence, note: 'ünïcødé ✓ 😀' };
-    stored.push(
-      sealEvent({
-        jobId,
-        requestDigest,
-        sequence: BigInt(sequence),
-        previousHash: stored.at(-1)?.hash ?? GENESIS_HASH,
-        type: sequence === 1 ? 'job.admitted' : 'worker.step',
-        payload,
-        occurredAt: new Date(Date.UTC(2026, 11, 1, 12, 0, sequence)),
-      }),
-    );
-  }
-  const events = stored.map((event) =>
-    create(EventSchema, {
-      jobId: event.jobId,
-      sequence: BigInt(event.sequence),
-      type: event.type,
-      payload: event.payload,
-      occurredAt: timestampFromDate(event.occurredAt),
-      previousHash: event.previousHash,
-      hash: event.hash,
-    }),
-  );
-  return { jobId, requestDigest, events };
+  return { jobId, requestDigest, events: sealedJournal(jobId, requestDigest, count) };
 }
 
 describe('the browser entry of @docket/client', () => {

@@ -9,6 +9,7 @@ import {
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ApprovalDecision } from '@docket/proto/docket/common/v1/approval_pb.js';
 import type { Deletion } from '@docket/proto/docket/common/v1/deletion_pb.js';
+import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
 import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import type { Signal } from '@docket/proto/docket/common/v1/signal_pb.js';
@@ -71,6 +72,11 @@ export interface JobReceipt extends MutationReceipt {
   readonly job: Job;
 }
 
+/** SubmitJob's answer: the job, and whether it is an active job with the request's `unique_while_active` key instead of a new one. */
+export interface SubmitReceipt extends JobReceipt {
+  readonly deduplicated: boolean;
+}
+
 /** HardDeleteJob's answer. */
 export interface DeletionReceipt extends MutationReceipt {
   readonly deletion: Deletion;
@@ -102,6 +108,16 @@ export interface JobPage {
   readonly nextPageToken: string;
   /** A WatchJobs cursor at this listing's consistency point. */
   readonly eventCursor: string;
+}
+
+/** One page of a job's journal ({@link DocketClient.readEvents}). */
+export interface JournalPage {
+  /** The events, in sequence order, contiguous after the requested sequence. */
+  readonly events: readonly Event[];
+  /** The sequence of the job's latest event when the page was read. */
+  readonly latestSequence: bigint;
+  /** The submission's request digest (64 lowercase hex), which every event hash covers. */
+  readonly requestDigest: string;
 }
 
 /** Builds a client's transports from an address and a token, with a way to close them. */
@@ -168,10 +184,10 @@ export class DocketClient {
    * @example
    * const { job, replayed, idempotencyKey } = await client.submit({ queue: 'emails', input: { to: 'a@example.com' } });
    */
-  async submit(spec: JobSpec, options: MutationOptions = {}): Promise<JobReceipt> {
+  async submit(spec: JobSpec, options: MutationOptions = {}): Promise<SubmitReceipt> {
     const key = resolveIdempotencyKey(options.idempotencyKey);
     const response = await this.#mutate('SubmitJob', key, options, (o) => this.#admission.submitJob({ ...spec, idempotencyKey: key }, o));
-    return { job: required(response.job, 'SubmitJob', 'job'), ...receipt(response, key) };
+    return { job: required(response.job, 'SubmitJob', 'job'), ...receipt(response, key), deduplicated: response.deduplicated };
   }
 
   /** Cancels a job (CancelJob): at once unless RUNNING, which goes CANCELLING until its worker reports. */
@@ -266,6 +282,24 @@ export class DocketClient {
   async getDeletion(deletionId: string, options: ReadOptions = {}): Promise<Deletion> {
     const response = await this.#read('GetDeletion', options, (o) => this.#admission.getDeletion({ deletionId }, o));
     return required(response.deletion, 'GetDeletion', 'deletion');
+  }
+
+  /**
+   * One page of a job's journal as the events service returns it
+   * (ReadJobEvents): events with a sequence above `afterSequence`, at most
+   * `pageSize` (0: the service's 100, at most 256), with the latest
+   * sequence and the submission's request digest, from which a reader can
+   * recompute every hash itself (the console does, with SubtleCrypto). The
+   * service verified the page before answering; a damaged journal is
+   * DATA_LOSS / `JOURNAL_CORRUPT` with metadata `sequence`.
+   */
+  async readEvents(
+    jobId: string,
+    options: ReadOptions & { readonly afterSequence?: bigint | number; readonly pageSize?: number } = {},
+  ): Promise<JournalPage> {
+    const request = { jobId, afterSequence: BigInt(options.afterSequence ?? 0), pageSize: options.pageSize ?? 0 };
+    const page = await this.#read('ReadJobEvents', options, (o) => this.#events.readJobEvents(request, o));
+    return { events: page.events, latestSequence: page.latestSequence, requestDigest: page.requestDigest };
   }
 
   /**

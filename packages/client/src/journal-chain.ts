@@ -123,9 +123,11 @@ export function genesisAnchor(jobId: string, requestDigest: string | undefined):
 /**
  * The hashed view of a public `Event`: an absent payload is the empty
  * object (proto3's default), an absent `occurred_at` an invalid Date, from
- * which no hash recomputes.
+ * which no hash recomputes. What `eventChainPreimage` of `@docket/contracts`
+ * takes, for readers that hash with another SHA-256 (the console's
+ * SubtleCrypto check).
  */
-function storedEventOf(event: Event, requestDigest: string): StoredEvent {
+export function storedEventOf(event: Event, requestDigest: string): StoredEvent {
   return {
     jobId: event.jobId,
     requestDigest,

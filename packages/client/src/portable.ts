@@ -6,7 +6,9 @@ export {
   type DeletionReceipt,
   type JobPage,
   type JobReceipt,
+  type SubmitReceipt,
   type JobSpec,
+  type JournalPage,
   type ListOptions,
   type MutationOptions,
   type MutationReceipt,
@@ -29,6 +31,6 @@ export { GENERATED_KEY_LENGTH, isValidIdempotencyKey, newIdempotencyKey } from '
 export { DEFAULT_RETRY_POLICY, isRetryableFailure, type RetryPolicy } from './retry-policy.js';
 export { DEFAULT_IDLE_TIMEOUT_MS, type JobWatchFrame, type WatchOptions } from './job-watch.js';
 export type { JobFeedFrame, WatchJobsOptions } from './job-feed.js';
-export { JournalChain, type JournalAnchor, type JournalBreak } from './journal-chain.js';
+export { JournalChain, storedEventOf, type JournalAnchor, type JournalBreak } from './journal-chain.js';
 export { JobStatus, JobLifecycle } from '@docket/proto/docket/common/v1/job_status_pb.js';
 export { ResyncReason } from '@docket/proto/docket/events/v1/event_service_pb.js';

@@ -1,12 +1,13 @@
 import { base32Lower } from './base32.js';
 
 /** The type prefixes of SPEC §2, in the order the SPEC lists them. */
-export const ID_PREFIXES = Object.freeze(['job', 'att', 'wkr', 'op', 'del', 'apr', 'eff'] as const);
+export const ID_PREFIXES = Object.freeze(['job', 'att', 'wkr', 'op', 'del', 'apr', 'eff', 'sch'] as const);
 
 /**
  * `job` jobs, `att` attempts, `wkr` worker incarnations, `op` operations,
  * `del` deletions, `apr` approvals, and `eff` effect-journal records (named
- * by the Effect message; not in the SPEC's list, which it extends).
+ * by the Effect message) and `sch` schedules (SPEC section 13); the last
+ * two are not in section 2's list, which they extend.
  */
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 

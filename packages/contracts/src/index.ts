@@ -62,6 +62,7 @@ export {
 } from './event-chain.js';
 export {
   RETRY_BOUNDS,
+  ATTEMPT_LIMIT_BOUNDS,
   RETRY_DEFAULTS,
   validateJobSpec,
   type JobSpecInput,

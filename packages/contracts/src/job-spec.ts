@@ -18,6 +18,15 @@ export const RETRY_BOUNDS = {
   maxBackoffMs: 7 * 24 * 3_600_000,
 } as const;
 
+/** Bounds of a job's attempt limits (SPEC section 13), in milliseconds. */
+export const ATTEMPT_LIMIT_BOUNDS = {
+  attemptTimeout: { min: 1_000, max: 7 * 24 * 3_600_000 },
+  heartbeatTimeout: { min: 1_000, max: 24 * 3_600_000 },
+} as const;
+
+/** A `unique_while_active` key or a concurrency key: 1 to 128 printable ASCII characters. */
+const JOB_KEY = /^[\x21-\x7e]{1,128}$/;
+
 /** A job description as a request carries it, before validation. */
 export interface JobSpecInput {
   readonly queue: string;
@@ -31,6 +40,13 @@ export interface JobSpecInput {
   readonly initialBackoffMs: number | undefined;
   readonly maxBackoffMs: number | undefined;
   readonly lostAttemptPolicy: 'UNSPECIFIED' | 'RETRY' | 'INTERRUPT' | string;
+  /** Undefined: no `unique_while_active` was given. */
+  readonly uniqueKey?: string | undefined;
+  /** Undefined: no limit. */
+  readonly attemptTimeoutMs?: number | undefined;
+  readonly heartbeatTimeoutMs?: number | undefined;
+  /** Empty or undefined: none. */
+  readonly concurrencyKey?: string | undefined;
 }
 
 /** A job description that passed {@link validateJobSpec}, defaults applied. */
@@ -51,6 +67,12 @@ export interface ValidJobSpec {
   readonly initialBackoffMs: number;
   readonly maxBackoffMs: number;
   readonly lostAttemptPolicy: 'RETRY' | 'INTERRUPT';
+  /** While a job of the owner with this key is not terminal in the queue, a submission returns it. */
+  readonly uniqueKey: string | undefined;
+  readonly attemptTimeoutMs: number | undefined;
+  readonly heartbeatTimeoutMs: number | undefined;
+  /** The job's concurrency key: its queue's `per_key_concurrency` counts and rotates by it. */
+  readonly concurrencyKey: string | undefined;
 }
 
 /**
@@ -97,6 +119,20 @@ export function validateJobSpec(spec: JobSpecInput): ValidJobSpec {
   if (policy !== 'RETRY' && policy !== 'INTERRUPT') {
     violate('lost_attempt_policy', 'must be RETRY or INTERRUPT');
   }
+  if (spec.uniqueKey !== undefined && !JOB_KEY.test(spec.uniqueKey)) {
+    violate('unique_while_active.key', 'must be 1 to 128 printable ASCII characters');
+  }
+  if (spec.concurrencyKey !== undefined && spec.concurrencyKey !== '' && !JOB_KEY.test(spec.concurrencyKey)) {
+    violate('concurrency_key', 'must be 1 to 128 printable ASCII characters, or empty');
+  }
+  const limitOk = (ms: number | undefined, bounds: { readonly min: number; readonly max: number }): boolean =>
+    ms === undefined || (Number.isInteger(ms) && ms >= bounds.min && ms <= bounds.max);
+  if (!limitOk(spec.attemptTimeoutMs, ATTEMPT_LIMIT_BOUNDS.attemptTimeout)) {
+    violate('attempt_timeout', 'must be a whole number of milliseconds between 1s and 7 days');
+  }
+  if (!limitOk(spec.heartbeatTimeoutMs, ATTEMPT_LIMIT_BOUNDS.heartbeatTimeout)) {
+    violate('heartbeat_timeout', 'must be a whole number of milliseconds between 1s and 24 hours');
+  }
   if (violations.length > 0) {
     throw new DocketError('INVALID_FIELD', 'the job description is invalid', { fieldViolations: violations });
   }
@@ -113,5 +149,9 @@ export function validateJobSpec(spec: JobSpecInput): ValidJobSpec {
     initialBackoffMs,
     maxBackoffMs,
     lostAttemptPolicy: policy as 'RETRY' | 'INTERRUPT',
+    uniqueKey: spec.uniqueKey,
+    attemptTimeoutMs: spec.attemptTimeoutMs,
+    heartbeatTimeoutMs: spec.heartbeatTimeoutMs,
+    concurrencyKey: spec.concurrencyKey === '' ? undefined : spec.concurrencyKey,
   };
 }

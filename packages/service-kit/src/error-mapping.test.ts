@@ -75,6 +75,22 @@ describe('toConnectError', () => {
     expect(lines).toHaveLength(0);
   });
 
+  it('treats the INTERNAL Connect makes of a response frame the client reset as CANCELLED, and logs the cause of any other', () => {
+    // What connect-node's connectErrorFromNodeReason makes of a failed response write: INTERNAL, the Node error as its cause.
+    const connectErrorFromNodeReason = (reason: Error) => new ConnectError(reason.message, Code.Internal, undefined, undefined, reason);
+    const { logger, lines } = capture();
+    const reset = Object.assign(new Error('Stream closed with error code NGHTTP2_CANCEL'), { code: 'ERR_HTTP2_STREAM_ERROR' });
+    const wrapped = connectErrorFromNodeReason(reset);
+    expect(wrapped.code).toBe(Code.Internal);
+    expect(toConnectError(wrapped, logger).code).toBe(Code.Canceled);
+    expect(lines).toHaveLength(0);
+    const odd = connectErrorFromNodeReason(Object.assign(new Error('something else at /srv/secret'), { code: 'ERR_ODD' }));
+    expect(toConnectError(odd, logger, { rpc: '/x.v1.X/Y' }).code).toBe(Code.Internal);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('"error_code":"ERR_ODD"');
+    expect(lines[0]).not.toContain('/srv/secret');
+  });
+
   it('turns anything else into INTERNAL and logs only its name and code', () => {
     const { logger, lines } = capture();
     const pgError = Object.assign(new Error('duplicate key value violates "jobs_pkey" password=hunter2'), {

@@ -94,7 +94,14 @@ const GRPC_CODE_NAMES: ReadonlyMap<number, string> = new Map(
 const INTERNAL = { reason: 'INTERNAL', message: 'internal error' } as const;
 
 /** Node's errors for writing to a stream whose peer is already gone: a client that left, not a fault of ours. */
-const PEER_GONE_CODES: ReadonlySet<string> = new Set(['ERR_STREAM_DESTROYED', 'ERR_STREAM_WRITE_AFTER_END', 'ERR_HTTP2_INVALID_STREAM', 'ERR_HTTP2_STREAM_CANCEL']);
+const PEER_GONE_CODES: ReadonlySet<string> = new Set([
+  'ERR_STREAM_DESTROYED',
+  'ERR_STREAM_WRITE_AFTER_END',
+  'ERR_STREAM_PREMATURE_CLOSE',
+  'ERR_HTTP2_INVALID_STREAM',
+  'ERR_HTTP2_STREAM_CANCEL',
+  'ERR_HTTP2_STREAM_ERROR',
+]);
 
 /**
  * Maps anything a handler or interceptor threw to the `ConnectError` a client
@@ -125,6 +132,16 @@ export function toConnectError(error: unknown, logger: Logger, fields?: LogField
       const passed = new ConnectError(error.rawMessage, error.code);
       passed.details = error.details;
       return passed;
+    }
+    // Connect wraps Node's failure to write a response frame (the client
+    // reset the stream or the connection died) as INTERNAL with the Node
+    // error as its cause: a client that left, not a fault of ours.
+    const cause = error.cause;
+    if (error.code === Code.Internal && cause !== undefined && PEER_GONE_CODES.has(String(codeOf(cause)))) {
+      return docketConnectError({ code: Code.Canceled, reason: 'CANCELLED', message: 'cancelled' });
+    }
+    if (error.code === Code.Internal && cause !== undefined) {
+      logger.error('unexpected error', { ...fields, error_name: nameOf(cause), error_code: codeOf(cause) });
     }
     return docketConnectError({ code: error.code, ...genericFailure(error.code) });
   }

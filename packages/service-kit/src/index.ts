@@ -66,6 +66,7 @@ export { createServiceTransport, PING_INTERVAL_MS, PING_TIMEOUT_MS, type Service
 export { startTracing, tracesExporterFrom, tracingInterceptor, type Tracing } from './tracing.js';
 export { durationMs, validateJobSpecMessage, type JobSpecMessage } from './job-spec-message.js';
 export { DEFAULT_STATE_URL, readFrontServiceConfig, type FrontServiceConfig } from './front-service-config.js';
+export { DEFAULT_CORS_ORIGINS, corsPolicy, readCorsOrigins, type CorsPolicy } from './cors.js';
 export { DEFAULT_FEED_CURSOR_TTL_MS, FeedCursorCodec, normaliseFeedFilter, type FeedCursorBinding, type FeedCursorFilter, type FeedCursorPosition, type FeedCursorRefusal, type OpenedFeedCursor } from './feed-cursor.js';
 export { callerOf } from './state-caller.js';
 export { RequestBatcher, type BatchBudget, type ItemOutcome, type RequestBatcherOptions, type SubmitOptions } from './request-batcher.js';

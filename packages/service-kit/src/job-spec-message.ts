@@ -14,6 +14,10 @@ export interface JobSpecMessage {
   readonly runAfter?: Timestamp;
   readonly retryPolicy?: RetryPolicy;
   readonly lostAttemptPolicy: LostAttemptPolicy;
+  readonly uniqueWhileActive?: { readonly key: string };
+  readonly attemptTimeout?: Duration;
+  readonly heartbeatTimeout?: Duration;
+  readonly concurrencyKey?: string;
 }
 
 /**
@@ -32,6 +36,10 @@ export function validateJobSpecMessage(message: JobSpecMessage): ValidJobSpec {
     initialBackoffMs: durationMs(message.retryPolicy?.initialBackoff),
     maxBackoffMs: durationMs(message.retryPolicy?.maxBackoff),
     lostAttemptPolicy: LostAttemptPolicy[message.lostAttemptPolicy] ?? String(message.lostAttemptPolicy),
+    uniqueKey: message.uniqueWhileActive?.key,
+    attemptTimeoutMs: durationMs(message.attemptTimeout),
+    heartbeatTimeoutMs: durationMs(message.heartbeatTimeout),
+    concurrencyKey: message.concurrencyKey,
   });
 }
 

@@ -16,6 +16,7 @@ import { ServerReflection as ServerReflectionV1alpha } from '@docket/proto/grpc/
 import type { LimitName } from '@docket/contracts';
 import { authenticationInterceptor, type AuthPolicy } from './authentication.js';
 import { boundedNodeAdapter, chainReachedMarker } from './bounded-node-adapter.js';
+import { corsPolicy, readCorsOrigins } from './cors.js';
 import { deadlineInterceptor } from './deadline.js';
 import { drainSignalKey } from './drain-signal.js';
 import { errorMappingInterceptor } from './error-interceptor.js';
@@ -109,6 +110,8 @@ export interface ServerOptions {
    * default `admissionRequestBytes`.
    */
   readonly requestBytes?: LimitName;
+  /** Browser origins allowed to call cross-origin (see `corsPolicy`); default `DOCKET_CORS_ORIGINS` as `readCorsOrigins` reads it, and none for the state service. */
+  readonly corsOrigins?: readonly string[];
 }
 
 /** A listening server. */
@@ -187,7 +190,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     shutdownSignal: hardStop.signal,
     contextValues: () => createContextValues().set(drainSignalKey, draining.signal),
   });
+  // The internal state service is never called from a browser.
+  const cors = corsPolicy(options.corsOrigins ?? (options.name === 'state' ? [] : readCorsOrigins(process.env)));
   const handler = (request: http.IncomingMessage | http2.Http2ServerRequest, response: http.ServerResponse | http2.Http2ServerResponse): void => {
+    if (cors.answer(request, response)) return;
     if (!metrics.serve(request, response)) connectHandler(request as http.IncomingMessage, response as http.ServerResponse);
   };
 

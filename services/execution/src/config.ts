@@ -42,6 +42,12 @@ export interface ExecutionConfig extends FrontServiceConfig {
    * `next_claimable_at` the state service names.
    */
   readonly claimRecheckMs: number;
+  /**
+   * The schedule firer's longest pause between rounds (it wakes sooner, at
+   * the next tick the state service names). Also how soon a held
+   * BUFFER_ONE tick fires after the job it waited for ends.
+   */
+  readonly scheduleIntervalMs: number;
 }
 
 /** Default port of the execution service (SPEC section 12). */
@@ -57,8 +63,9 @@ const MAX_MAINTENANCE_BATCH = 1000;
  * (default 60000), DOCKET_MAINTENANCE_BATCH (default 100, at most 1000),
  * DOCKET_DELETION_INTERVAL_MS (default 1000), DOCKET_RETENTION_INTERVAL_MS
  * (default 60000), DOCKET_FEED_PRUNE_INTERVAL_MS (default 3600000),
- * DOCKET_FEED_CURSOR_TTL_SECONDS (default 604800) and
- * DOCKET_CLAIM_RECHECK_MS (default 5000).
+ * DOCKET_FEED_CURSOR_TTL_SECONDS (default 604800),
+ * DOCKET_CLAIM_RECHECK_MS (default 5000) and DOCKET_SCHEDULE_INTERVAL_MS
+ * (default 1000).
  */
 export function readExecutionConfig(env: Environment): ExecutionConfig {
   const maintenanceBatch = readPositiveInteger(env, 'DOCKET_MAINTENANCE_BATCH', 100);
@@ -81,5 +88,6 @@ export function readExecutionConfig(env: Environment): ExecutionConfig {
     feedPruneIntervalMs: readPositiveInteger(env, 'DOCKET_FEED_PRUNE_INTERVAL_MS', 3_600_000),
     feedRetentionMs: (readPositiveInteger(env, 'DOCKET_FEED_CURSOR_TTL_SECONDS', DEFAULT_FEED_CURSOR_TTL_MS / 1000) + 86_400) * 1000,
     claimRecheckMs: readPositiveInteger(env, 'DOCKET_CLAIM_RECHECK_MS', 5000),
+    scheduleIntervalMs: readPositiveInteger(env, 'DOCKET_SCHEDULE_INTERVAL_MS', 1000),
   };
 }

@@ -74,6 +74,10 @@ export async function submitJob(
           maxBackoff: durationFromMs(spec.maxBackoffMs),
         }),
         lostAttemptPolicy: request.lostAttemptPolicy,
+        uniqueWhileActive: request.uniqueWhileActive,
+        attemptTimeout: request.attemptTimeout,
+        heartbeatTimeout: request.heartbeatTimeout,
+        concurrencyKey: request.concurrencyKey,
       },
     },
     call,
@@ -82,6 +86,7 @@ export async function submitJob(
     job: admitted.job,
     replayed: admitted.replayed,
     idempotencyExpiresAt: admitted.idempotencyExpiresAt,
+    deduplicated: admitted.deduplicated,
   });
 }
 

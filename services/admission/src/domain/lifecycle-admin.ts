@@ -27,20 +27,23 @@ export async function setRetentionPolicy(
   call: ForwardedDeadline,
 ): Promise<SetRetentionPolicyResponse> {
   requireAdmin(principal);
-  const { response } = await deps.state.setRetentionPolicy({ caller: callerOf(principal), request }, call);
-  if (!response) throw new DocketError('INTERNAL', 'the state service answered without a policy');
-  return response;
+  return stateAnswer((await deps.state.setRetentionPolicy({ caller: callerOf(principal), request }, call)).response, 'a policy');
 }
 
 /** SetLegalHold: admins only. */
 export async function setLegalHold(deps: AdmissionDependencies, principal: Principal, request: SetLegalHoldRequest, call: ForwardedDeadline): Promise<SetLegalHoldResponse> {
   requireAdmin(principal);
   if (!isValidId(request.jobId)) throw invalidField('job_id', 'must be a Docket job id');
-  const { response } = await deps.state.setLegalHold({ caller: callerOf(principal), request }, call);
-  if (!response) throw new DocketError('INTERNAL', 'the state service answered without a job');
+  return stateAnswer((await deps.state.setLegalHold({ caller: callerOf(principal), request }, call)).response, 'a job');
+}
+
+/** The public response a state answer wraps; INTERNAL if it has none (`what` names it). */
+export function stateAnswer<T>(response: T | undefined, what: string): T {
+  if (!response) throw new DocketError('INTERNAL', `the state service answered without ${what}`);
   return response;
 }
 
-function requireAdmin(principal: Principal): void {
+/** PERMISSION_DENIED unless the caller is an admin. */
+export function requireAdmin(principal: Principal): void {
   if (principal.role !== 'admin') throw new DocketError('PERMISSION_DENIED', 'this call needs the admin role');
 }

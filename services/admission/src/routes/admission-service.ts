@@ -5,6 +5,8 @@ import { getJob, listJobs, submitJob, type AdmissionDependencies } from '../doma
 import { JOB_CHANGE_RPCS, changeJob } from '../domain/change-job.js';
 import { forwardOwnerCall } from '../domain/owner-call.js';
 import { getDeletion, setLegalHold, setRetentionPolicy } from '../domain/lifecycle-admin.js';
+import { getQueue, setQueuePolicy } from '../domain/queue-admin.js';
+import { getSchedule, listSchedules, mutateSchedule } from '../domain/schedules.js';
 
 /**
  * Registers docket.admission.v1.AdmissionService. RPCs that later work
@@ -25,10 +27,18 @@ export function admissionServiceRoutes(deps: AdmissionDependencies): (router: Co
       hardDeleteJob: (request, ctx) => changeJob(deps, principalOf(ctx), JOB_CHANGE_RPCS.hardDelete, request, forwardDeadline(ctx)),
       getDeletion: (request, ctx) => getDeletion(deps, principalOf(ctx), request.deletionId, forwardDeadline(ctx)),
       setRetentionPolicy: (request, ctx) => setRetentionPolicy(deps, principalOf(ctx), request, forwardDeadline(ctx)),
+      setQueuePolicy: (request, ctx) => setQueuePolicy(deps, principalOf(ctx), request, forwardDeadline(ctx)),
+      getQueue: (request, ctx) => getQueue(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       setLegalHold: (request, ctx) => setLegalHold(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       decideApproval: (request, ctx) => forwardOwnerCall(deps, principalOf(ctx), 'decideApproval', request, forwardDeadline(ctx)),
       sendSignal: (request, ctx) => forwardOwnerCall(deps, principalOf(ctx), 'sendSignal', request, forwardDeadline(ctx)),
       reconcileSignals: (request, ctx) => forwardOwnerCall(deps, principalOf(ctx), 'reconcileSignals', request, forwardDeadline(ctx)),
+      createSchedule: (request, ctx) => mutateSchedule(deps, principalOf(ctx), 'createSchedule', request, forwardDeadline(ctx)),
+      getSchedule: (request, ctx) => getSchedule(deps, principalOf(ctx), request.scheduleId, forwardDeadline(ctx)),
+      listSchedules: (request, ctx) => listSchedules(deps, principalOf(ctx), request, forwardDeadline(ctx)),
+      pauseSchedule: (request, ctx) => mutateSchedule(deps, principalOf(ctx), 'pauseSchedule', request, forwardDeadline(ctx)),
+      resumeSchedule: (request, ctx) => mutateSchedule(deps, principalOf(ctx), 'resumeSchedule', request, forwardDeadline(ctx)),
+      deleteSchedule: (request, ctx) => mutateSchedule(deps, principalOf(ctx), 'deleteSchedule', request, forwardDeadline(ctx)),
     });
   };
 }

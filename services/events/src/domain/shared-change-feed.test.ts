@@ -48,7 +48,7 @@ describe('SharedChangeFeed', () => {
     let woken = 0;
     const unsubscribe = wakes.map((_, index) =>
       feed.subscribe(() => {
-        wakes[index] += 1;
+        wakes[index] = (wakes[index] ?? 0) + 1;
         woken += 1;
       }),
     );

@@ -4,6 +4,9 @@ import type { ExecutionConfig } from '../config.js';
 import { runMaintenanceLoop } from './maintenance-loop.js';
 import type { StateClient } from './worker-call.js';
 
+/** Schedules one firer step takes at most (each may admit several jobs). */
+export const SCHEDULE_BATCH = 10;
+
 /** The running background loops of one execution process. */
 export interface BackgroundLoops {
   /** Stops every loop: pauses end at once, steps in flight finish. Resolves when all have returned. */
@@ -16,9 +19,11 @@ export interface BackgroundLoops {
  * leases: lost attempts, CANCELLING -> CANCELLED), the retry scheduler
  * (RETRY_WAIT -> QUEUED once `not_before` passes), the idempotency
  * sweeper (expired idempotency and worker-operation records), the deletion
- * runner (hard deletions, batch by batch), retention (per-queue policies)
- * and the feed pruner (change-feed entries older than any live cursor
- * needs). No job timer
+ * runner (hard deletions, batch by batch), retention (per-queue policies),
+ * the feed pruner (change-feed entries older than any live cursor
+ * needs) and the schedule firer (due ticks admitted as jobs, SKIP LOCKED
+ * per schedule, at most {@link SCHEDULE_BATCH} schedules a step so one
+ * step of many firings stays inside the step timeout). No job timer
  * lives in memory: every round asks the database what is due, so any
  * number of replicas may run them and a restart loses nothing.
  */
@@ -26,7 +31,15 @@ export function startBackgroundLoops(
   state: StateClient,
   config: Pick<
     ExecutionConfig,
-    'reaperIntervalMs' | 'retryIntervalMs' | 'sweepIntervalMs' | 'maintenanceBatch' | 'deletionIntervalMs' | 'retentionIntervalMs' | 'feedPruneIntervalMs' | 'feedRetentionMs'
+    | 'reaperIntervalMs'
+    | 'retryIntervalMs'
+    | 'sweepIntervalMs'
+    | 'maintenanceBatch'
+    | 'deletionIntervalMs'
+    | 'retentionIntervalMs'
+    | 'feedPruneIntervalMs'
+    | 'feedRetentionMs'
+    | 'scheduleIntervalMs'
   >,
   logger: Logger,
 ): BackgroundLoops {
@@ -38,7 +51,8 @@ export function startBackgroundLoops(
     { task: MaintenanceTask.RUN_DELETIONS, intervalMs: config.deletionIntervalMs },
     { task: MaintenanceTask.APPLY_RETENTION, intervalMs: config.retentionIntervalMs },
     { task: MaintenanceTask.PRUNE_FEED, intervalMs: config.feedPruneIntervalMs, olderThanMs: config.feedRetentionMs },
-  ].map((loop) => runMaintenanceLoop(state, { ...loop, batch: config.maintenanceBatch }, logger, stop.signal));
+    { task: MaintenanceTask.FIRE_DUE_SCHEDULES, intervalMs: config.scheduleIntervalMs, batch: Math.min(config.maintenanceBatch, SCHEDULE_BATCH) },
+  ].map((loop) => runMaintenanceLoop(state, { ...loop, batch: loop.batch ?? config.maintenanceBatch }, logger, stop.signal));
   let stopped: Promise<void> | undefined;
   return {
     stop() {

@@ -13,6 +13,7 @@ type JsonRow = Record<string, unknown>;
 const date = (value: unknown): Date => new Date(value as string);
 const nullableDate = (value: unknown): Date | null => (value === null || value === undefined ? null : date(value));
 const int8 = (value: unknown): string => String(value);
+const nullableInt8 = (value: unknown): string | null => (value === null || value === undefined ? null : int8(value));
 
 /** A `jobs` row from `to_json(jobs)`. */
 export function jobRowFromJson(row: JsonRow): JobRow {
@@ -32,6 +33,9 @@ export function jobRowFromJson(row: JsonRow): JobRow {
     signal_count: int8(row['signal_count']),
     signals_done_through: int8(row['signals_done_through']),
     signals_delivered_through: int8(row['signals_delivered_through']),
+    attempt_timeout_ms: nullableInt8(row['attempt_timeout_ms']),
+    heartbeat_timeout_ms: nullableInt8(row['heartbeat_timeout_ms']),
+    attempt_deadline: nullableDate(row['attempt_deadline']),
   };
 }
 

@@ -7,7 +7,7 @@ import type { SchemaSnapshot } from './schema-snapshot.js';
 
 /** The schema this build's migrations leave, which start-up requires exactly. */
 export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
-  "version": "20261201-0006-job-quarantine",
+  "version": "20261201-0009-queue-policies",
   "docket": {
     "tables": {
       "attempts": {
@@ -291,6 +291,13 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
             "type": "timestamp with time zone",
             "nullable": false,
             "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "deduplicated": {
+            "type": "boolean",
+            "nullable": false,
+            "default": "false",
             "identity": "",
             "generated": ""
           },
@@ -897,6 +904,20 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
             "identity": "",
             "generated": ""
           },
+          "attempt_deadline": {
+            "type": "timestamp with time zone",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "attempt_timeout_ms": {
+            "type": "bigint",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
           "cancel_requested": {
             "type": "boolean",
             "nullable": false,
@@ -906,6 +927,13 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
           },
           "checkpoint": {
             "type": "jsonb",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "concurrency_key": {
+            "type": "text",
             "nullable": true,
             "default": null,
             "identity": "",
@@ -974,6 +1002,13 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
             "identity": "",
             "generated": ""
           },
+          "heartbeat_timeout_ms": {
+            "type": "bigint",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
           "id": {
             "type": "text",
             "nullable": false,
@@ -1004,6 +1039,13 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
           },
           "last_approval": {
             "type": "jsonb",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "lease_end": {
+            "type": "text",
             "nullable": true,
             "default": null,
             "identity": "",
@@ -1156,6 +1198,13 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
             "identity": "",
             "generated": ""
           },
+          "unique_key": {
+            "type": "text",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
           "unknown_signals": {
             "type": "integer",
             "nullable": false,
@@ -1193,14 +1242,34 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
             "definition": "CHECK ((attempt_base >= 0))"
           },
           {
+            "name": "jobs_attempt_timeout_ms_check",
+            "type": "c",
+            "definition": "CHECK ((attempt_timeout_ms > 0))"
+          },
+          {
+            "name": "jobs_concurrency_key_check",
+            "type": "c",
+            "definition": "CHECK ((concurrency_key ~ '^[!-~]{1,128}$'::text))"
+          },
+          {
             "name": "jobs_head_hash_check",
             "type": "c",
             "definition": "CHECK ((head_hash ~ '^[0-9a-f]{64}$'::text))"
           },
           {
+            "name": "jobs_heartbeat_timeout_ms_check",
+            "type": "c",
+            "definition": "CHECK ((heartbeat_timeout_ms > 0))"
+          },
+          {
             "name": "jobs_initial_backoff_ms_check",
             "type": "c",
             "definition": "CHECK ((initial_backoff_ms > 0))"
+          },
+          {
+            "name": "jobs_lease_end_check",
+            "type": "c",
+            "definition": "CHECK ((lease_end = ANY (ARRAY['ATTEMPT_TIMEOUT'::text, 'HEARTBEAT_TIMEOUT'::text])))"
           },
           {
             "name": "jobs_lifecycle_check",
@@ -1228,6 +1297,11 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
             "definition": "CHECK ((status = ANY (ARRAY['QUEUED'::text, 'RUNNING'::text, 'PAUSED'::text, 'RETRY_WAIT'::text, 'CANCELLING'::text, 'SUCCEEDED'::text, 'FAILED'::text, 'CANCELLED'::text, 'INTERRUPTED'::text])))"
           },
           {
+            "name": "jobs_unique_key_check",
+            "type": "c",
+            "definition": "CHECK ((unique_key ~ '^[!-~]{1,128}$'::text))"
+          },
+          {
             "name": "jobs_pkey",
             "type": "p",
             "definition": "PRIMARY KEY (id)"
@@ -1241,6 +1315,10 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
           {
             "name": "jobs_claimable",
             "definition": "btree (queue, priority DESC, created_at, id) WHERE (status = 'QUEUED'::text)"
+          },
+          {
+            "name": "jobs_claimable_by_key",
+            "definition": "btree (queue, concurrency_key, priority DESC, created_at, id) WHERE ((status = 'QUEUED'::text) AND (concurrency_key IS NOT NULL))"
           },
           {
             "name": "jobs_ended",
@@ -1265,15 +1343,23 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
           {
             "name": "jobs_retry_due",
             "definition": "btree (not_before) WHERE (status = 'RETRY_WAIT'::text)"
+          },
+          {
+            "name": "jobs_running_by_key",
+            "definition": "btree (queue, concurrency_key) WHERE ((status = ANY (ARRAY['RUNNING'::text, 'CANCELLING'::text])) AND (concurrency_key IS NOT NULL))"
+          },
+          {
+            "name": "jobs_unique_while_active",
+            "definition": "UNIQUE btree (owner, queue, unique_key) WHERE ((unique_key IS NOT NULL) AND (status <> ALL (ARRAY['SUCCEEDED'::text, 'FAILED'::text, 'CANCELLED'::text, 'INTERRUPTED'::text])))"
           }
         ],
         "triggers": []
       },
-      "queue_settings": {
+      "queue_keys": {
         "kind": "r",
         "columns": {
-          "max_concurrency": {
-            "type": "integer",
+          "concurrency_key": {
+            "type": "text",
             "nullable": false,
             "default": null,
             "identity": "",
@@ -1285,9 +1371,111 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
             "default": null,
             "identity": "",
             "generated": ""
+          },
+          "served_at": {
+            "type": "timestamp with time zone",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
           }
         },
         "constraints": [
+          {
+            "name": "queue_keys_pkey",
+            "type": "p",
+            "definition": "PRIMARY KEY (queue, concurrency_key)"
+          }
+        ],
+        "indexes": [
+          {
+            "name": "queue_keys_pkey",
+            "definition": "UNIQUE btree (queue, concurrency_key)"
+          }
+        ],
+        "triggers": []
+      },
+      "queue_settings": {
+        "kind": "r",
+        "columns": {
+          "max_concurrency": {
+            "type": "integer",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "paused": {
+            "type": "boolean",
+            "nullable": false,
+            "default": "false",
+            "identity": "",
+            "generated": ""
+          },
+          "per_key_concurrency": {
+            "type": "integer",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "queue": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "rate_jobs": {
+            "type": "integer",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "rate_per_ms": {
+            "type": "bigint",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "rate_refilled_at": {
+            "type": "timestamp with time zone",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "rate_tokens": {
+            "type": "double precision",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          }
+        },
+        "constraints": [
+          {
+            "name": "queue_settings_per_key_concurrency_check",
+            "type": "c",
+            "definition": "CHECK (((per_key_concurrency >= 1) AND (per_key_concurrency <= 100000)))"
+          },
+          {
+            "name": "queue_settings_rate_jobs_check",
+            "type": "c",
+            "definition": "CHECK (((rate_jobs >= 1) AND (rate_jobs <= 1000000)))"
+          },
+          {
+            "name": "queue_settings_rate_whole",
+            "type": "c",
+            "definition": "CHECK (((rate_jobs IS NULL) = (rate_per_ms IS NULL)))"
+          },
+          {
+            "name": "queue_settings_rate_per_ms_check",
+            "type": "c",
+            "definition": "CHECK (((rate_per_ms >= 1000) AND (rate_per_ms <= 86400000)))"
+          },
           {
             "name": "queue_settings_max_concurrency_check",
             "type": "c",
@@ -1353,6 +1541,219 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
           {
             "name": "retention_policies_pkey",
             "definition": "UNIQUE btree (queue)"
+          }
+        ],
+        "triggers": []
+      },
+      "schedules": {
+        "kind": "r",
+        "columns": {
+          "buffered_fire_at": {
+            "type": "timestamp with time zone",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "catch_up_window_ms": {
+            "type": "bigint",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "created_at": {
+            "type": "timestamp with time zone",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "cron": {
+            "type": "text",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "fired_count": {
+            "type": "bigint",
+            "nullable": false,
+            "default": "0",
+            "identity": "",
+            "generated": ""
+          },
+          "id": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "interval_ms": {
+            "type": "bigint",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "job_template": {
+            "type": "bytea",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "last_fire_at": {
+            "type": "timestamp with time zone",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "last_fired_at": {
+            "type": "timestamp with time zone",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "last_job_id": {
+            "type": "text",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "last_missed_fire_at": {
+            "type": "timestamp with time zone",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "missed_count": {
+            "type": "bigint",
+            "nullable": false,
+            "default": "0",
+            "identity": "",
+            "generated": ""
+          },
+          "next_fire_at": {
+            "type": "timestamp with time zone",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "overlap": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "overlap_skipped_count": {
+            "type": "bigint",
+            "nullable": false,
+            "default": "0",
+            "identity": "",
+            "generated": ""
+          },
+          "owner": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "revision": {
+            "type": "bigint",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "state": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "time_zone": {
+            "type": "text",
+            "nullable": false,
+            "default": "''::text",
+            "identity": "",
+            "generated": ""
+          },
+          "updated_at": {
+            "type": "timestamp with time zone",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          }
+        },
+        "constraints": [
+          {
+            "name": "schedules_catch_up_window_ms_check",
+            "type": "c",
+            "definition": "CHECK (((catch_up_window_ms >= 1000) AND (catch_up_window_ms <= 604800000)))"
+          },
+          {
+            "name": "schedules_check",
+            "type": "c",
+            "definition": "CHECK (((cron IS NULL) <> (interval_ms IS NULL)))"
+          },
+          {
+            "name": "schedules_interval_ms_check",
+            "type": "c",
+            "definition": "CHECK (((interval_ms >= 1000) AND (interval_ms <= '31622400000'::bigint)))"
+          },
+          {
+            "name": "schedules_check1",
+            "type": "c",
+            "definition": "CHECK (((state = 'ACTIVE'::text) = (next_fire_at IS NOT NULL)))"
+          },
+          {
+            "name": "schedules_overlap_check",
+            "type": "c",
+            "definition": "CHECK ((overlap = ANY (ARRAY['SKIP'::text, 'BUFFER_ONE'::text, 'ALLOW'::text])))"
+          },
+          {
+            "name": "schedules_revision_check",
+            "type": "c",
+            "definition": "CHECK ((revision >= 1))"
+          },
+          {
+            "name": "schedules_state_check",
+            "type": "c",
+            "definition": "CHECK ((state = ANY (ARRAY['ACTIVE'::text, 'PAUSED'::text, 'DELETED'::text])))"
+          },
+          {
+            "name": "schedules_pkey",
+            "type": "p",
+            "definition": "PRIMARY KEY (id)"
+          }
+        ],
+        "indexes": [
+          {
+            "name": "schedules_by_owner_newest",
+            "definition": "btree (owner, created_at DESC, id DESC) WHERE (state <> 'DELETED'::text)"
+          },
+          {
+            "name": "schedules_due",
+            "definition": "btree (next_fire_at) WHERE (state = 'ACTIVE'::text)"
+          },
+          {
+            "name": "schedules_newest",
+            "definition": "btree (created_at DESC, id DESC) WHERE (state <> 'DELETED'::text)"
+          },
+          {
+            "name": "schedules_pkey",
+            "definition": "UNIQUE btree (id)"
           }
         ],
         "triggers": []

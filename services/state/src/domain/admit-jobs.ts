@@ -4,7 +4,8 @@ import type pg from 'pg';
 import { DocketError, GENESIS_HASH, newId, type IdempotencyKey, type RequestDigest, type ValidJobSpec } from '@docket/contracts';
 import { JobSchema } from '@docket/proto/docket/common/v1/job_pb.js';
 import { admitBatch, readBindings, type AdmissionRow, type BoundRecord } from '../db/queries/admissions.js';
-import { UNTOUCHED_JOB_COLUMNS, type NewJobRow } from '../db/queries/jobs.js';
+import { UNTOUCHED_JOB_COLUMNS, type JobRow, type NewJobRow } from '../db/queries/jobs.js';
+import { lockUniqueScopes, readActiveHolders, uniqueScopeName, type UniqueScope } from '../db/queries/unique-keys.js';
 import type { JsonObject } from '../db/tables/index.js';
 import { inWriteTransaction } from '../db/write-transaction.js';
 import { chainEvents } from './chain-events.js';
@@ -39,19 +40,62 @@ export type AdmissionOutcome = MutationOutcome;
  */
 export async function admitJobs(pool: pg.Pool, commands: readonly AdmitJobCommand[]): Promise<ItemOutcome<AdmissionOutcome>[]> {
   const plan = planAdmissions(commands);
-  const decided = await inWriteTransaction(pool, async (client, now) => {
-    const candidates = plan.leaders.map((command) => admissionCandidate(command, now));
-    const admitted = await admitBatch(client, candidates.map((candidate) => candidate.row), now, GENESIS_HASH);
-    const pending = candidates.filter((candidate) => !admitted.has(candidate.row.job_id));
-    const bindings = new Map((await readBindings(client, pending.map((candidate) => candidate.row))).map((record) => [scopeOf(record), record]));
-    return candidates.map((candidate): KeyDecision => {
-      if (admitted.has(candidate.row.job_id)) {
-        return { admitted: { job: candidate.job, replayed: false, idempotencyExpiresAt: candidate.expiresAt }, digest: candidate.command.digest };
-      }
-      return { bound: bindings.get(scopeOf(candidate.row)) };
-    });
-  });
+  const decided = await inWriteTransaction(pool, async (client, now) =>
+    decideKeys(client, plan.leaders.map((command, index) => admissionCandidate(command, index, now)), now),
+  );
   return commands.map((command, index) => answer(decided[plan.leaderOf[index] as number] as KeyDecision, command, plan.leaders[plan.leaderOf[index] as number] === command));
+}
+
+/**
+ * Decides every key of the batch. Without `unique_while_active` keys that
+ * is one batch statement (and one read of the bindings it did not make).
+ * With them, their scopes are locked first, and the batch is decided in
+ * rounds that each hold at most one item per scope: before each round the
+ * scopes' active holders are read (seeing the rounds before), and an item
+ * whose scope is held binds its key to the holder instead of creating a job.
+ */
+async function decideKeys(client: pg.ClientBase, candidates: readonly AdmissionCandidate[], now: Date): Promise<KeyDecision[]> {
+  const decisions: KeyDecision[] = [];
+  const scoped = candidates.filter((candidate) => candidate.scope !== undefined).map((candidate) => candidate.scope as UniqueScope);
+  await lockUniqueScopes(client, scoped);
+  let pending = candidates;
+  while (pending.length > 0) {
+    const round: AdmissionCandidate[] = [];
+    const later: AdmissionCandidate[] = [];
+    const inRound = new Set<string>();
+    for (const candidate of pending) {
+      const name = candidate.scope && uniqueScopeName(candidate.scope);
+      if (name !== undefined && inRound.has(name)) later.push(candidate);
+      else {
+        if (name !== undefined) inRound.add(name);
+        round.push(candidate);
+      }
+    }
+    const holders = await readActiveHolders(client, round.flatMap((candidate) => (candidate.scope ? [candidate.scope] : [])));
+    const rows = round.map((candidate) => {
+      const holder = candidate.scope && holders.get(uniqueScopeName(candidate.scope));
+      return holder ? { candidate, row: deduplicatedRow(candidate.row, holder), holder } : { candidate, row: candidate.row, holder: undefined };
+    });
+    const bound = await admitBatch(client, rows.map((item) => item.row), now, GENESIS_HASH);
+    const pendingBindings = rows.filter((item) => !bound.has(item.row.item_no)).map((item) => item.row);
+    const bindings = new Map((await readBindings(client, pendingBindings)).map((record) => [scopeOf(record), record]));
+    for (const { candidate, row, holder } of rows) {
+      const expiresAt = candidate.expiresAt;
+      decisions[candidate.index] = bound.has(row.item_no)
+        ? {
+            admitted: { job: holder ? projectJob(holder) : candidate.job, replayed: false, idempotencyExpiresAt: expiresAt, deduplicated: holder !== undefined },
+            digest: candidate.command.digest,
+          }
+        : { bound: bindings.get(scopeOf(row)) };
+    }
+    pending = later;
+  }
+  return decisions;
+}
+
+/** `row` bound to `holder`, the active job with its unique key: the stored response is that job. */
+function deduplicatedRow(row: AdmissionRow, holder: JobRow): AdmissionRow {
+  return { ...row, job_id: holder.id, response: Buffer.from(toBinary(JobSchema, projectJob(holder))).toString('base64'), deduplicated: true };
 }
 
 /** How a batch decided one key: this batch admitted it (for `digest`), or it was already bound (the record, if still there). */
@@ -99,12 +143,16 @@ export function planAdmissions(commands: readonly AdmitJobCommand[]): AdmissionP
 
 interface AdmissionCandidate {
   readonly command: AdmitJobCommand;
+  /** The candidate's place among the batch's leaders. */
+  readonly index: number;
+  /** Its `unique_while_active` scope, if it has a key. */
+  readonly scope: UniqueScope | undefined;
   readonly row: AdmissionRow;
   readonly job: ReturnType<typeof projectJob>;
   readonly expiresAt: Date;
 }
 
-function admissionCandidate(command: AdmitJobCommand, now: Date): AdmissionCandidate {
+function admissionCandidate(command: AdmitJobCommand, index: number, now: Date): AdmissionCandidate {
   const { spec } = command;
   const jobId = newId('job');
   const payload = admittedPayload(spec);
@@ -114,9 +162,12 @@ function admissionCandidate(command: AdmitJobCommand, now: Date): AdmissionCandi
   const expiresAt = new Date(now.getTime() + command.ttlMs);
   return {
     command,
+    index,
+    scope: spec.uniqueKey === undefined ? undefined : { owner: command.subject, queue: spec.queue, unique_key: spec.uniqueKey },
     job,
     expiresAt,
     row: {
+      item_no: index,
       subject: command.subject,
       operation: command.operation,
       key_hash: createHash('sha256').update(command.key.reveal()).digest('hex'),
@@ -135,6 +186,11 @@ function admissionCandidate(command: AdmitJobCommand, now: Date): AdmissionCandi
       lost_attempt_policy: spec.lostAttemptPolicy,
       event_payload: payload,
       event_hash: eventHash,
+      unique_key: spec.uniqueKey ?? null,
+      attempt_timeout_ms: spec.attemptTimeoutMs ?? null,
+      heartbeat_timeout_ms: spec.heartbeatTimeoutMs ?? null,
+      concurrency_key: spec.concurrencyKey ?? null,
+      deduplicated: false,
     },
   };
 }
@@ -174,6 +230,10 @@ function newJobRow(id: string, command: AdmitJobCommand, headHash: string, now: 
     pause_requested: false,
     ...UNTOUCHED_JOB_COLUMNS,
     not_before: null,
+    unique_key: spec.uniqueKey ?? null,
+    attempt_timeout_ms: spec.attemptTimeoutMs === undefined ? null : String(spec.attemptTimeoutMs),
+    heartbeat_timeout_ms: spec.heartbeatTimeoutMs === undefined ? null : String(spec.heartbeatTimeoutMs),
+    concurrency_key: spec.concurrencyKey ?? null,
   };
 }
 
@@ -201,7 +261,10 @@ function scopeOf(scope: { readonly subject: string; readonly operation: string; 
 
 function replay(record: BoundRecord, digest: RequestDigest): ItemOutcome<AdmissionOutcome> {
   if (record.request_digest !== digest) return { ok: false, error: idempotencyConflict() };
-  return { ok: true, value: { job: fromBinary(JobSchema, record.response), replayed: true, idempotencyExpiresAt: record.expires_at } };
+  return {
+    ok: true,
+    value: { job: fromBinary(JobSchema, record.response), replayed: true, idempotencyExpiresAt: record.expires_at, deduplicated: record.deduplicated },
+  };
 }
 
 function idempotencyConflict(): DocketError {

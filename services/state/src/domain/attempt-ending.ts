@@ -1,3 +1,4 @@
+import type { LeaseEnd } from './attempt-limits.js';
 import {
   DocketError,
   isRetryableFailure,
@@ -20,7 +21,7 @@ export type AttemptEnding =
   | { readonly kind: 'cancelled' }
   | { readonly kind: 'paused' }
   | { readonly kind: 'approval'; readonly approval: PendingApprovalRecord }
-  | { readonly kind: 'lost'; readonly reason: 'lease_expired' | 'superseded' };
+  | { readonly kind: 'lost'; readonly reason: LeaseEnd | 'superseded' };
 
 /** The transition that ends an attempt, the attempt's final status, and the signals it leaves UNKNOWN. */
 export interface PlannedEnding {
@@ -83,6 +84,8 @@ function planStatusEnding(
     current_attempt_id: null,
     current_worker_incarnation: null,
     lease_expires_at: null,
+    attempt_deadline: null,
+    lease_end: null,
     cancel_requested: false,
     pause_requested: false,
   } as const;

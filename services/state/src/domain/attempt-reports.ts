@@ -14,6 +14,7 @@ import {
   type FailureClassName,
 } from '@docket/contracts';
 import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
+import { boundedLease } from './attempt-limits.js';
 import type { AttemptRef } from '@docket/proto/docket/common/v1/attempt_pb.js';
 import { EffectDisposition } from '@docket/proto/docket/common/v1/effect_pb.js';
 import {
@@ -115,8 +116,9 @@ export function parseAttemptReport(subject: string, call: ReportCall): AttemptRe
     case 'renewAttempt':
       // The lease is extended and the job's outstanding signals are handed to the attempt.
       return report(subject, call.case, 'RenewAttempt', RenewAttemptRequestSchema, call.value, RenewAttemptResponseSchema, (job, writes, now, settings, reads) => {
-        const leaseExpiresAt = new Date(now.getTime() + settings.leaseMs);
-        const renewed = { ...job, lease_expires_at: leaseExpiresAt };
+        const lease = boundedLease(job, now, settings.leaseMs);
+        const leaseExpiresAt = lease.lease_expires_at;
+        const renewed = { ...job, ...lease };
         const delivery = planDelivery(renewed, job.current_attempt_id ?? '', reads.signals.get(job.id) ?? []);
         if (delivery.change.events.length === 0) writes.update(renewed);
         else inboxTransition(writes, renewed, delivery.change, now);

@@ -2,7 +2,9 @@ import type { Kysely } from 'kysely';
 import { DocketError, RETRYABLE_ENDINGS, isTerminal, type JobStatusName } from '@docket/contracts';
 import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import type { Database } from '../db/tables/index.js';
+import type { Queryable } from '../db/database.js';
 import type { JobRow, Viewer } from '../db/queries/jobs.js';
+import { lockAndFindHolder } from '../db/queries/unique-keys.js';
 import { applyTransition, type JobTransition } from './apply-transition.js';
 import { mutateIdempotently, type IdempotentRequest, type MutationOutcome } from './idempotent-mutation.js';
 import { projectJob } from './job-projection.js';
@@ -36,6 +38,7 @@ export async function changeJob(db: Kysely<Database>, command: ChangeJobCommand 
     const job = await lockJobForChange(tx, command.viewer, command.jobId, command.expectedRevision);
     const transition = planChange(job, action, { requested_by: command.viewer.admin ? 'admin' : 'owner', subject: command.viewer.subject });
     if (!transition) return projectJob(job);
+    if (action === 'RETRY') await assertUniqueKeyFree(tx, job);
     return projectJob((await applyTransition(tx, job, transition, now)).job);
   });
 }
@@ -102,6 +105,21 @@ export function planChange(job: JobRow, action: Exclude<JobChangeActionName, 'HA
         events: [{ type: 'job.retried', payload: { ...by, from: job.status, attempt_count: job.attempt_count } }],
         patch: { attempt_base: job.attempt_count, failure: null, result: null, not_before: null, pause_requested: false, cancel_requested: false },
       };
+  }
+}
+
+/**
+ * ILLEGAL_TRANSITION when an ended job comes back (RetryJob) while another
+ * non-terminal job of its owner and queue holds its `unique_while_active`
+ * key: at most one job per key is ever active.
+ */
+async function assertUniqueKeyFree(tx: Queryable, job: JobRow): Promise<void> {
+  if (job.unique_key === null) return;
+  const holder = await lockAndFindHolder(tx, { owner: job.owner, queue: job.queue, unique_key: job.unique_key }, job.id);
+  if (holder !== undefined) {
+    throw new DocketError('ILLEGAL_TRANSITION', 'another active job holds this job\'s unique_while_active key', {
+      metadata: { from: job.status, to: 'QUEUED', unique_key_holder: holder },
+    });
   }
 }
 

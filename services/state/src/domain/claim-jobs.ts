@@ -10,7 +10,18 @@ import {
   type ClaimJobsRequest,
   type ClaimJobsResponse,
 } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { lockClaimableJobs, lockQueuesCountHeld, nextRunAfter, readQueueRoom } from '../db/queries/claims.js';
+import {
+  lockClaimableJobs,
+  lockKeyedClaimableJobs,
+  lockQueuesCountHeld,
+  nextRunAfter,
+  readQueueRoom,
+  serveQueueKeys,
+  spendRateTokens,
+  type KeyedCandidate,
+  type QueueRoom,
+} from '../db/queries/claims.js';
+import { attemptDeadline, boundedLease } from './attempt-limits.js';
 import type { JobRow } from '../db/queries/jobs.js';
 import { lockClaimContext, operationKeyOf } from '../db/queries/worker-call-reads.js';
 import type { IncarnationRow } from '../db/queries/workers.js';
@@ -144,16 +155,18 @@ async function decideClaims(pool: pg.Pool, settings: ExecutionSettings, claims: 
 
     // 2. How much each may take, counted under the locks.
     const locked = await lockQueuesCountHeld(client, fresh.flatMap((item) => item.queues), fresh.map((item) => item.incarnation.id));
-    const remaining = await readQueueRoom(client, locked.limited);
+    const room = await readQueueRoom(client, locked.limited);
+    const remaining = new Map([...room].flatMap(([queue, { remaining: left }]) => (left === undefined ? [] : [[queue, left] as const])));
     const free = new Map(fresh.map((item) => [item.incarnation.id, item.incarnation.max_concurrency - (locked.held.get(item.incarnation.id) ?? 0)]));
 
     // 3. The candidates, one locking read per distinct set of queues.
     const taken: string[] = [];
     const picked = new Map<OpenClaim, JobRow[]>();
+    const keyPicks = new KeyPicks();
     for (const group of groupByQueues(fresh)) {
       const wanted = group.reduce((sum, item) => sum + wantedBy(item, free), 0);
       const openQueues = group[0]?.queues.filter((queue) => (remaining.get(queue) ?? Number.POSITIVE_INFINITY) > 0) ?? [];
-      const candidates = await lockClaimableJobs(client, openQueues, wanted, taken);
+      const candidates = await claimableJobs(client, room, keyPicks, openQueues, wanted, taken);
       for (const item of group) {
         const jobs: JobRow[] = [];
         let budget = wantedBy(item, free);
@@ -171,6 +184,10 @@ async function decideClaims(pool: pg.Pool, settings: ExecutionSettings, claims: 
         picked.set(item, jobs);
       }
     }
+
+    // Rate-limited queues pay a token per job taken, and keyed queues record which keys they served, under their locks.
+    await spendRateTokens(client, spentBuckets(room, [...picked.values()].flat()));
+    await serveQueueKeys(client, keyPicks.served([...picked.values()].flat()));
 
     // 4. Every claim's answer, in batch order; claimed jobs' outstanding signals go in their envelopes.
     const inboxes = await readOutstandingSignals(client, [...picked.values()].flat());
@@ -209,7 +226,7 @@ async function decideClaims(pool: pg.Pool, settings: ExecutionSettings, claims: 
 
     // 5. For empty claims, when their queues next have a job by time alone.
     const nextDue = new Map<string, Date | undefined>();
-    for (const [setKey, queues] of emptyQueues) nextDue.set(setKey, await nextRunAfter(client, queues));
+    for (const [setKey, queues] of emptyQueues) nextDue.set(setKey, earliest(await nextRunAfter(client, queues), nextRoomAt(room, queues, now)));
     await writeDecidedBatch(client, writes, now);
     const newlyQuarantined = await recordQuarantines(client, quarantine);
     const outcomes = decided.map((outcome, index): ItemOutcome<ClaimOutcome> => {
@@ -220,6 +237,127 @@ async function decideClaims(pool: pg.Pool, settings: ExecutionSettings, claims: 
     });
     return { outcomes, quarantined: quarantine.filter((entry) => newlyQuarantined.has(entry.jobId)) };
   });
+}
+
+/**
+ * The claimable jobs of `queues` for one group of claims, at most `wanted`:
+ * those of plain queues highest priority then oldest (`lockClaimableJobs`),
+ * and those of keyed queues (a policy with `per_key_concurrency`) rotated
+ * across their keys (`lockKeyedClaimableJobs`, {@link rotateAcrossKeys}),
+ * merged by priority, the order of equal priorities kept.
+ */
+async function claimableJobs(
+  client: pg.ClientBase,
+  room: ReadonlyMap<string, QueueRoom>,
+  keyPicks: KeyPicks,
+  queues: readonly string[],
+  wanted: number,
+  taken: readonly string[],
+): Promise<JobRow[]> {
+  const keyed = queues.filter((queue) => room.get(queue)?.perKey !== undefined);
+  const plain = queues.filter((queue) => room.get(queue)?.perKey === undefined);
+  const candidates = await lockClaimableJobs(client, plain, wanted, taken);
+  for (const queue of keyed) {
+    const found = await lockKeyedClaimableJobs(client, queue, room.get(queue)?.perKey ?? 0, wanted, taken);
+    candidates.push(...keyPicks.admit(queue, rotateAcrossKeys(found)));
+  }
+  return keyed.length === 0 ? candidates : candidates.sort((a, b) => b.priority - a.priority);
+}
+
+/**
+ * Round robin across a keyed queue's members: the first job of every key,
+ * then the second of every key, and so on; keys served longest ago (never,
+ * first) go first in each round, then the key whose first job is the
+ * most urgent. So a key with a thousand jobs queued takes one turn per
+ * round like a key with one, and never starves it.
+ */
+export function rotateAcrossKeys(found: readonly KeyedCandidate[]): KeyedCandidate[] {
+  const byMember = new Map<string, KeyedCandidate[]>();
+  for (const job of found) byMember.set(job.member, [...(byMember.get(job.member) ?? []), job]);
+  const members = [...byMember.values()].sort((a, b) => {
+    const [x, y] = [a[0]!, b[0]!];
+    const servedX = x.member_served_at?.getTime() ?? Number.NEGATIVE_INFINITY;
+    const servedY = y.member_served_at?.getTime() ?? Number.NEGATIVE_INFINITY;
+    if (servedX !== servedY) return servedX - servedY;
+    if (x.priority !== y.priority) return y.priority - x.priority;
+    return x.created_at.getTime() - y.created_at.getTime();
+  });
+  const rotated: KeyedCandidate[] = [];
+  for (let round = 0; rotated.length < found.length; round += 1) {
+    for (const jobs of members) if (jobs[round]) rotated.push(jobs[round]!);
+  }
+  return rotated;
+}
+
+/**
+ * What one claim batch took per key of its keyed queues: a key's room
+ * (its limit less its running attempts, read once per group) is shared by
+ * every group of the batch, so candidates past it are left out.
+ */
+class KeyPicks {
+  readonly #picked = new Map<string, number>();
+  readonly #memberOf = new Map<string, { readonly queue: string; readonly key: string }>();
+
+  /** The candidates a key still has room for, counted as taken (the caller takes them in order, or not at all). */
+  admit(queue: string, rotated: readonly KeyedCandidate[]): KeyedCandidate[] {
+    return rotated.filter((job) => {
+      const name = `${queue}\u0000${job.member}`;
+      const picked = this.#picked.get(name) ?? 0;
+      if (picked >= Number(job.member_room)) return false;
+      this.#picked.set(name, picked + 1);
+      this.#memberOf.set(job.id, { queue, key: job.member });
+      return true;
+    });
+  }
+
+  /** The keys the claimed `jobs` were candidates of, once each. */
+  served(jobs: readonly JobRow[]): { queue: string; key: string }[] {
+    const served = new Map<string, { queue: string; key: string }>();
+    for (const job of jobs) {
+      const member = this.#memberOf.get(job.id);
+      if (member) served.set(`${member.queue}\u0000${member.key}`, member);
+    }
+    return [...served.values()];
+  }
+}
+
+/** How often a claim waiting on a paused queue looks again: a resume takes effect for waiting claimers within this. */
+const PAUSED_RECHECK_MS = 1_000;
+
+/** The buckets of the rate-limited queues `jobs` were taken from, each less a token per job. */
+function spentBuckets(room: ReadonlyMap<string, QueueRoom>, jobs: readonly JobRow[]): Map<string, number> {
+  const left = new Map<string, number>();
+  for (const job of jobs) {
+    const bucket = room.get(job.queue)?.bucket;
+    if (bucket) left.set(job.queue, (left.get(job.queue) ?? bucket.tokens) - 1);
+  }
+  return left;
+}
+
+/**
+ * When one of `queues` that its policy holds back may have room again by
+ * time alone: a rate-limited queue when its bucket next holds a whole
+ * token, a paused one after {@link PAUSED_RECHECK_MS}. (A full concurrency
+ * limit frees up with an outcome, which is a change the claimer hears of.)
+ */
+function nextRoomAt(room: ReadonlyMap<string, QueueRoom>, queues: readonly string[], now: Date): Date | undefined {
+  let next: Date | undefined;
+  for (const queue of queues) {
+    const limits = room.get(queue);
+    if (!limits) continue;
+    if (limits.paused) next = earliest(next, new Date(now.getTime() + PAUSED_RECHECK_MS));
+    else if (limits.bucket && limits.bucket.tokens < 1) {
+      const { tokens, jobs, perMs } = limits.bucket;
+      next = earliest(next, new Date(now.getTime() + Math.ceil(((1 - tokens) * perMs) / jobs)));
+    }
+  }
+  return next;
+}
+
+function earliest(a: Date | undefined, b: Date | undefined): Date | undefined {
+  if (!a) return b;
+  if (!b) return a;
+  return a.getTime() <= b.getTime() ? a : b;
 }
 
 /** A claim that may proceed: its incarnation (locked) and the queues it looks in. */
@@ -270,13 +408,16 @@ function startAttempt(
   const attemptId = newId('att');
   const fence = BigInt(job.fence) + 1n;
   const attemptNumber = job.attempt_count + 1;
-  const leaseExpiresAt = new Date(now.getTime() + settings.leaseMs);
+  const deadline = attemptDeadline(job, now);
+  const lease = boundedLease({ ...job, attempt_deadline: deadline }, now, settings.leaseMs);
+  const leaseExpiresAt = lease.lease_expires_at;
   const claimed = {
     fence: fence.toString(),
     attempt_count: attemptNumber,
     current_attempt_id: attemptId,
     current_worker_incarnation: incarnation.id,
-    lease_expires_at: leaseExpiresAt,
+    ...lease,
+    attempt_deadline: deadline,
     not_before: null,
     progress: null,
   };

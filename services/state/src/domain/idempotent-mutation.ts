@@ -28,6 +28,8 @@ export interface MutationOutcome {
   readonly job: Job;
   readonly replayed: boolean;
   readonly idempotencyExpiresAt: Date;
+  /** A SubmitJob answered with the active job holding its `unique_while_active` key. */
+  readonly deduplicated?: boolean;
 }
 
 /** A decided mutation whose stored response is any message (a job, a signal). */
@@ -63,13 +65,14 @@ export async function mutateIdempotently(
 
 /**
  * {@link mutateIdempotently} for a response of any message type: `mutate`
- * answers the response to store and the job it belongs to.
+ * answers the response to store and the job it belongs to (null for a
+ * response that belongs to no job, such as a schedule's).
  */
 export async function storeIdempotently<S extends DescMessage>(
   db: Kysely<Database>,
   request: IdempotentRequest,
   schema: S,
-  mutate: (tx: Transaction<Database>, now: Date) => Promise<{ readonly value: MessageShape<S>; readonly jobId: string }>,
+  mutate: (tx: Transaction<Database>, now: Date) => Promise<{ readonly value: MessageShape<S>; readonly jobId: string | null }>,
 ): Promise<StoredOutcome<S>> {
   const scope: IdempotencyScope = {
     subject: request.subject,

@@ -58,6 +58,10 @@ export function projectJob(row: NewJobRow): Job {
     latestSignalSequence: BigInt(row.signal_count),
     legalHold: row.legal_hold,
     deletionId: row.deletion_id ?? '',
+    uniqueWhileActiveKey: row.unique_key ?? '',
+    attemptTimeout: row.attempt_timeout_ms === null ? undefined : durationFromMs(Number(row.attempt_timeout_ms)),
+    heartbeatTimeout: row.heartbeat_timeout_ms === null ? undefined : durationFromMs(Number(row.heartbeat_timeout_ms)),
+    concurrencyKey: row.concurrency_key ?? '',
   });
 }
 

@@ -7,10 +7,12 @@ import type { JobRow } from '../db/queries/jobs.js';
 import type { Database } from '../db/tables/index.js';
 import { applyTransition } from './apply-transition.js';
 import { settleLostAttempt } from './settle-lost-attempt.js';
+import { leaseEndOf } from './attempt-limits.js';
 import { durationMs } from '@docket/service-kit';
 import { applyRetention, pruneFeed } from './retention.js';
 import { runDeletions, type DeletionDependencies } from './run-deletions.js';
 import { isolatingJob, type QuarantineDependencies } from './job-quarantine.js';
+import { fireDueSchedules, type ScheduleFiringDependencies } from './fire-due-schedules.js';
 
 /** What one maintenance step did. */
 export interface MaintenanceStep {
@@ -28,7 +30,7 @@ export interface MaintenanceStep {
  */
 export async function settleExpiredAttempts(deps: QuarantineDependencies, limit: number): Promise<MaintenanceStep> {
   const handled = await repeatPerJob(deps, 'SETTLE_EXPIRED_ATTEMPTS', limit, lockExpiredLease, (tx, job, now) =>
-    settleLostAttempt(tx, job, 'lease_expired', now),
+    settleLostAttempt(tx, job, leaseEndOf(job), now),
   );
   return { handled, nextDueAt: await nextDue(deps.db, 'lease') };
 }
@@ -83,7 +85,7 @@ async function repeatPerJob(
 const FEED_RETENTION_MIN_MS = 86_400_000;
 
 /** Runs one step of the named background loop, `limit` items at most (1..1000). */
-export async function runMaintenance(deps: DeletionDependencies, request: RunMaintenanceRequest): Promise<MaintenanceStep> {
+export async function runMaintenance(deps: DeletionDependencies & ScheduleFiringDependencies, request: RunMaintenanceRequest): Promise<MaintenanceStep> {
   const { db } = deps;
   if (request.limit < 1 || request.limit > 1000) throw invalidField('limit', 'must be between 1 and 1000');
   switch (request.task) {
@@ -102,6 +104,8 @@ export async function runMaintenance(deps: DeletionDependencies, request: RunMai
       return requeueDueRetries(deps, request.limit);
     case MaintenanceTask.SWEEP_IDEMPOTENCY_RECORDS:
       return sweepIdempotencyRecords(db, request.limit);
+    case MaintenanceTask.FIRE_DUE_SCHEDULES:
+      return fireDueSchedules(deps, request.limit);
     default:
       throw invalidField('task', 'must be a maintenance task');
   }

@@ -1,7 +1,8 @@
 import { create } from '@bufbuild/protobuf';
 import { durationFromMs } from '@bufbuild/protobuf/wkt';
 import { sql, type Kysely } from 'kysely';
-import { TERMINAL_STATUSES } from '@docket/contracts';
+import { TERMINAL_STATUSES, invalidField } from '@docket/contracts';
+import { durationMs } from '@docket/service-kit';
 import { RetentionPolicySchema, type RetentionPolicy } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { transactionNow } from '../db/queries/clock.js';
 import type { JobRow } from '../db/queries/jobs.js';
@@ -124,4 +125,21 @@ export async function pruneFeed(db: Kysely<Database>, olderThanMs: number, limit
     delete from job_changes where ctid in (
       select ctid from job_changes where changed_at < now() - make_interval(secs => ${olderThanMs / 1000}) limit ${limit})`.execute(db);
   return { handled: Number(result.numAffectedRows ?? 0n), nextDueAt: undefined };
+}
+
+/** The shortest retention age: one second. */
+const RETENTION_MIN_MS = 1000;
+
+/** A retention policy's ages in milliseconds, each checked (`field` prefixes the violations' paths). */
+export function retentionAges(
+  policy: { readonly softDeleteAfter?: Parameters<typeof durationMs>[0]; readonly hardDeleteAfter?: Parameters<typeof durationMs>[0] },
+  field: string,
+): { softDeleteAfterMs: number | undefined; hardDeleteAfterMs: number | undefined } {
+  const age = (value: Parameters<typeof durationMs>[0], name: string): number | undefined => {
+    if (value === undefined) return undefined;
+    const ms = durationMs(value);
+    if (ms === undefined || !Number.isInteger(ms) || ms < RETENTION_MIN_MS) throw invalidField(`${field}.${name}`, 'must be a whole number of milliseconds, at least one second');
+    return ms;
+  };
+  return { softDeleteAfterMs: age(policy.softDeleteAfter, 'soft_delete_after'), hardDeleteAfterMs: age(policy.hardDeleteAfter, 'hard_delete_after') };
 }

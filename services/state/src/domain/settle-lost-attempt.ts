@@ -2,6 +2,7 @@ import type { Queryable } from '../db/database.js';
 import { endAttempt } from '../db/queries/attempts.js';
 import type { JobRow } from '../db/queries/jobs.js';
 import { applyTransition } from './apply-transition.js';
+import type { LeaseEnd } from './attempt-limits.js';
 import { planAttemptEnding } from './attempt-ending.js';
 import { moveSignalsIn } from '../db/queries/signals.js';
 import { inboxDisagrees } from './signal-inbox.js';
@@ -9,14 +10,15 @@ import { inboxDisagrees } from './signal-inbox.js';
 /**
  * Settles a running job's current attempt as lost, in the caller's
  * transaction with the job row locked: the reaper does it when the lease
- * expired, a registration when it superseded the attempt's incarnation.
+ * expired (the service's lease, or one of the job's attempt limits that
+ * bounded it), a registration when it superseded the attempt's incarnation.
  * What the job becomes is `planAttemptEnding`'s `lost` case; signals
  * delivered to the attempt and not acknowledged become UNKNOWN.
  */
 export async function settleLostAttempt(
   tx: Queryable,
   job: JobRow,
-  reason: 'lease_expired' | 'superseded',
+  reason: LeaseEnd | 'superseded',
   now: Date,
 ): Promise<JobRow> {
   const planned = planAttemptEnding(job, { kind: 'lost', reason }, now);

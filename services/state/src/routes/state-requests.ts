@@ -23,6 +23,7 @@ import {
   type Caller,
   type ChangeJobRequest,
   type HandleOwnerCallRequest,
+  type HandleScheduleCallRequest,
   type SetRetentionPolicyRequest,
   type ListJobsRequest,
   type ReadJobChangesRequest,
@@ -36,6 +37,7 @@ import type { AdmitJobCommand } from '../domain/admit-jobs.js';
 import type { ChangeJobCommand, JobChangeActionName } from '../domain/change-job.js';
 import type { IdempotentRequest } from '../domain/idempotent-mutation.js';
 import type { ListJobsQuery } from '../domain/read-jobs.js';
+import { retentionAges } from '../domain/retention.js';
 import type { TransitionCommand } from '../domain/transition-job.js';
 import type { ChangeTickOptions } from '../domain/watch-job.js';
 
@@ -108,7 +110,8 @@ export function parseOwnerCall(request: HandleOwnerCallRequest): OwnerCallComman
 }
 
 /** The idempotency binding every effecting request carries. */
-function parseIdempotentRequest(request: AdmitJobRequest | ChangeJobRequest | HandleOwnerCallRequest): IdempotentRequest {
+/** The binding fields every idempotent state request carries, checked. */
+export function parseIdempotentRequest(request: AdmitJobRequest | ChangeJobRequest | HandleOwnerCallRequest | HandleScheduleCallRequest): IdempotentRequest {
   const viewer = viewerOf(request.caller);
   if (!OPERATION_PATTERN.test(request.operation)) {
     throw invalidField('operation', 'must be a Docket RPC path without its leading slash');
@@ -238,23 +241,11 @@ export function adminOf(caller: Caller | undefined): Viewer {
   return viewer;
 }
 
-/** The shortest retention age: one second. */
-const RETENTION_MIN_MS = 1000;
-
 /** A SetRetentionPolicy request, checked (admin only). */
 export function parseRetentionPolicy(request: SetRetentionPolicyRequest) {
   adminOf(request.caller);
   const policy = request.request?.policy;
   if (!policy || !isValidQueueName(policy.queue)) throw invalidField('policy.queue', 'must be a queue name');
-  const age = (value: Parameters<typeof durationMs>[0], field: string): number | undefined => {
-    if (value === undefined) return undefined;
-    const ms = durationMs(value);
-    if (ms === undefined || !Number.isInteger(ms) || ms < RETENTION_MIN_MS) throw invalidField(field, 'must be a whole number of milliseconds, at least one second');
-    return ms;
-  };
-  return {
-    queue: policy.queue,
-    softDeleteAfterMs: age(policy.softDeleteAfter, 'policy.soft_delete_after'),
-    hardDeleteAfterMs: age(policy.hardDeleteAfter, 'policy.hard_delete_after'),
-  };
+  return { queue: policy.queue, ...retentionAges(policy, 'policy') };
 }
+

@@ -7,6 +7,8 @@ import type { Kysely } from 'kysely';
 import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import {
   AdmitJobResponseSchema,
+  GetQueueResponseSchema,
+  SetQueuePolicyResponseSchema,
   AdmitJobResultSchema,
   AdmitJobsResponseSchema,
   ChangeJobResponseSchema,
@@ -35,10 +37,12 @@ import type { BatchedWrites } from '../domain/batched-writes.js';
 import { changeJob } from '../domain/change-job.js';
 import { handleWorkerCall } from '../domain/handle-worker-call.js';
 import { handleOwnerCall } from '../domain/owner-calls.js';
+import { answerScheduleCall } from './schedule-calls.js';
 import { hardDeleteJob } from '../domain/hard-delete-job.js';
 import { findDeletion } from '../db/queries/deletions.js';
 import { projectDeletion } from '../domain/deletion-projection.js';
 import { setRetentionPolicy } from '../domain/retention.js';
+import { parseQueuePolicyChange, readQueue, setQueuePolicy } from '../domain/queue-policy.js';
 import { setLegalHold } from '../domain/legal-hold.js';
 import type { ApprovalHistory } from '../db/approval-history.js';
 import type { StateMetrics } from '../state-metrics.js';
@@ -101,6 +105,7 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
       job: outcome.job,
       replayed: outcome.replayed,
       idempotencyExpiresAt: timestampFromDate(outcome.idempotencyExpiresAt),
+      deduplicated: outcome.deduplicated ?? false,
     });
   };
   /** A failed item of a batched call: what the unary call would have answered (database errors translated first). */
@@ -209,6 +214,15 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
         const stored = await setRetentionPolicy(deps.db, policy.queue, policy.softDeleteAfterMs, policy.hardDeleteAfterMs);
         return create(SetRetentionPolicyResponseSchema, { response: { policy: stored } });
       },
+      async setQueuePolicy(request) {
+        adminOf(request.caller);
+        const policy = await setQueuePolicy(deps.db, parseQueuePolicyChange(request.request));
+        return create(SetQueuePolicyResponseSchema, { response: { policy } });
+      },
+      async getQueue(request) {
+        adminOf(request.caller);
+        return create(GetQueueResponseSchema, { response: await readQueue(deps.db, request.request?.queue ?? '') });
+      },
       async setLegalHold(request) {
         const viewer = adminOf(request.caller);
         const job = await setLegalHold(deps.db, viewer, parseJobId(request.request?.jobId ?? ''), request.request?.held === true);
@@ -216,6 +230,9 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
       },
       async handleOwnerCall(request) {
         return handleOwnerCall(deps, parseOwnerCall(request));
+      },
+      async handleScheduleCall(request) {
+        return answerScheduleCall(deps.db, request);
       },
       async handleWorkerCall(request, ctx) {
         return handleWorkerCall(deps.db, deps.writes, deps.execution, request, deadlineOf(ctx));

@@ -41,6 +41,10 @@ export function jobRow(overrides: Partial<JobRow> = {}): JobRow {
     pause_requested: false,
     ...UNTOUCHED_JOB_COLUMNS,
     not_before: null,
+    unique_key: null,
+    attempt_timeout_ms: null,
+    heartbeat_timeout_ms: null,
+    concurrency_key: null,
     ...overrides,
   };
 }

@@ -4,9 +4,12 @@ import { execution } from './20261129-0003-execution.js';
 import { humanLoop } from './20261201-0004-human-loop.js';
 import { afterTheEnd } from './20261201-0005-after-the-end.js';
 import { jobQuarantine } from './20261201-0006-job-quarantine.js';
+import { uniqueAndLimits } from './20261201-0007-unique-and-limits.js';
+import { queuePolicies } from './20261201-0009-queue-policies.js';
+import { schedules } from './20261201-0008-schedules.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
 /** Every migration this build knows, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [initial, jobChanges, execution, humanLoop, afterTheEnd, jobQuarantine];
+export const MIGRATIONS: readonly Migration[] = [initial, jobChanges, execution, humanLoop, afterTheEnd, jobQuarantine, uniqueAndLimits, schedules, queuePolicies];

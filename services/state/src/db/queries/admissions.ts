@@ -4,6 +4,8 @@ import { JOB_CHANGES_CHANNEL, MAX_ANNOUNCEMENT_BYTES, RESYNC_ANNOUNCEMENT } from
 
 /** One admission of a batch, as the batch statement binds it. */
 export interface AdmissionRow {
+  /** The row's index in its batch: how the statement names the rows whose keys it bound. */
+  readonly item_no: number;
   readonly subject: string;
   readonly operation: string;
   /** SHA-256 of the idempotency key, hex. */
@@ -25,20 +27,33 @@ export interface AdmissionRow {
   /** The `job.admitted` event (sequence 1): payload and hash. */
   readonly event_payload: unknown;
   readonly event_hash: string;
+  readonly unique_key: string | null;
+  readonly attempt_timeout_ms: number | null;
+  readonly heartbeat_timeout_ms: number | null;
+  readonly concurrency_key: string | null;
+  /**
+   * The key is bound to `job_id`, an active job with the same
+   * `unique_while_active` key, and `response` is that job: nothing is
+   * inserted but the binding.
+   */
+  readonly deduplicated: boolean;
 }
 
 const ITEM_COLUMNS = `
-  subject text, operation text, key_hash text, request_digest text, job_id text, response text,
+  item_no integer, subject text, operation text, key_hash text, request_digest text, job_id text, response text,
   expires_at timestamptz, queue text, label text, input jsonb, priority integer, run_after timestamptz,
   max_attempts integer, initial_backoff_ms bigint, max_backoff_ms bigint, lost_attempt_policy text,
-  event_payload jsonb, event_hash text`;
+  event_payload jsonb, event_hash text, unique_key text, attempt_timeout_ms bigint, heartbeat_timeout_ms bigint,
+  concurrency_key text, deduplicated boolean`;
 
 /**
  * The whole batch in one statement: binds every (subject, operation,
  * key_hash) that has no live binding (taking over expired ones), and only
  * for the keys it bound inserts the job row, its `job.admitted` event, its
  * feed entry and the stored response, then announces the admitted jobs
- * with one NOTIFY. A key whose live binding this statement's snapshot
+ * with one NOTIFY (a job with a concurrency key also lists the key in
+ * `queue_keys`, if new); a `deduplicated` item gets only its binding, to the
+ * active job it names. A key whose live binding this statement's snapshot
  * already sees is left alone (no row lock, no write): the caller replays it. Items are bound in key order, so two batches that share
  * keys wait for each other instead of deadlocking. A key another
  * transaction holds makes this statement wait for that transaction; it is
@@ -46,14 +61,14 @@ const ITEM_COLUMNS = `
  *
  * $1 the items (json), $2 the transaction's clock, $3 the genesis hash.
  */
-const ADMIT_BATCH = new PreparedStatement<{ admitted: string[] }>(
+const ADMIT_BATCH = new PreparedStatement<{ bound: number[] }>(
   'docket_admit_batch',
   `with item as (
      select * from json_to_recordset($1::json) as i(${ITEM_COLUMNS})
    ),
    bound as (
-     insert into idempotency_records as r (subject, operation, key_hash, request_digest, job_id, response, created_at, expires_at)
-     select subject, operation, decode(key_hash, 'hex'), request_digest, job_id, decode(response, 'base64'), $2, expires_at
+     insert into idempotency_records as r (subject, operation, key_hash, request_digest, job_id, response, created_at, expires_at, deduplicated)
+     select subject, operation, decode(key_hash, 'hex'), request_digest, job_id, decode(response, 'base64'), $2, expires_at, deduplicated
      from item
      where not exists (select 1 from idempotency_records live
                        where live.subject = item.subject and live.operation = item.operation
@@ -61,18 +76,29 @@ const ADMIT_BATCH = new PreparedStatement<{ admitted: string[] }>(
      order by subject, operation, key_hash
      on conflict (subject, operation, key_hash) do update set
        request_digest = excluded.request_digest, job_id = excluded.job_id, response = excluded.response,
-       created_at = excluded.created_at, expires_at = excluded.expires_at, redacted = false
+       created_at = excluded.created_at, expires_at = excluded.expires_at, redacted = false,
+       deduplicated = excluded.deduplicated
      where r.expires_at <= now()
-     returning job_id
+     returning subject, operation, key_hash
    ),
-   admitted as (select item.* from item join bound using (job_id)),
+   bound_items as (
+     select item.* from item
+     join bound on bound.subject = item.subject and bound.operation = item.operation and bound.key_hash = decode(item.key_hash, 'hex')
+   ),
+   admitted as (select * from bound_items where not deduplicated),
    new_jobs as (
      insert into jobs (id, owner, queue, label, input, priority, revision, status, lifecycle, request_digest, run_after,
                        max_attempts, initial_backoff_ms, max_backoff_ms, lost_attempt_policy, event_count, head_hash,
-                       created_at, updated_at)
+                       created_at, updated_at, unique_key, attempt_timeout_ms, heartbeat_timeout_ms, concurrency_key)
      select job_id, subject, queue, label, input, priority, 1, 'QUEUED', 'ACTIVE', request_digest, run_after,
-            max_attempts, initial_backoff_ms, max_backoff_ms, lost_attempt_policy, 1, event_hash, $2, $2
+            max_attempts, initial_backoff_ms, max_backoff_ms, lost_attempt_policy, 1, event_hash, $2, $2,
+            unique_key, attempt_timeout_ms, heartbeat_timeout_ms, concurrency_key
      from admitted
+   ),
+   new_keys as (
+     insert into queue_keys (queue, concurrency_key)
+     select distinct queue, concurrency_key from admitted where concurrency_key is not null
+     on conflict do nothing
    ),
    new_events as (
      insert into job_events (job_id, sequence, type, payload, occurred_at, previous_hash, hash)
@@ -87,16 +113,16 @@ const ADMIT_BATCH = new PreparedStatement<{ admitted: string[] }>(
      from admitted
      having count(*) > 0
    )
-   select coalesce((select json_agg(job_id) from admitted), '[]'::json) as admitted,
+   select coalesce((select json_agg(item_no) from bound_items), '[]'::json) as bound,
           (select pg_notify('${JOB_CHANGES_CHANNEL}',
                             case when octet_length(payload) <= ${MAX_ANNOUNCEMENT_BYTES} then payload else '${RESYNC_ANNOUNCEMENT}' end)
            from announcement) as notified`,
 );
 
-/** Runs {@link ADMIT_BATCH}; returns the job ids that were admitted (their keys were bound here). */
-export async function admitBatch(client: pg.ClientBase, rows: readonly AdmissionRow[], now: Date, genesisHash: string): Promise<Set<string>> {
+/** Runs {@link ADMIT_BATCH}; returns the `item_no` of every row whose key it bound (admitted, or deduplicated). */
+export async function admitBatch(client: pg.ClientBase, rows: readonly AdmissionRow[], now: Date, genesisHash: string): Promise<Set<number>> {
   const [result] = await ADMIT_BATCH.run(client, [JSON.stringify(rows), now, genesisHash]);
-  return new Set(result?.admitted ?? []);
+  return new Set(result?.bound ?? []);
 }
 
 /** A live binding read back for a key this batch did not bind. */
@@ -107,11 +133,12 @@ export interface BoundRecord {
   readonly request_digest: string;
   readonly response: Buffer;
   readonly expires_at: Date;
+  readonly deduplicated: boolean;
 }
 
 const READ_BINDINGS = new PreparedStatement<BoundRecord>(
   'docket_read_bindings',
-  `select r.subject, r.operation, encode(r.key_hash, 'hex') as key_hash, r.request_digest, r.response, r.expires_at
+  `select r.subject, r.operation, encode(r.key_hash, 'hex') as key_hash, r.request_digest, r.response, r.expires_at, r.deduplicated
    from json_to_recordset($1::json) as k(subject text, operation text, key_hash text)
    join idempotency_records r on r.subject = k.subject and r.operation = k.operation and r.key_hash = decode(k.key_hash, 'hex')
    where r.expires_at > now()`,

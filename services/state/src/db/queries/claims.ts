@@ -42,25 +42,171 @@ export async function lockQueuesCountHeld(client: pg.ClientBase, queues: readonl
   return { limited: row?.limited ?? [], held: new Map(Object.entries(row?.held ?? {}).map(([id, held]) => [id, Number(held)])) };
 }
 
-const QUEUE_ROOM = new PreparedStatement<{ queue: string; remaining: string }>(
+const QUEUE_ROOM = new PreparedStatement<{
+  queue: string;
+  remaining: string;
+  tokens: number | null;
+  rate_jobs: number | null;
+  rate_per_ms: string | null;
+  paused: boolean;
+  per_key_concurrency: number | null;
+}>(
   'docket_queue_room',
-  `select s.queue, s.max_concurrency - (select count(*) from jobs j where j.queue = s.queue and j.status in ('RUNNING', 'CANCELLING')) as remaining
-   from queue_settings s where s.queue = any($1::text[])`,
+  `select s.queue, s.paused, s.rate_jobs, s.rate_per_ms, s.per_key_concurrency, b.tokens,
+          case when s.paused then 0 else least(
+            case when s.max_concurrency is null then null else s.max_concurrency - (
+              select count(*) from jobs j where j.queue = s.queue and j.status in ('RUNNING', 'CANCELLING')) end,
+            floor(b.tokens)::bigint) end as remaining
+   from queue_settings s
+   cross join lateral (select case when s.rate_jobs is null then null else least(s.rate_jobs::float8,
+       coalesce(s.rate_tokens, s.rate_jobs) + extract(epoch from now() - coalesce(s.rate_refilled_at, now())) * 1000 * s.rate_jobs / s.rate_per_ms) end as tokens) b
+   where s.queue = any($1::text[])`,
 );
 
+/** What a configured queue allows a claim batch now. */
+export interface QueueRoom {
+  /** More jobs the queue may start now: its free concurrency, whole tokens, 0 when paused; undefined for no bound. */
+  readonly remaining: number | undefined;
+  /** Its rate limit's bucket now (fractional tokens), if it has one. */
+  readonly bucket: { readonly tokens: number; readonly jobs: number; readonly perMs: number } | undefined;
+  readonly paused: boolean;
+  /** Running attempts allowed per concurrency key, claims rotating across keys; undefined: keys not limited. */
+  readonly perKey: number | undefined;
+}
+
 /**
- * How many more jobs each of the `limited` queues may run deployment-wide.
- * Run after their advisory locks, in a statement of its own, so it counts
- * every claim committed before them.
+ * What each of the `limited` queues (those with a `queue_settings` row)
+ * allows now: free `max_concurrency` slots deployment-wide, the whole
+ * tokens of its rate limit's bucket (refilled by the database clock since
+ * it was last spent, never above `rate_jobs`), none while paused. Run after
+ * their advisory locks, in a statement of its own, so it counts every
+ * claim committed before them.
  *
  * ```sql
- * select s.queue, s.max_concurrency - (select count(*) from jobs j where j.queue = s.queue and j.status in ('RUNNING', 'CANCELLING'))
+ * select s.queue, case when s.paused then 0 else least(
+ *          s.max_concurrency - (select count(*) from jobs j where j.queue = s.queue and j.status in ('RUNNING', 'CANCELLING')),
+ *          floor(least(rate_jobs, coalesce(rate_tokens, rate_jobs) + elapsed_ms * rate_jobs / rate_per_ms))) end
  * from queue_settings s where s.queue = any($1)
  * ```
  */
-export async function readQueueRoom(client: pg.ClientBase, limited: readonly string[]): Promise<Map<string, number>> {
+export async function readQueueRoom(client: pg.ClientBase, limited: readonly string[]): Promise<Map<string, QueueRoom>> {
   if (limited.length === 0) return new Map();
-  return new Map((await QUEUE_ROOM.run(client, [[...limited]])).map((row) => [row.queue, Number(row.remaining)]));
+  return new Map(
+    (await QUEUE_ROOM.run(client, [[...limited]])).map((row) => [
+      row.queue,
+      {
+        remaining: row.remaining === null ? undefined : Math.max(0, Number(row.remaining)),
+        bucket: row.tokens === null ? undefined : { tokens: row.tokens, jobs: row.rate_jobs!, perMs: Number(row.rate_per_ms) },
+        paused: row.paused,
+        perKey: row.per_key_concurrency ?? undefined,
+      },
+    ]),
+  );
+}
+
+const SPEND_TOKENS = new PreparedStatement<never>(
+  'docket_spend_rate_tokens',
+  `update queue_settings s set rate_tokens = u.tokens, rate_refilled_at = now()
+   from unnest($1::text[], $2::float8[]) as u(queue, tokens) where s.queue = u.queue`,
+);
+
+/**
+ * Stores rate-limited queues' buckets after a claim batch spent from them
+ * (`tokens`: what is left, as of the transaction's clock), under the
+ * queues' advisory locks.
+ *
+ * ```sql
+ * update queue_settings s set rate_tokens = u.tokens, rate_refilled_at = now()
+ *   from unnest($1, $2) u(queue, tokens) where s.queue = u.queue
+ * ```
+ */
+export async function spendRateTokens(client: pg.ClientBase, tokens: ReadonlyMap<string, number>): Promise<void> {
+  if (tokens.size === 0) return;
+  await SPEND_TOKENS.run(client, [[...tokens.keys()], [...tokens.values()]]);
+}
+
+/** A claimable job of a keyed queue, with its rotation member: its key ('' for none), when that key was last served, and its room. */
+export type KeyedCandidate = JobRow & { readonly member: string; readonly member_served_at: Date | null; readonly member_room: string };
+
+const LOCK_KEYED_CLAIMABLE = new PreparedStatement<KeyedCandidate>(
+  'docket_lock_keyed_claimable',
+  `with running as (
+     select coalesce(concurrency_key, '') as member, count(*) as running from jobs
+     where queue = $1 and status in ('RUNNING', 'CANCELLING') group by 1
+   ),
+   members as (
+     select k.concurrency_key as member, k.served_at from queue_keys k where k.queue = $1 and k.concurrency_key <> ''
+     union all
+     select '', (select served_at from queue_keys where queue = $1 and concurrency_key = '')
+   ),
+   rooms as (
+     select m.member, m.served_at, greatest(0, $2 - coalesce(r.running, 0)) as room
+     from members m left join running r using (member)
+   )
+   select j.*, r.member, r.served_at as member_served_at, r.room as member_room from rooms r
+   cross join lateral (
+     select * from jobs
+     where status = 'QUEUED' and queue = $1 and concurrency_key = r.member and (run_after is null or run_after <= now())
+       and id <> all($3::text[]) and not exists (select 1 from job_quarantine x where x.job_id = jobs.id)
+     order by concurrency_key, priority desc, created_at, id
+     limit least(r.room, $4)
+     for update skip locked
+   ) j
+   where r.member <> '' and r.room > 0
+   union all
+   select j.*, '', r.served_at, r.room from rooms r
+   cross join lateral (
+     select * from jobs
+     where status = 'QUEUED' and queue = $1 and concurrency_key is null and (run_after is null or run_after <= now())
+       and id <> all($3::text[]) and not exists (select 1 from job_quarantine x where x.job_id = jobs.id)
+     order by priority desc, created_at, id
+     limit least(r.room, $4)
+     for update skip locked
+   ) j
+   where r.member = '' and r.room > 0`,
+);
+
+/**
+ * The claimable jobs of a keyed queue (its policy sets
+ * `per_key_concurrency`): for every key the queue has had (`queue_keys`)
+ * that is below the limit, and for its jobs without a key (the empty key),
+ * at most its room and at most `limit` of its first jobs (highest priority,
+ * then oldest), locked with SKIP LOCKED; `taken` as in
+ * {@link lockClaimableJobs}. Run under the queue's advisory lock, so the
+ * running counts hold until the claim commits. The caller rotates across
+ * the members (see `rotateAcrossKeys`).
+ *
+ * ```sql
+ * with running as (select coalesce(concurrency_key, '') member, count(*) from jobs where queue = $1 and status in ('RUNNING', 'CANCELLING') group by 1),
+ *      members as (select concurrency_key, served_at from queue_keys where queue = $1 union all <the empty key>)
+ * select j.*, member, served_at, room from members cross join lateral (
+ *   select * from jobs where status = 'QUEUED' and queue = $1 and concurrency_key = member ... limit least(room, $4) for update skip locked) j
+ * ```
+ */
+export async function lockKeyedClaimableJobs(client: pg.ClientBase, queue: string, perKey: number, limit: number, taken: readonly string[]): Promise<KeyedCandidate[]> {
+  if (limit <= 0) return [];
+  return LOCK_KEYED_CLAIMABLE.run(client, [queue, perKey, [...taken], limit]);
+}
+
+const SERVE_KEYS = new PreparedStatement<never>(
+  'docket_serve_queue_keys',
+  `insert into queue_keys (queue, concurrency_key, served_at)
+   select queue, concurrency_key, now() from unnest($1::text[], $2::text[]) as u(queue, concurrency_key)
+   on conflict (queue, concurrency_key) do update set served_at = excluded.served_at`,
+);
+
+/**
+ * Records that a claim served these keys of keyed queues ('' for the jobs
+ * without a key): the rotation serves the key served longest ago first.
+ *
+ * ```sql
+ * insert into queue_keys (queue, concurrency_key, served_at) select ..., now() from unnest($1, $2)
+ *   on conflict (queue, concurrency_key) do update set served_at = excluded.served_at
+ * ```
+ */
+export async function serveQueueKeys(client: pg.ClientBase, served: readonly { readonly queue: string; readonly key: string }[]): Promise<void> {
+  if (served.length === 0) return;
+  await SERVE_KEYS.run(client, [served.map((item) => item.queue), served.map((item) => item.key)]);
 }
 
 const LOCK_CLAIMABLE = new PreparedStatement<JobRow>(

@@ -80,7 +80,7 @@ export async function bindIdempotencyRecord(
  * where subject = $1 and operation = $2 and key_hash = $3
  * ```
  */
-export async function storeIdempotentResponse(db: Queryable, scope: IdempotencyScope, response: Buffer, jobId: string): Promise<void> {
+export async function storeIdempotentResponse(db: Queryable, scope: IdempotencyScope, response: Buffer, jobId: string | null): Promise<void> {
   await db
     .updateTable('idempotency_records')
     .set({ response, job_id: jobId })

@@ -31,13 +31,14 @@ const WRITE_JOB_SET = new PreparedStatement<{ recorded: string; corrupt: string[
        checkpoint = u.checkpoint, result = u.result, failure = u.failure,
        pending_approval = u.pending_approval, last_approval = u.last_approval, signal_count = u.signal_count,
        signals_done_through = u.signals_done_through, signals_delivered_through = u.signals_delivered_through,
-       unknown_signals = u.unknown_signals
+       unknown_signals = u.unknown_signals, attempt_deadline = u.attempt_deadline, lease_end = u.lease_end
      from json_to_recordset($1::json) as u(
        id text, status text, revision bigint, event_count bigint, head_hash text, updated_at timestamptz,
        fence bigint, attempt_count integer, current_attempt_id text, current_worker_incarnation text,
        lease_expires_at timestamptz, cancel_requested boolean, pause_requested boolean, not_before timestamptz,
        progress jsonb, checkpoint jsonb, result jsonb, failure jsonb, pending_approval jsonb, last_approval jsonb, signal_count bigint,
-       signals_done_through bigint, signals_delivered_through bigint, unknown_signals integer)
+       signals_done_through bigint, signals_delivered_through bigint, unknown_signals integer,
+       attempt_deadline timestamptz, lease_end text)
      where j.id = u.id
    ),
    new_events as (
@@ -111,6 +112,8 @@ function mutableColumns(job: JobRow) {
     signals_done_through: job.signals_done_through,
     signals_delivered_through: job.signals_delivered_through,
     unknown_signals: job.unknown_signals,
+    attempt_deadline: job.attempt_deadline,
+    lease_end: job.lease_end,
   };
 }
 

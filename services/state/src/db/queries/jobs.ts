@@ -27,6 +27,8 @@ export const UNTOUCHED_JOB_COLUMNS = Object.freeze({
   signals_done_through: '0',
   signals_delivered_through: '0',
   unknown_signals: 0,
+  attempt_deadline: null,
+  lease_end: null,
 } as const satisfies Partial<JobRow>);
 
 /** A job row to insert: everything but what the database assigns. */
@@ -145,6 +147,8 @@ export type JobPatch = Partial<
     | 'current_attempt_id'
     | 'current_worker_incarnation'
     | 'lease_expires_at'
+    | 'attempt_deadline'
+    | 'lease_end'
     | 'cancel_requested'
     | 'pause_requested'
     | 'not_before'

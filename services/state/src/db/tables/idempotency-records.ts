@@ -14,6 +14,8 @@ export interface IdempotencyRecordsTable {
   response: Buffer;
   /** The response was replaced by the job's tombstone when the job was hard-deleted (the binding stays until it expires). */
   redacted: Generated<boolean>;
+  /** The response is an active job with the request's `unique_while_active` key, not a job this request created. */
+  deduplicated: Generated<boolean>;
   created_at: Date;
   expires_at: Date;
 }

@@ -4,9 +4,11 @@ import type { JobChangesTable } from './job-changes.js';
 import type { JobQuarantineTable } from './job-quarantine.js';
 import type { DeletionsTable, JobsTable, RetentionPoliciesTable } from './jobs.js';
 import type { JobSignalsTable } from './signals.js';
+import type { SchedulesTable } from './schedules.js';
 import type { JobEffectsTable } from './effects.js';
 import type {
   AttemptsTable,
+  QueueKeysTable,
   QueueSettingsTable,
   WorkerIncarnationsTable,
   WorkerNamesTable,
@@ -19,11 +21,13 @@ export type { JobEventsTable } from './job-events.js';
 export type { JobQuarantineTable } from './job-quarantine.js';
 export type { DeletionStateName, DeletionsTable, JobLifecycleName, JobsTable, LostAttemptPolicyName, RetentionPoliciesTable } from './jobs.js';
 export type { JobSignalsTable, SignalStateName } from './signals.js';
+export type { ScheduleOverlapName, ScheduleStateName, SchedulesTable } from './schedules.js';
 export type { EffectCancellationName, EffectStateName, JobEffectsTable } from './effects.js';
 export type { Int8Column, JsonObject, JsonValue } from './json.js';
 export type {
   AttemptStatusName,
   AttemptsTable,
+  QueueKeysTable,
   QueueSettingsTable,
   WorkerIncarnationsTable,
   WorkerNamesTable,
@@ -41,9 +45,11 @@ export interface Database {
   attempts: AttemptsTable;
   worker_operations: WorkerOperationsTable;
   queue_settings: QueueSettingsTable;
+  queue_keys: QueueKeysTable;
   job_signals: JobSignalsTable;
   job_effects: JobEffectsTable;
   deletions: DeletionsTable;
   retention_policies: RetentionPoliciesTable;
   job_quarantine: JobQuarantineTable;
+  schedules: SchedulesTable;
 }

@@ -68,6 +68,17 @@ export interface JobsTable {
   deletion_id: string | null;
   /** `attempt_count` at the latest RetryJob; the budget `max_attempts` counts from it. */
   attempt_base: Generated<number>;
+  /** The `unique_while_active` key: no two jobs of one owner and queue hold it while not terminal. */
+  unique_key: string | null;
+  /** Start-to-close limit per attempt, and the limit between renewals (see migration 0007). */
+  attempt_timeout_ms: Int8Column | null;
+  heartbeat_timeout_ms: Int8Column | null;
+  /** While RUNNING or CANCELLING: when the current attempt's start-to-close limit ends it. */
+  attempt_deadline: Date | null;
+  /** The job's concurrency key: a queue's `per_key_concurrency` counts and rotates by it (migration 0009). */
+  concurrency_key: string | null;
+  /** Which limit bounds the current lease, when one of the job's does (null: the service's lease). */
+  lease_end: 'ATTEMPT_TIMEOUT' | 'HEARTBEAT_TIMEOUT' | null;
 }
 
 /** Where a hard deletion stands (see docket.common.v1.DeletionState). */

@@ -1,3 +1,6 @@
+import type { Generated } from 'kysely';
+import type { Int8Column } from './json.js';
+
 /** `worker_names`: the persisted generation counter of each (subject, name). */
 export interface WorkerNamesTable {
   subject: string;
@@ -45,8 +48,25 @@ export interface WorkerOperationsTable {
   expires_at: Date;
 }
 
-/** `queue_settings`: per-queue, deployment-wide limits. */
+/** `queue_settings`: per-queue, deployment-wide flow control (see migration 0009). */
 export interface QueueSettingsTable {
   queue: string;
-  max_concurrency: number;
+  /** Running attempts allowed; null: no limit. */
+  max_concurrency: number | null;
+  /** The rate limit: `rate_jobs` claims per `rate_per_ms`; both null: none. */
+  rate_jobs: number | null;
+  rate_per_ms: Int8Column | null;
+  /** The bucket as last spent: tokens at `rate_refilled_at`; null: full. */
+  rate_tokens: number | null;
+  rate_refilled_at: Date | null;
+  paused: Generated<boolean>;
+  /** Running attempts allowed per concurrency key, claims rotating across keys; null: keys not limited. */
+  per_key_concurrency: number | null;
+}
+
+/** `queue_keys`: every concurrency key a queue has had, and when a claim last served it (the rotation's order). */
+export interface QueueKeysTable {
+  queue: string;
+  concurrency_key: string;
+  served_at: Date | null;
 }

@@ -24,7 +24,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file docket/admission/v1/admission_service.proto.
  */
 export const file_docket_admission_v1_admission_service: GenFile = /*@__PURE__*/
-  fileDesc("Citkb2NrZXQvYWRtaXNzaW9uL3YxL2FkbWlzc2lvbl9zZXJ2aWNlLnByb3RvEhNkb2NrZXQuYWRtaXNzaW9uLnYxIqkCChBTdWJtaXRKb2JSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRINCgVxdWV1ZRgCIAEoCRImCgVpbnB1dBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFbGFiZWwYBCABKAkSEAoIcHJpb3JpdHkYBSABKAUSLQoJcnVuX2FmdGVyGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgxyZXRyeV9wb2xpY3kYByABKAsyHS5kb2NrZXQuY29tbW9uLnYxLlJldHJ5UG9saWN5EkAKE2xvc3RfYXR0ZW1wdF9wb2xpY3kYCCABKA4yIy5kb2NrZXQuY29tbW9uLnYxLkxvc3RBdHRlbXB0UG9saWN5IoUBChFTdWJtaXRKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIfCg1HZXRKb2JSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSI0Cg5HZXRKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYiJiCglKb2JGaWx0ZXISLQoIc3RhdHVzZXMYASADKA4yGy5kb2NrZXQuY29tbW9uLnYxLkpvYlN0YXR1cxINCgVxdWV1ZRgCIAEoCRIXCg9pbmNsdWRlX2RlbGV0ZWQYAyABKAgiaAoPTGlzdEpvYnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoBRISCgpwYWdlX3Rva2VuGAIgASgJEi4KBmZpbHRlchgDIAEoCzIeLmRvY2tldC5hZG1pc3Npb24udjEuSm9iRmlsdGVyImYKEExpc3RKb2JzUmVzcG9uc2USIwoEam9icxgBIAMoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRIUCgxldmVudF9jdXJzb3IYAyABKAkicQoQQ2FuY2VsSm9iUmVxdWVzdBIXCg9pZGVtcG90ZW5jeV9rZXkYASABKAkSDgoGam9iX2lkGAIgASgJEh4KEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDSACIAQFCFAoSX2V4cGVjdGVkX3JldmlzaW9uIoUBChFDYW5jZWxKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJwCg9QYXVzZUpvYlJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEg4KBmpvYl9pZBgCIAEoCRIeChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoA0gAiAEBQhQKEl9leHBlY3RlZF9yZXZpc2lvbiKEAQoQUGF1c2VKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJxChBSZXN1bWVKb2JSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRIOCgZqb2JfaWQYAiABKAkSHgoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKANIAIgBAUIUChJfZXhwZWN0ZWRfcmV2aXNpb24ihQEKEVJlc3VtZUpvYlJlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhAKCHJlcGxheWVkGAIgASgIEjoKFmlkZW1wb3RlbmN5X2V4cGlyZXNfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInUKFFNvZnREZWxldGVKb2JSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRIOCgZqb2JfaWQYAiABKAkSHgoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKANIAIgBAUIUChJfZXhwZWN0ZWRfcmV2aXNpb24iiQEKFVNvZnREZWxldGVKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJyChFSZXN0b3JlSm9iUmVxdWVzdBIXCg9pZGVtcG90ZW5jeV9rZXkYASABKAkSDgoGam9iX2lkGAIgASgJEh4KEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDSACIAQFCFAoSX2V4cGVjdGVkX3JldmlzaW9uIoYBChJSZXN0b3JlSm9iUmVzcG9uc2USIgoDam9iGAEgASgLMhUuZG9ja2V0LmNvbW1vbi52MS5Kb2ISEAoIcmVwbGF5ZWQYAiABKAgSOgoWaWRlbXBvdGVuY3lfZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPwoUSGFyZERlbGV0ZUpvYlJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEg4KBmpvYl9pZBgCIAEoCSKTAQoVSGFyZERlbGV0ZUpvYlJlc3BvbnNlEiwKCGRlbGV0aW9uGAEgASgLMhouZG9ja2V0LmNvbW1vbi52MS5EZWxldGlvbhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIpChJHZXREZWxldGlvblJlcXVlc3QSEwoLZGVsZXRpb25faWQYASABKAkiQwoTR2V0RGVsZXRpb25SZXNwb25zZRIsCghkZWxldGlvbhgBIAEoCzIaLmRvY2tldC5jb21tb24udjEuRGVsZXRpb24inAEKFURlY2lkZUFwcHJvdmFsUmVxdWVzdBIXCg9pZGVtcG90ZW5jeV9rZXkYASABKAkSDgoGam9iX2lkGAIgASgJEhMKC2FwcHJvdmFsX2lkGAMgASgJEjQKCGRlY2lzaW9uGAQgASgOMiIuZG9ja2V0LmNvbW1vbi52MS5BcHByb3ZhbERlY2lzaW9uEg8KB2NvbW1lbnQYBSABKAkiigEKFkRlY2lkZUFwcHJvdmFsUmVzcG9uc2USIgoDam9iGAEgASgLMhUuZG9ja2V0LmNvbW1vbi52MS5Kb2ISEAoIcmVwbGF5ZWQYAiABKAgSOgoWaWRlbXBvdGVuY3lfZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAidAoRU2VuZFNpZ25hbFJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEg4KBmpvYl9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEigKB3BheWxvYWQYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IowBChJTZW5kU2lnbmFsUmVzcG9uc2USKAoGc2lnbmFsGAEgASgLMhguZG9ja2V0LmNvbW1vbi52MS5TaWduYWwSEAoIcmVwbGF5ZWQYAiABKAgSOgoWaWRlbXBvdGVuY3lfZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAifgoXUmVjb25jaWxlU2lnbmFsc1JlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEg4KBmpvYl9pZBgCIAEoCRI6CgZhY3Rpb24YAyABKA4yKi5kb2NrZXQuYWRtaXNzaW9uLnYxLlNpZ25hbFJlY29uY2lsZUFjdGlvbiKMAQoYUmVjb25jaWxlU2lnbmFsc1Jlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhAKCHJlcGxheWVkGAIgASgIEjoKFmlkZW1wb3RlbmN5X2V4cGlyZXNfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjoKD1JldHJ5Sm9iUmVxdWVzdBIXCg9pZGVtcG90ZW5jeV9rZXkYASABKAkSDgoGam9iX2lkGAIgASgJIoQBChBSZXRyeUpvYlJlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhAKCHJlcGxheWVkGAIgASgIEjoKFmlkZW1wb3RlbmN5X2V4cGlyZXNfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIowBCg9SZXRlbnRpb25Qb2xpY3kSDQoFcXVldWUYASABKAkSNAoRc29mdF9kZWxldGVfYWZ0ZXIYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNAoRaGFyZF9kZWxldGVfYWZ0ZXIYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iUQoZU2V0UmV0ZW50aW9uUG9saWN5UmVxdWVzdBI0CgZwb2xpY3kYASABKAsyJC5kb2NrZXQuYWRtaXNzaW9uLnYxLlJldGVudGlvblBvbGljeSJSChpTZXRSZXRlbnRpb25Qb2xpY3lSZXNwb25zZRI0CgZwb2xpY3kYASABKAsyJC5kb2NrZXQuYWRtaXNzaW9uLnYxLlJldGVudGlvblBvbGljeSIzChNTZXRMZWdhbEhvbGRSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCRIMCgRoZWxkGAIgASgIIjoKFFNldExlZ2FsSG9sZFJlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iKowBChVTaWduYWxSZWNvbmNpbGVBY3Rpb24SJwojU0lHTkFMX1JFQ09OQ0lMRV9BQ1RJT05fVU5TUEVDSUZJRUQQABIlCiFTSUdOQUxfUkVDT05DSUxFX0FDVElPTl9SRURFTElWRVIQARIjCh9TSUdOQUxfUkVDT05DSUxFX0FDVElPTl9ESVNDQVJEEAIyuwwKEEFkbWlzc2lvblNlcnZpY2USWgoJU3VibWl0Sm9iEiUuZG9ja2V0LmFkbWlzc2lvbi52MS5TdWJtaXRKb2JSZXF1ZXN0GiYuZG9ja2V0LmFkbWlzc2lvbi52MS5TdWJtaXRKb2JSZXNwb25zZRJWCgZHZXRKb2ISIi5kb2NrZXQuYWRtaXNzaW9uLnYxLkdldEpvYlJlcXVlc3QaIy5kb2NrZXQuYWRtaXNzaW9uLnYxLkdldEpvYlJlc3BvbnNlIgOQAgESXAoITGlzdEpvYnMSJC5kb2NrZXQuYWRtaXNzaW9uLnYxLkxpc3RKb2JzUmVxdWVzdBolLmRvY2tldC5hZG1pc3Npb24udjEuTGlzdEpvYnNSZXNwb25zZSIDkAIBEloKCUNhbmNlbEpvYhIlLmRvY2tldC5hZG1pc3Npb24udjEuQ2FuY2VsSm9iUmVxdWVzdBomLmRvY2tldC5hZG1pc3Npb24udjEuQ2FuY2VsSm9iUmVzcG9uc2USVwoIUGF1c2VKb2ISJC5kb2NrZXQuYWRtaXNzaW9uLnYxLlBhdXNlSm9iUmVxdWVzdBolLmRvY2tldC5hZG1pc3Npb24udjEuUGF1c2VKb2JSZXNwb25zZRJaCglSZXN1bWVKb2ISJS5kb2NrZXQuYWRtaXNzaW9uLnYxLlJlc3VtZUpvYlJlcXVlc3QaJi5kb2NrZXQuYWRtaXNzaW9uLnYxLlJlc3VtZUpvYlJlc3BvbnNlEmYKDVNvZnREZWxldGVKb2ISKS5kb2NrZXQuYWRtaXNzaW9uLnYxLlNvZnREZWxldGVKb2JSZXF1ZXN0GiouZG9ja2V0LmFkbWlzc2lvbi52MS5Tb2Z0RGVsZXRlSm9iUmVzcG9uc2USXQoKUmVzdG9yZUpvYhImLmRvY2tldC5hZG1pc3Npb24udjEuUmVzdG9yZUpvYlJlcXVlc3QaJy5kb2NrZXQuYWRtaXNzaW9uLnYxLlJlc3RvcmVKb2JSZXNwb25zZRJmCg1IYXJkRGVsZXRlSm9iEikuZG9ja2V0LmFkbWlzc2lvbi52MS5IYXJkRGVsZXRlSm9iUmVxdWVzdBoqLmRvY2tldC5hZG1pc3Npb24udjEuSGFyZERlbGV0ZUpvYlJlc3BvbnNlEmUKC0dldERlbGV0aW9uEicuZG9ja2V0LmFkbWlzc2lvbi52MS5HZXREZWxldGlvblJlcXVlc3QaKC5kb2NrZXQuYWRtaXNzaW9uLnYxLkdldERlbGV0aW9uUmVzcG9uc2UiA5ACARJpCg5EZWNpZGVBcHByb3ZhbBIqLmRvY2tldC5hZG1pc3Npb24udjEuRGVjaWRlQXBwcm92YWxSZXF1ZXN0GisuZG9ja2V0LmFkbWlzc2lvbi52MS5EZWNpZGVBcHByb3ZhbFJlc3BvbnNlEl0KClNlbmRTaWduYWwSJi5kb2NrZXQuYWRtaXNzaW9uLnYxLlNlbmRTaWduYWxSZXF1ZXN0GicuZG9ja2V0LmFkbWlzc2lvbi52MS5TZW5kU2lnbmFsUmVzcG9uc2USbwoQUmVjb25jaWxlU2lnbmFscxIsLmRvY2tldC5hZG1pc3Npb24udjEuUmVjb25jaWxlU2lnbmFsc1JlcXVlc3QaLS5kb2NrZXQuYWRtaXNzaW9uLnYxLlJlY29uY2lsZVNpZ25hbHNSZXNwb25zZRJXCghSZXRyeUpvYhIkLmRvY2tldC5hZG1pc3Npb24udjEuUmV0cnlKb2JSZXF1ZXN0GiUuZG9ja2V0LmFkbWlzc2lvbi52MS5SZXRyeUpvYlJlc3BvbnNlEnUKElNldFJldGVudGlvblBvbGljeRIuLmRvY2tldC5hZG1pc3Npb24udjEuU2V0UmV0ZW50aW9uUG9saWN5UmVxdWVzdBovLmRvY2tldC5hZG1pc3Npb24udjEuU2V0UmV0ZW50aW9uUG9saWN5UmVzcG9uc2USYwoMU2V0TGVnYWxIb2xkEiguZG9ja2V0LmFkbWlzc2lvbi52MS5TZXRMZWdhbEhvbGRSZXF1ZXN0GikuZG9ja2V0LmFkbWlzc2lvbi52MS5TZXRMZWdhbEhvbGRSZXNwb25zZWIGcHJvdG8z", [file_docket_common_v1_approval, file_docket_common_v1_deletion, file_docket_common_v1_job, file_docket_common_v1_job_status, file_docket_common_v1_retry_policy, file_docket_common_v1_signal, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Citkb2NrZXQvYWRtaXNzaW9uL3YxL2FkbWlzc2lvbl9zZXJ2aWNlLnByb3RvEhNkb2NrZXQuYWRtaXNzaW9uLnYxIvEDChBTdWJtaXRKb2JSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRINCgVxdWV1ZRgCIAEoCRImCgVpbnB1dBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFbGFiZWwYBCABKAkSEAoIcHJpb3JpdHkYBSABKAUSLQoJcnVuX2FmdGVyGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgxyZXRyeV9wb2xpY3kYByABKAsyHS5kb2NrZXQuY29tbW9uLnYxLlJldHJ5UG9saWN5EkAKE2xvc3RfYXR0ZW1wdF9wb2xpY3kYCCABKA4yIy5kb2NrZXQuY29tbW9uLnYxLkxvc3RBdHRlbXB0UG9saWN5EkMKE3VuaXF1ZV93aGlsZV9hY3RpdmUYCSABKAsyJi5kb2NrZXQuYWRtaXNzaW9uLnYxLlVuaXF1ZVdoaWxlQWN0aXZlEjIKD2F0dGVtcHRfdGltZW91dBgKIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI0ChFoZWFydGJlYXRfdGltZW91dBgLIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIXCg9jb25jdXJyZW5jeV9rZXkYDCABKAkiIAoRVW5pcXVlV2hpbGVBY3RpdmUSCwoDa2V5GAEgASgJIpsBChFTdWJtaXRKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxkZWR1cGxpY2F0ZWQYBCABKAgiHwoNR2V0Sm9iUmVxdWVzdBIOCgZqb2JfaWQYASABKAkiNAoOR2V0Sm9iUmVzcG9uc2USIgoDam9iGAEgASgLMhUuZG9ja2V0LmNvbW1vbi52MS5Kb2IiYgoJSm9iRmlsdGVyEi0KCHN0YXR1c2VzGAEgAygOMhsuZG9ja2V0LmNvbW1vbi52MS5Kb2JTdGF0dXMSDQoFcXVldWUYAiABKAkSFwoPaW5jbHVkZV9kZWxldGVkGAMgASgIImgKD0xpc3RKb2JzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCRIuCgZmaWx0ZXIYAyABKAsyHi5kb2NrZXQuYWRtaXNzaW9uLnYxLkpvYkZpbHRlciJmChBMaXN0Sm9ic1Jlc3BvbnNlEiMKBGpvYnMYASADKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSFAoMZXZlbnRfY3Vyc29yGAMgASgJInEKEENhbmNlbEpvYlJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEg4KBmpvYl9pZBgCIAEoCRIeChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoA0gAiAEBQhQKEl9leHBlY3RlZF9yZXZpc2lvbiKFAQoRQ2FuY2VsSm9iUmVzcG9uc2USIgoDam9iGAEgASgLMhUuZG9ja2V0LmNvbW1vbi52MS5Kb2ISEAoIcmVwbGF5ZWQYAiABKAgSOgoWaWRlbXBvdGVuY3lfZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAicAoPUGF1c2VKb2JSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRIOCgZqb2JfaWQYAiABKAkSHgoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKANIAIgBAUIUChJfZXhwZWN0ZWRfcmV2aXNpb24ihAEKEFBhdXNlSm9iUmVzcG9uc2USIgoDam9iGAEgASgLMhUuZG9ja2V0LmNvbW1vbi52MS5Kb2ISEAoIcmVwbGF5ZWQYAiABKAgSOgoWaWRlbXBvdGVuY3lfZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAicQoQUmVzdW1lSm9iUmVxdWVzdBIXCg9pZGVtcG90ZW5jeV9rZXkYASABKAkSDgoGam9iX2lkGAIgASgJEh4KEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDSACIAQFCFAoSX2V4cGVjdGVkX3JldmlzaW9uIoUBChFSZXN1bWVKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJ1ChRTb2Z0RGVsZXRlSm9iUmVxdWVzdBIXCg9pZGVtcG90ZW5jeV9rZXkYASABKAkSDgoGam9iX2lkGAIgASgJEh4KEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDSACIAQFCFAoSX2V4cGVjdGVkX3JldmlzaW9uIokBChVTb2Z0RGVsZXRlSm9iUmVzcG9uc2USIgoDam9iGAEgASgLMhUuZG9ja2V0LmNvbW1vbi52MS5Kb2ISEAoIcmVwbGF5ZWQYAiABKAgSOgoWaWRlbXBvdGVuY3lfZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAicgoRUmVzdG9yZUpvYlJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEg4KBmpvYl9pZBgCIAEoCRIeChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoA0gAiAEBQhQKEl9leHBlY3RlZF9yZXZpc2lvbiKGAQoSUmVzdG9yZUpvYlJlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhAKCHJlcGxheWVkGAIgASgIEjoKFmlkZW1wb3RlbmN5X2V4cGlyZXNfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIj8KFEhhcmREZWxldGVKb2JSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRIOCgZqb2JfaWQYAiABKAkikwEKFUhhcmREZWxldGVKb2JSZXNwb25zZRIsCghkZWxldGlvbhgBIAEoCzIaLmRvY2tldC5jb21tb24udjEuRGVsZXRpb24SEAoIcmVwbGF5ZWQYAiABKAgSOgoWaWRlbXBvdGVuY3lfZXhwaXJlc19hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiKQoSR2V0RGVsZXRpb25SZXF1ZXN0EhMKC2RlbGV0aW9uX2lkGAEgASgJIkMKE0dldERlbGV0aW9uUmVzcG9uc2USLAoIZGVsZXRpb24YASABKAsyGi5kb2NrZXQuY29tbW9uLnYxLkRlbGV0aW9uIpwBChVEZWNpZGVBcHByb3ZhbFJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEg4KBmpvYl9pZBgCIAEoCRITCgthcHByb3ZhbF9pZBgDIAEoCRI0CghkZWNpc2lvbhgEIAEoDjIiLmRvY2tldC5jb21tb24udjEuQXBwcm92YWxEZWNpc2lvbhIPCgdjb21tZW50GAUgASgJIooBChZEZWNpZGVBcHByb3ZhbFJlc3BvbnNlEiIKA2pvYhgBIAEoCzIVLmRvY2tldC5jb21tb24udjEuSm9iEhAKCHJlcGxheWVkGAIgASgIEjoKFmlkZW1wb3RlbmN5X2V4cGlyZXNfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wInQKEVNlbmRTaWduYWxSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRIOCgZqb2JfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIoCgdwYXlsb2FkGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKMAQoSU2VuZFNpZ25hbFJlc3BvbnNlEigKBnNpZ25hbBgBIAEoCzIYLmRvY2tldC5jb21tb24udjEuU2lnbmFsEhAKCHJlcGxheWVkGAIgASgIEjoKFmlkZW1wb3RlbmN5X2V4cGlyZXNfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIn4KF1JlY29uY2lsZVNpZ25hbHNSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRIOCgZqb2JfaWQYAiABKAkSOgoGYWN0aW9uGAMgASgOMiouZG9ja2V0LmFkbWlzc2lvbi52MS5TaWduYWxSZWNvbmNpbGVBY3Rpb24ijAEKGFJlY29uY2lsZVNpZ25hbHNSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI6Cg9SZXRyeUpvYlJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEg4KBmpvYl9pZBgCIAEoCSKEAQoQUmV0cnlKb2JSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYhIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKMAQoPUmV0ZW50aW9uUG9saWN5Eg0KBXF1ZXVlGAEgASgJEjQKEXNvZnRfZGVsZXRlX2FmdGVyGAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjQKEWhhcmRfZGVsZXRlX2FmdGVyGAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIlEKGVNldFJldGVudGlvblBvbGljeVJlcXVlc3QSNAoGcG9saWN5GAEgASgLMiQuZG9ja2V0LmFkbWlzc2lvbi52MS5SZXRlbnRpb25Qb2xpY3kiUgoaU2V0UmV0ZW50aW9uUG9saWN5UmVzcG9uc2USNAoGcG9saWN5GAEgASgLMiQuZG9ja2V0LmFkbWlzc2lvbi52MS5SZXRlbnRpb25Qb2xpY3kiMwoTU2V0TGVnYWxIb2xkUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSDAoEaGVsZBgCIAEoCCI6ChRTZXRMZWdhbEhvbGRSZXNwb25zZRIiCgNqb2IYASABKAsyFS5kb2NrZXQuY29tbW9uLnYxLkpvYiLHBgoIU2NoZWR1bGUSEwoLc2NoZWR1bGVfaWQYASABKAkSDgoEY3JvbhgCIAEoCUgAEi0KCGludGVydmFsGAMgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uSAASEQoJdGltZV96b25lGAQgASgJEjsKDGpvYl90ZW1wbGF0ZRgFIAEoCzIlLmRvY2tldC5hZG1pc3Npb24udjEuU3VibWl0Sm9iUmVxdWVzdBI1CgdvdmVybGFwGAYgASgOMiQuZG9ja2V0LmFkbWlzc2lvbi52MS5TY2hlZHVsZU92ZXJsYXASMgoPY2F0Y2hfdXBfd2luZG93GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjEKBXN0YXRlGAggASgOMiIuZG9ja2V0LmFkbWlzc2lvbi52MS5TY2hlZHVsZVN0YXRlEg0KBW93bmVyGAkgASgJEi8KC2NyZWF0ZV90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoObmV4dF9maXJlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmxhc3RfZmlyZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtsYXN0X2pvYl9pZBgOIAEoCRIxCg1sYXN0X2ZpcmVkX2F0GA8gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI2ChJidWZmZXJlZF9maXJlX3RpbWUYECABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2ZpcmVkX2NvdW50GBEgASgDEhQKDG1pc3NlZF9jb3VudBgSIAEoAxI5ChVsYXN0X21pc3NlZF9maXJlX3RpbWUYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEh0KFW92ZXJsYXBfc2tpcHBlZF9jb3VudBgUIAEoAxIQCghyZXZpc2lvbhgVIAEoA0IJCgd0cmlnZ2VyImEKFUNyZWF0ZVNjaGVkdWxlUmVxdWVzdBIXCg9pZGVtcG90ZW5jeV9rZXkYASABKAkSLwoIc2NoZWR1bGUYAiABKAsyHS5kb2NrZXQuYWRtaXNzaW9uLnYxLlNjaGVkdWxlIpcBChZDcmVhdGVTY2hlZHVsZVJlc3BvbnNlEi8KCHNjaGVkdWxlGAEgASgLMh0uZG9ja2V0LmFkbWlzc2lvbi52MS5TY2hlZHVsZRIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIpChJHZXRTY2hlZHVsZVJlcXVlc3QSEwoLc2NoZWR1bGVfaWQYASABKAkiRgoTR2V0U2NoZWR1bGVSZXNwb25zZRIvCghzY2hlZHVsZRgBIAEoCzIdLmRvY2tldC5hZG1pc3Npb24udjEuU2NoZWR1bGUiPQoUTGlzdFNjaGVkdWxlc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkiYgoVTGlzdFNjaGVkdWxlc1Jlc3BvbnNlEjAKCXNjaGVkdWxlcxgBIAMoCzIdLmRvY2tldC5hZG1pc3Npb24udjEuU2NoZWR1bGUSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkQKFFBhdXNlU2NoZWR1bGVSZXF1ZXN0EhcKD2lkZW1wb3RlbmN5X2tleRgBIAEoCRITCgtzY2hlZHVsZV9pZBgCIAEoCSKWAQoVUGF1c2VTY2hlZHVsZVJlc3BvbnNlEi8KCHNjaGVkdWxlGAEgASgLMh0uZG9ja2V0LmFkbWlzc2lvbi52MS5TY2hlZHVsZRIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJFChVSZXN1bWVTY2hlZHVsZVJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEhMKC3NjaGVkdWxlX2lkGAIgASgJIpcBChZSZXN1bWVTY2hlZHVsZVJlc3BvbnNlEi8KCHNjaGVkdWxlGAEgASgLMh0uZG9ja2V0LmFkbWlzc2lvbi52MS5TY2hlZHVsZRIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJFChVEZWxldGVTY2hlZHVsZVJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJEhMKC3NjaGVkdWxlX2lkGAIgASgJIpcBChZEZWxldGVTY2hlZHVsZVJlc3BvbnNlEi8KCHNjaGVkdWxlGAEgASgLMh0uZG9ja2V0LmFkbWlzc2lvbi52MS5TY2hlZHVsZRIQCghyZXBsYXllZBgCIAEoCBI6ChZpZGVtcG90ZW5jeV9leHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJBCglSYXRlTGltaXQSDAoEam9icxgBIAEoBRImCgNwZXIYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24izwEKC1F1ZXVlUG9saWN5Eg0KBXF1ZXVlGAEgASgJEhcKD21heF9jb25jdXJyZW5jeRgCIAEoBRIyCgpyYXRlX2xpbWl0GAMgASgLMh4uZG9ja2V0LmFkbWlzc2lvbi52MS5SYXRlTGltaXQSDgoGcGF1c2VkGAQgASgIEjcKCXJldGVudGlvbhgFIAEoCzIkLmRvY2tldC5hZG1pc3Npb24udjEuUmV0ZW50aW9uUG9saWN5EhsKE3Blcl9rZXlfY29uY3VycmVuY3kYBiABKAUinwIKFVNldFF1ZXVlUG9saWN5UmVxdWVzdBINCgVxdWV1ZRgBIAEoCRIcCg9tYXhfY29uY3VycmVuY3kYAiABKAVIAIgBARIyCgpyYXRlX2xpbWl0GAMgASgLMh4uZG9ja2V0LmFkbWlzc2lvbi52MS5SYXRlTGltaXQSEwoGcGF1c2VkGAQgASgISAGIAQESNwoJcmV0ZW50aW9uGAUgASgLMiQuZG9ja2V0LmFkbWlzc2lvbi52MS5SZXRlbnRpb25Qb2xpY3kSIAoTcGVyX2tleV9jb25jdXJyZW5jeRgGIAEoBUgCiAEBQhIKEF9tYXhfY29uY3VycmVuY3lCCQoHX3BhdXNlZEIWChRfcGVyX2tleV9jb25jdXJyZW5jeSJKChZTZXRRdWV1ZVBvbGljeVJlc3BvbnNlEjAKBnBvbGljeRgBIAEoCzIgLmRvY2tldC5hZG1pc3Npb24udjEuUXVldWVQb2xpY3kiIAoPR2V0UXVldWVSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJIk0KEFF1ZXVlU3RhdHVzQ291bnQSKwoGc3RhdHVzGAEgASgOMhsuZG9ja2V0LmNvbW1vbi52MS5Kb2JTdGF0dXMSDAoEam9icxgCIAEoAyLLAQoQR2V0UXVldWVSZXNwb25zZRIwCgZwb2xpY3kYASABKAsyIC5kb2NrZXQuYWRtaXNzaW9uLnYxLlF1ZXVlUG9saWN5EjUKBmNvdW50cxgCIAMoCzIlLmRvY2tldC5hZG1pc3Npb24udjEuUXVldWVTdGF0dXNDb3VudBIYChBydW5uaW5nX2F0dGVtcHRzGAMgASgDEjQKEW9sZGVzdF9xdWV1ZWRfYWdlGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uKowBChVTaWduYWxSZWNvbmNpbGVBY3Rpb24SJwojU0lHTkFMX1JFQ09OQ0lMRV9BQ1RJT05fVU5TUEVDSUZJRUQQABIlCiFTSUdOQUxfUkVDT05DSUxFX0FDVElPTl9SRURFTElWRVIQARIjCh9TSUdOQUxfUkVDT05DSUxFX0FDVElPTl9ESVNDQVJEEAIqiwEKD1NjaGVkdWxlT3ZlcmxhcBIgChxTQ0hFRFVMRV9PVkVSTEFQX1VOU1BFQ0lGSUVEEAASGQoVU0NIRURVTEVfT1ZFUkxBUF9TS0lQEAESHwobU0NIRURVTEVfT1ZFUkxBUF9CVUZGRVJfT05FEAISGgoWU0NIRURVTEVfT1ZFUkxBUF9BTExPVxADKmUKDVNjaGVkdWxlU3RhdGUSHgoaU0NIRURVTEVfU1RBVEVfVU5TUEVDSUZJRUQQABIZChVTQ0hFRFVMRV9TVEFURV9BQ1RJVkUQARIZChVTQ0hFRFVMRV9TVEFURV9QQVVTRUQQAjKBEwoQQWRtaXNzaW9uU2VydmljZRJaCglTdWJtaXRKb2ISJS5kb2NrZXQuYWRtaXNzaW9uLnYxLlN1Ym1pdEpvYlJlcXVlc3QaJi5kb2NrZXQuYWRtaXNzaW9uLnYxLlN1Ym1pdEpvYlJlc3BvbnNlElYKBkdldEpvYhIiLmRvY2tldC5hZG1pc3Npb24udjEuR2V0Sm9iUmVxdWVzdBojLmRvY2tldC5hZG1pc3Npb24udjEuR2V0Sm9iUmVzcG9uc2UiA5ACARJcCghMaXN0Sm9icxIkLmRvY2tldC5hZG1pc3Npb24udjEuTGlzdEpvYnNSZXF1ZXN0GiUuZG9ja2V0LmFkbWlzc2lvbi52MS5MaXN0Sm9ic1Jlc3BvbnNlIgOQAgESWgoJQ2FuY2VsSm9iEiUuZG9ja2V0LmFkbWlzc2lvbi52MS5DYW5jZWxKb2JSZXF1ZXN0GiYuZG9ja2V0LmFkbWlzc2lvbi52MS5DYW5jZWxKb2JSZXNwb25zZRJXCghQYXVzZUpvYhIkLmRvY2tldC5hZG1pc3Npb24udjEuUGF1c2VKb2JSZXF1ZXN0GiUuZG9ja2V0LmFkbWlzc2lvbi52MS5QYXVzZUpvYlJlc3BvbnNlEloKCVJlc3VtZUpvYhIlLmRvY2tldC5hZG1pc3Npb24udjEuUmVzdW1lSm9iUmVxdWVzdBomLmRvY2tldC5hZG1pc3Npb24udjEuUmVzdW1lSm9iUmVzcG9uc2USZgoNU29mdERlbGV0ZUpvYhIpLmRvY2tldC5hZG1pc3Npb24udjEuU29mdERlbGV0ZUpvYlJlcXVlc3QaKi5kb2NrZXQuYWRtaXNzaW9uLnYxLlNvZnREZWxldGVKb2JSZXNwb25zZRJdCgpSZXN0b3JlSm9iEiYuZG9ja2V0LmFkbWlzc2lvbi52MS5SZXN0b3JlSm9iUmVxdWVzdBonLmRvY2tldC5hZG1pc3Npb24udjEuUmVzdG9yZUpvYlJlc3BvbnNlEmYKDUhhcmREZWxldGVKb2ISKS5kb2NrZXQuYWRtaXNzaW9uLnYxLkhhcmREZWxldGVKb2JSZXF1ZXN0GiouZG9ja2V0LmFkbWlzc2lvbi52MS5IYXJkRGVsZXRlSm9iUmVzcG9uc2USZQoLR2V0RGVsZXRpb24SJy5kb2NrZXQuYWRtaXNzaW9uLnYxLkdldERlbGV0aW9uUmVxdWVzdBooLmRvY2tldC5hZG1pc3Npb24udjEuR2V0RGVsZXRpb25SZXNwb25zZSIDkAIBEmkKDkRlY2lkZUFwcHJvdmFsEiouZG9ja2V0LmFkbWlzc2lvbi52MS5EZWNpZGVBcHByb3ZhbFJlcXVlc3QaKy5kb2NrZXQuYWRtaXNzaW9uLnYxLkRlY2lkZUFwcHJvdmFsUmVzcG9uc2USXQoKU2VuZFNpZ25hbBImLmRvY2tldC5hZG1pc3Npb24udjEuU2VuZFNpZ25hbFJlcXVlc3QaJy5kb2NrZXQuYWRtaXNzaW9uLnYxLlNlbmRTaWduYWxSZXNwb25zZRJvChBSZWNvbmNpbGVTaWduYWxzEiwuZG9ja2V0LmFkbWlzc2lvbi52MS5SZWNvbmNpbGVTaWduYWxzUmVxdWVzdBotLmRvY2tldC5hZG1pc3Npb24udjEuUmVjb25jaWxlU2lnbmFsc1Jlc3BvbnNlElcKCFJldHJ5Sm9iEiQuZG9ja2V0LmFkbWlzc2lvbi52MS5SZXRyeUpvYlJlcXVlc3QaJS5kb2NrZXQuYWRtaXNzaW9uLnYxLlJldHJ5Sm9iUmVzcG9uc2USdQoSU2V0UmV0ZW50aW9uUG9saWN5Ei4uZG9ja2V0LmFkbWlzc2lvbi52MS5TZXRSZXRlbnRpb25Qb2xpY3lSZXF1ZXN0Gi8uZG9ja2V0LmFkbWlzc2lvbi52MS5TZXRSZXRlbnRpb25Qb2xpY3lSZXNwb25zZRJjCgxTZXRMZWdhbEhvbGQSKC5kb2NrZXQuYWRtaXNzaW9uLnYxLlNldExlZ2FsSG9sZFJlcXVlc3QaKS5kb2NrZXQuYWRtaXNzaW9uLnYxLlNldExlZ2FsSG9sZFJlc3BvbnNlEmkKDlNldFF1ZXVlUG9saWN5EiouZG9ja2V0LmFkbWlzc2lvbi52MS5TZXRRdWV1ZVBvbGljeVJlcXVlc3QaKy5kb2NrZXQuYWRtaXNzaW9uLnYxLlNldFF1ZXVlUG9saWN5UmVzcG9uc2USXAoIR2V0UXVldWUSJC5kb2NrZXQuYWRtaXNzaW9uLnYxLkdldFF1ZXVlUmVxdWVzdBolLmRvY2tldC5hZG1pc3Npb24udjEuR2V0UXVldWVSZXNwb25zZSIDkAIBEmkKDkNyZWF0ZVNjaGVkdWxlEiouZG9ja2V0LmFkbWlzc2lvbi52MS5DcmVhdGVTY2hlZHVsZVJlcXVlc3QaKy5kb2NrZXQuYWRtaXNzaW9uLnYxLkNyZWF0ZVNjaGVkdWxlUmVzcG9uc2USZQoLR2V0U2NoZWR1bGUSJy5kb2NrZXQuYWRtaXNzaW9uLnYxLkdldFNjaGVkdWxlUmVxdWVzdBooLmRvY2tldC5hZG1pc3Npb24udjEuR2V0U2NoZWR1bGVSZXNwb25zZSIDkAIBEmsKDUxpc3RTY2hlZHVsZXMSKS5kb2NrZXQuYWRtaXNzaW9uLnYxLkxpc3RTY2hlZHVsZXNSZXF1ZXN0GiouZG9ja2V0LmFkbWlzc2lvbi52MS5MaXN0U2NoZWR1bGVzUmVzcG9uc2UiA5ACARJmCg1QYXVzZVNjaGVkdWxlEikuZG9ja2V0LmFkbWlzc2lvbi52MS5QYXVzZVNjaGVkdWxlUmVxdWVzdBoqLmRvY2tldC5hZG1pc3Npb24udjEuUGF1c2VTY2hlZHVsZVJlc3BvbnNlEmkKDlJlc3VtZVNjaGVkdWxlEiouZG9ja2V0LmFkbWlzc2lvbi52MS5SZXN1bWVTY2hlZHVsZVJlcXVlc3QaKy5kb2NrZXQuYWRtaXNzaW9uLnYxLlJlc3VtZVNjaGVkdWxlUmVzcG9uc2USaQoORGVsZXRlU2NoZWR1bGUSKi5kb2NrZXQuYWRtaXNzaW9uLnYxLkRlbGV0ZVNjaGVkdWxlUmVxdWVzdBorLmRvY2tldC5hZG1pc3Npb24udjEuRGVsZXRlU2NoZWR1bGVSZXNwb25zZWIGcHJvdG8z", [file_docket_common_v1_approval, file_docket_common_v1_deletion, file_docket_common_v1_job, file_docket_common_v1_job_status, file_docket_common_v1_retry_policy, file_docket_common_v1_signal, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * SubmitJobRequest describes a job to admit.
@@ -88,6 +88,43 @@ export type SubmitJobRequest = Message<"docket.admission.v1.SubmitJobRequest"> &
    * @generated from field: docket.common.v1.LostAttemptPolicy lost_attempt_policy = 8;
    */
   lostAttemptPolicy: LostAttemptPolicy;
+
+  /**
+   * While a job of the caller with this key is not terminal in the queue, a
+   * submission returns that job (`deduplicated = true`) instead of creating
+   * another. Composes with the idempotency key: see docs/uniqueness.md.
+   *
+   * @generated from field: docket.admission.v1.UniqueWhileActive unique_while_active = 9;
+   */
+  uniqueWhileActive?: UniqueWhileActive | undefined;
+
+  /**
+   * Start to close: an attempt running longer than this is ended as lost
+   * (reason ATTEMPT_TIMEOUT) whatever its renewals, then the lost-attempt
+   * and retry policies apply. Whole milliseconds, 1 s to 7 days; unset: none.
+   *
+   * @generated from field: google.protobuf.Duration attempt_timeout = 10;
+   */
+  attemptTimeout?: Duration | undefined;
+
+  /**
+   * An attempt not renewed for this long is ended as lost (reason
+   * HEARTBEAT_TIMEOUT). It shortens every lease it is below. Whole
+   * milliseconds, 1 s to 24 hours; unset: the lease alone.
+   *
+   * @generated from field: google.protobuf.Duration heartbeat_timeout = 11;
+   */
+  heartbeatTimeout?: Duration | undefined;
+
+  /**
+   * The job's concurrency key (a tenant, say), 1 to 128 printable ASCII
+   * characters; empty for none. In a queue whose policy sets
+   * `per_key_concurrency`, no key runs more attempts than that at once and
+   * claims rotate across keys (docs/queues.md).
+   *
+   * @generated from field: string concurrency_key = 12;
+   */
+  concurrencyKey: string;
 };
 
 /**
@@ -96,6 +133,28 @@ export type SubmitJobRequest = Message<"docket.admission.v1.SubmitJobRequest"> &
  */
 export const SubmitJobRequestSchema: GenMessage<SubmitJobRequest> = /*@__PURE__*/
   messageDesc(file_docket_admission_v1_admission_service, 0);
+
+/**
+ * UniqueWhileActive names a job's uniqueness key (SPEC section 13).
+ *
+ * @generated from message docket.admission.v1.UniqueWhileActive
+ */
+export type UniqueWhileActive = Message<"docket.admission.v1.UniqueWhileActive"> & {
+  /**
+   * 1 to 128 printable ASCII characters (0x21-0x7E), scoped to the caller
+   * and the queue.
+   *
+   * @generated from field: string key = 1;
+   */
+  key: string;
+};
+
+/**
+ * Describes the message docket.admission.v1.UniqueWhileActive.
+ * Use `create(UniqueWhileActiveSchema)` to create a new message.
+ */
+export const UniqueWhileActiveSchema: GenMessage<UniqueWhileActive> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 1);
 
 /**
  * SubmitJobResponse is the admitted job, or the original response replayed.
@@ -123,6 +182,14 @@ export type SubmitJobResponse = Message<"docket.admission.v1.SubmitJobResponse">
    * @generated from field: google.protobuf.Timestamp idempotency_expires_at = 3;
    */
   idempotencyExpiresAt?: Timestamp | undefined;
+
+  /**
+   * True when no job was created because a non-terminal job with the same
+   * `unique_while_active` key exists: `job` is that job (as it was then).
+   *
+   * @generated from field: bool deduplicated = 4;
+   */
+  deduplicated: boolean;
 };
 
 /**
@@ -130,7 +197,7 @@ export type SubmitJobResponse = Message<"docket.admission.v1.SubmitJobResponse">
  * Use `create(SubmitJobResponseSchema)` to create a new message.
  */
 export const SubmitJobResponseSchema: GenMessage<SubmitJobResponse> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 1);
+  messageDesc(file_docket_admission_v1_admission_service, 2);
 
 /**
  * GetJobRequest names a job.
@@ -151,7 +218,7 @@ export type GetJobRequest = Message<"docket.admission.v1.GetJobRequest"> & {
  * Use `create(GetJobRequestSchema)` to create a new message.
  */
 export const GetJobRequestSchema: GenMessage<GetJobRequest> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 2);
+  messageDesc(file_docket_admission_v1_admission_service, 3);
 
 /**
  * GetJobResponse is a job's current projection.
@@ -172,7 +239,7 @@ export type GetJobResponse = Message<"docket.admission.v1.GetJobResponse"> & {
  * Use `create(GetJobResponseSchema)` to create a new message.
  */
 export const GetJobResponseSchema: GenMessage<GetJobResponse> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 3);
+  messageDesc(file_docket_admission_v1_admission_service, 4);
 
 /**
  * JobFilter narrows a listing.
@@ -207,7 +274,7 @@ export type JobFilter = Message<"docket.admission.v1.JobFilter"> & {
  * Use `create(JobFilterSchema)` to create a new message.
  */
 export const JobFilterSchema: GenMessage<JobFilter> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 4);
+  messageDesc(file_docket_admission_v1_admission_service, 5);
 
 /**
  * ListJobsRequest asks for a page of jobs.
@@ -243,7 +310,7 @@ export type ListJobsRequest = Message<"docket.admission.v1.ListJobsRequest"> & {
  * Use `create(ListJobsRequestSchema)` to create a new message.
  */
 export const ListJobsRequestSchema: GenMessage<ListJobsRequest> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 5);
+  messageDesc(file_docket_admission_v1_admission_service, 6);
 
 /**
  * ListJobsResponse is one page of jobs.
@@ -278,7 +345,7 @@ export type ListJobsResponse = Message<"docket.admission.v1.ListJobsResponse"> &
  * Use `create(ListJobsResponseSchema)` to create a new message.
  */
 export const ListJobsResponseSchema: GenMessage<ListJobsResponse> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 6);
+  messageDesc(file_docket_admission_v1_admission_service, 7);
 
 /**
  * CancelJobRequest asks to cancel a job.
@@ -314,7 +381,7 @@ export type CancelJobRequest = Message<"docket.admission.v1.CancelJobRequest"> &
  * Use `create(CancelJobRequestSchema)` to create a new message.
  */
 export const CancelJobRequestSchema: GenMessage<CancelJobRequest> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 7);
+  messageDesc(file_docket_admission_v1_admission_service, 8);
 
 /**
  * CancelJobResponse is the job after the cancellation request.
@@ -349,7 +416,7 @@ export type CancelJobResponse = Message<"docket.admission.v1.CancelJobResponse">
  * Use `create(CancelJobResponseSchema)` to create a new message.
  */
 export const CancelJobResponseSchema: GenMessage<CancelJobResponse> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 8);
+  messageDesc(file_docket_admission_v1_admission_service, 9);
 
 /**
  * PauseJobRequest asks to pause a job.
@@ -384,7 +451,7 @@ export type PauseJobRequest = Message<"docket.admission.v1.PauseJobRequest"> & {
  * Use `create(PauseJobRequestSchema)` to create a new message.
  */
 export const PauseJobRequestSchema: GenMessage<PauseJobRequest> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 9);
+  messageDesc(file_docket_admission_v1_admission_service, 10);
 
 /**
  * PauseJobResponse is the job after the pause request.
@@ -419,7 +486,7 @@ export type PauseJobResponse = Message<"docket.admission.v1.PauseJobResponse"> &
  * Use `create(PauseJobResponseSchema)` to create a new message.
  */
 export const PauseJobResponseSchema: GenMessage<PauseJobResponse> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 10);
+  messageDesc(file_docket_admission_v1_admission_service, 11);
 
 /**
  * ResumeJobRequest asks to resume a paused job.
@@ -454,7 +521,7 @@ export type ResumeJobRequest = Message<"docket.admission.v1.ResumeJobRequest"> &
  * Use `create(ResumeJobRequestSchema)` to create a new message.
  */
 export const ResumeJobRequestSchema: GenMessage<ResumeJobRequest> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 11);
+  messageDesc(file_docket_admission_v1_admission_service, 12);
 
 /**
  * ResumeJobResponse is the job after resuming.
@@ -489,7 +556,7 @@ export type ResumeJobResponse = Message<"docket.admission.v1.ResumeJobResponse">
  * Use `create(ResumeJobResponseSchema)` to create a new message.
  */
 export const ResumeJobResponseSchema: GenMessage<ResumeJobResponse> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 12);
+  messageDesc(file_docket_admission_v1_admission_service, 13);
 
 /**
  * SoftDeleteJobRequest asks to hide a terminal job.
@@ -524,7 +591,7 @@ export type SoftDeleteJobRequest = Message<"docket.admission.v1.SoftDeleteJobReq
  * Use `create(SoftDeleteJobRequestSchema)` to create a new message.
  */
 export const SoftDeleteJobRequestSchema: GenMessage<SoftDeleteJobRequest> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 13);
+  messageDesc(file_docket_admission_v1_admission_service, 14);
 
 /**
  * SoftDeleteJobResponse is the hidden job.
@@ -559,7 +626,7 @@ export type SoftDeleteJobResponse = Message<"docket.admission.v1.SoftDeleteJobRe
  * Use `create(SoftDeleteJobResponseSchema)` to create a new message.
  */
 export const SoftDeleteJobResponseSchema: GenMessage<SoftDeleteJobResponse> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 14);
+  messageDesc(file_docket_admission_v1_admission_service, 15);
 
 /**
  * RestoreJobRequest asks to bring a soft-deleted job back.
@@ -594,7 +661,7 @@ export type RestoreJobRequest = Message<"docket.admission.v1.RestoreJobRequest">
  * Use `create(RestoreJobRequestSchema)` to create a new message.
  */
 export const RestoreJobRequestSchema: GenMessage<RestoreJobRequest> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 15);
+  messageDesc(file_docket_admission_v1_admission_service, 16);
 
 /**
  * RestoreJobResponse is the restored job.
@@ -629,7 +696,7 @@ export type RestoreJobResponse = Message<"docket.admission.v1.RestoreJobResponse
  * Use `create(RestoreJobResponseSchema)` to create a new message.
  */
 export const RestoreJobResponseSchema: GenMessage<RestoreJobResponse> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 16);
+  messageDesc(file_docket_admission_v1_admission_service, 17);
 
 /**
  * HardDeleteJobRequest asks to erase a terminal job.
@@ -657,7 +724,7 @@ export type HardDeleteJobRequest = Message<"docket.admission.v1.HardDeleteJobReq
  * Use `create(HardDeleteJobRequestSchema)` to create a new message.
  */
 export const HardDeleteJobRequestSchema: GenMessage<HardDeleteJobRequest> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 17);
+  messageDesc(file_docket_admission_v1_admission_service, 18);
 
 /**
  * HardDeleteJobResponse is the deletion operation created.
@@ -692,7 +759,7 @@ export type HardDeleteJobResponse = Message<"docket.admission.v1.HardDeleteJobRe
  * Use `create(HardDeleteJobResponseSchema)` to create a new message.
  */
 export const HardDeleteJobResponseSchema: GenMessage<HardDeleteJobResponse> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 18);
+  messageDesc(file_docket_admission_v1_admission_service, 19);
 
 /**
  * GetDeletionRequest names a deletion operation.
@@ -713,7 +780,7 @@ export type GetDeletionRequest = Message<"docket.admission.v1.GetDeletionRequest
  * Use `create(GetDeletionRequestSchema)` to create a new message.
  */
 export const GetDeletionRequestSchema: GenMessage<GetDeletionRequest> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 19);
+  messageDesc(file_docket_admission_v1_admission_service, 20);
 
 /**
  * GetDeletionResponse is a deletion operation.
@@ -734,7 +801,7 @@ export type GetDeletionResponse = Message<"docket.admission.v1.GetDeletionRespon
  * Use `create(GetDeletionResponseSchema)` to create a new message.
  */
 export const GetDeletionResponseSchema: GenMessage<GetDeletionResponse> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 20);
+  messageDesc(file_docket_admission_v1_admission_service, 21);
 
 /**
  * DecideApprovalRequest decides a pending approval.
@@ -783,7 +850,7 @@ export type DecideApprovalRequest = Message<"docket.admission.v1.DecideApprovalR
  * Use `create(DecideApprovalRequestSchema)` to create a new message.
  */
 export const DecideApprovalRequestSchema: GenMessage<DecideApprovalRequest> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 21);
+  messageDesc(file_docket_admission_v1_admission_service, 22);
 
 /**
  * DecideApprovalResponse is the job after the decision.
@@ -818,7 +885,7 @@ export type DecideApprovalResponse = Message<"docket.admission.v1.DecideApproval
  * Use `create(DecideApprovalResponseSchema)` to create a new message.
  */
 export const DecideApprovalResponseSchema: GenMessage<DecideApprovalResponse> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 22);
+  messageDesc(file_docket_admission_v1_admission_service, 23);
 
 /**
  * SendSignalRequest sends a named input to a job.
@@ -860,7 +927,7 @@ export type SendSignalRequest = Message<"docket.admission.v1.SendSignalRequest">
  * Use `create(SendSignalRequestSchema)` to create a new message.
  */
 export const SendSignalRequestSchema: GenMessage<SendSignalRequest> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 23);
+  messageDesc(file_docket_admission_v1_admission_service, 24);
 
 /**
  * SendSignalResponse is the signal as stored.
@@ -895,7 +962,7 @@ export type SendSignalResponse = Message<"docket.admission.v1.SendSignalResponse
  * Use `create(SendSignalResponseSchema)` to create a new message.
  */
 export const SendSignalResponseSchema: GenMessage<SendSignalResponse> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 24);
+  messageDesc(file_docket_admission_v1_admission_service, 25);
 
 /**
  * ReconcileSignalsRequest resolves a job's UNKNOWN signals.
@@ -930,7 +997,7 @@ export type ReconcileSignalsRequest = Message<"docket.admission.v1.ReconcileSign
  * Use `create(ReconcileSignalsRequestSchema)` to create a new message.
  */
 export const ReconcileSignalsRequestSchema: GenMessage<ReconcileSignalsRequest> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 25);
+  messageDesc(file_docket_admission_v1_admission_service, 26);
 
 /**
  * ReconcileSignalsResponse is the job after reconciling.
@@ -965,7 +1032,7 @@ export type ReconcileSignalsResponse = Message<"docket.admission.v1.ReconcileSig
  * Use `create(ReconcileSignalsResponseSchema)` to create a new message.
  */
 export const ReconcileSignalsResponseSchema: GenMessage<ReconcileSignalsResponse> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 26);
+  messageDesc(file_docket_admission_v1_admission_service, 27);
 
 /**
  * RetryJobRequest asks to run an ended job again.
@@ -993,7 +1060,7 @@ export type RetryJobRequest = Message<"docket.admission.v1.RetryJobRequest"> & {
  * Use `create(RetryJobRequestSchema)` to create a new message.
  */
 export const RetryJobRequestSchema: GenMessage<RetryJobRequest> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 27);
+  messageDesc(file_docket_admission_v1_admission_service, 28);
 
 /**
  * RetryJobResponse is the re-queued job.
@@ -1028,7 +1095,7 @@ export type RetryJobResponse = Message<"docket.admission.v1.RetryJobResponse"> &
  * Use `create(RetryJobResponseSchema)` to create a new message.
  */
 export const RetryJobResponseSchema: GenMessage<RetryJobResponse> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 28);
+  messageDesc(file_docket_admission_v1_admission_service, 29);
 
 /**
  * RetentionPolicy is how long a queue's ended jobs are kept.
@@ -1065,7 +1132,7 @@ export type RetentionPolicy = Message<"docket.admission.v1.RetentionPolicy"> & {
  * Use `create(RetentionPolicySchema)` to create a new message.
  */
 export const RetentionPolicySchema: GenMessage<RetentionPolicy> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 29);
+  messageDesc(file_docket_admission_v1_admission_service, 30);
 
 /**
  * SetRetentionPolicyRequest sets (or, with neither age, clears) a queue's policy.
@@ -1086,7 +1153,7 @@ export type SetRetentionPolicyRequest = Message<"docket.admission.v1.SetRetentio
  * Use `create(SetRetentionPolicyRequestSchema)` to create a new message.
  */
 export const SetRetentionPolicyRequestSchema: GenMessage<SetRetentionPolicyRequest> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 30);
+  messageDesc(file_docket_admission_v1_admission_service, 31);
 
 /**
  * SetRetentionPolicyResponse is the policy as stored.
@@ -1107,7 +1174,7 @@ export type SetRetentionPolicyResponse = Message<"docket.admission.v1.SetRetenti
  * Use `create(SetRetentionPolicyResponseSchema)` to create a new message.
  */
 export const SetRetentionPolicyResponseSchema: GenMessage<SetRetentionPolicyResponse> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 31);
+  messageDesc(file_docket_admission_v1_admission_service, 32);
 
 /**
  * SetLegalHoldRequest places or releases a job's legal hold.
@@ -1135,7 +1202,7 @@ export type SetLegalHoldRequest = Message<"docket.admission.v1.SetLegalHoldReque
  * Use `create(SetLegalHoldRequestSchema)` to create a new message.
  */
 export const SetLegalHoldRequestSchema: GenMessage<SetLegalHoldRequest> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 32);
+  messageDesc(file_docket_admission_v1_admission_service, 33);
 
 /**
  * SetLegalHoldResponse is the job with its hold.
@@ -1156,7 +1223,799 @@ export type SetLegalHoldResponse = Message<"docket.admission.v1.SetLegalHoldResp
  * Use `create(SetLegalHoldResponseSchema)` to create a new message.
  */
 export const SetLegalHoldResponseSchema: GenMessage<SetLegalHoldResponse> = /*@__PURE__*/
-  messageDesc(file_docket_admission_v1_admission_service, 33);
+  messageDesc(file_docket_admission_v1_admission_service, 34);
+
+/**
+ * Schedule is a periodic job (SPEC section 13). On CreateSchedule only the
+ * fields marked "set by the caller" are read; the others are output only and
+ * ignored.
+ *
+ * @generated from message docket.admission.v1.Schedule
+ */
+export type Schedule = Message<"docket.admission.v1.Schedule"> & {
+  /**
+   * Set by the caller (optional): the schedule's id, matching
+   * ^[A-Za-z0-9][A-Za-z0-9_-]{7,127}$; empty asks for a fresh random
+   * `sch_` id. A chosen id is a deployment-wide name: an id already taken
+   * (by any owner, or by a deleted schedule) is ALREADY_EXISTS.
+   *
+   * @generated from field: string schedule_id = 1;
+   */
+  scheduleId: string;
+
+  /**
+   * When the schedule fires; set by the caller, exactly one.
+   *
+   * @generated from oneof docket.admission.v1.Schedule.trigger
+   */
+  trigger: {
+    /**
+     * A 5-field cron expression (minute hour day-of-month month
+     * day-of-week), evaluated in `time_zone`.
+     *
+     * @generated from field: string cron = 2;
+     */
+    value: string;
+    case: "cron";
+  } | {
+    /**
+     * A fixed interval, whole milliseconds, 1 second to 366 days. Ticks
+     * fall on the multiples of the interval since the Unix epoch.
+     *
+     * @generated from field: google.protobuf.Duration interval = 3;
+     */
+    value: Duration;
+    case: "interval";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * Set by the caller for cron (optional): an IANA time zone name; empty
+   * means UTC. Must be empty for an interval.
+   *
+   * @generated from field: string time_zone = 4;
+   */
+  timeZone: string;
+
+  /**
+   * Set by the caller: the SubmitJob request each firing admits.
+   * `idempotency_key` and `run_after` must be empty: each firing's key is
+   * derived from the schedule id and the tick's nominal time.
+   *
+   * @generated from field: docket.admission.v1.SubmitJobRequest job_template = 5;
+   */
+  jobTemplate?: SubmitJobRequest | undefined;
+
+  /**
+   * Set by the caller: what a tick does while the previous firing's job has
+   * not ended (default SKIP).
+   *
+   * @generated from field: docket.admission.v1.ScheduleOverlap overlap = 6;
+   */
+  overlap: ScheduleOverlap;
+
+  /**
+   * Set by the caller: a tick found due later than this after its nominal
+   * time (every firer was down) is not fired but counted as missed. Whole
+   * milliseconds, 1 second to 7 days; unset means 1 hour.
+   *
+   * @generated from field: google.protobuf.Duration catch_up_window = 7;
+   */
+  catchUpWindow?: Duration | undefined;
+
+  /**
+   * Set by the caller (optional): PAUSED creates the schedule paused.
+   *
+   * @generated from field: docket.admission.v1.ScheduleState state = 8;
+   */
+  state: ScheduleState;
+
+  /**
+   * Output only: the owner's subject.
+   *
+   * @generated from field: string owner = 9;
+   */
+  owner: string;
+
+  /**
+   * Output only: when the schedule was created (database clock).
+   *
+   * @generated from field: google.protobuf.Timestamp create_time = 10;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * Output only: when the schedule last changed.
+   *
+   * @generated from field: google.protobuf.Timestamp update_time = 11;
+   */
+  updateTime?: Timestamp | undefined;
+
+  /**
+   * Output only: the nominal time of the next tick (unset while paused).
+   *
+   * @generated from field: google.protobuf.Timestamp next_fire_time = 12;
+   */
+  nextFireTime?: Timestamp | undefined;
+
+  /**
+   * Output only: the nominal time of the latest firing.
+   *
+   * @generated from field: google.protobuf.Timestamp last_fire_time = 13;
+   */
+  lastFireTime?: Timestamp | undefined;
+
+  /**
+   * Output only: the job the latest firing admitted.
+   *
+   * @generated from field: string last_job_id = 14;
+   */
+  lastJobId: string;
+
+  /**
+   * Output only: when the latest firing happened (database clock).
+   *
+   * @generated from field: google.protobuf.Timestamp last_fired_at = 15;
+   */
+  lastFiredAt?: Timestamp | undefined;
+
+  /**
+   * Output only: BUFFER_ONE's held tick, if one is held.
+   *
+   * @generated from field: google.protobuf.Timestamp buffered_fire_time = 16;
+   */
+  bufferedFireTime?: Timestamp | undefined;
+
+  /**
+   * Output only: ticks fired, each one job.
+   *
+   * @generated from field: int64 fired_count = 17;
+   */
+  firedCount: bigint;
+
+  /**
+   * Output only: ticks not fired because they were older than the catch-up
+   * window when a firer first saw them.
+   *
+   * @generated from field: int64 missed_count = 18;
+   */
+  missedCount: bigint;
+
+  /**
+   * Output only: the nominal time of the latest missed tick.
+   *
+   * @generated from field: google.protobuf.Timestamp last_missed_fire_time = 19;
+   */
+  lastMissedFireTime?: Timestamp | undefined;
+
+  /**
+   * Output only: ticks not fired because of the overlap policy.
+   *
+   * @generated from field: int64 overlap_skipped_count = 20;
+   */
+  overlapSkippedCount: bigint;
+
+  /**
+   * Output only: grows by one with every change of the schedule (firings
+   * included).
+   *
+   * @generated from field: int64 revision = 21;
+   */
+  revision: bigint;
+};
+
+/**
+ * Describes the message docket.admission.v1.Schedule.
+ * Use `create(ScheduleSchema)` to create a new message.
+ */
+export const ScheduleSchema: GenMessage<Schedule> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 35);
+
+/**
+ * CreateScheduleRequest creates a schedule.
+ *
+ * @generated from message docket.admission.v1.CreateScheduleRequest
+ */
+export type CreateScheduleRequest = Message<"docket.admission.v1.CreateScheduleRequest"> & {
+  /**
+   * Scopes idempotency to (subject, CreateSchedule, key).
+   *
+   * @generated from field: string idempotency_key = 1;
+   */
+  idempotencyKey: string;
+
+  /**
+   * The schedule to create.
+   *
+   * @generated from field: docket.admission.v1.Schedule schedule = 2;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message docket.admission.v1.CreateScheduleRequest.
+ * Use `create(CreateScheduleRequestSchema)` to create a new message.
+ */
+export const CreateScheduleRequestSchema: GenMessage<CreateScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 36);
+
+/**
+ * CreateScheduleResponse is the created schedule, or the original replayed.
+ *
+ * @generated from message docket.admission.v1.CreateScheduleResponse
+ */
+export type CreateScheduleResponse = Message<"docket.admission.v1.CreateScheduleResponse"> & {
+  /**
+   * The schedule as created (on replay: as it was then).
+   *
+   * @generated from field: docket.admission.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+
+  /**
+   * True when this is the stored response of an earlier identical request.
+   *
+   * @generated from field: bool replayed = 2;
+   */
+  replayed: boolean;
+
+  /**
+   * The idempotency binding is kept at least until this time.
+   *
+   * @generated from field: google.protobuf.Timestamp idempotency_expires_at = 3;
+   */
+  idempotencyExpiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message docket.admission.v1.CreateScheduleResponse.
+ * Use `create(CreateScheduleResponseSchema)` to create a new message.
+ */
+export const CreateScheduleResponseSchema: GenMessage<CreateScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 37);
+
+/**
+ * GetScheduleRequest names a schedule.
+ *
+ * @generated from message docket.admission.v1.GetScheduleRequest
+ */
+export type GetScheduleRequest = Message<"docket.admission.v1.GetScheduleRequest"> & {
+  /**
+   * The schedule's id.
+   *
+   * @generated from field: string schedule_id = 1;
+   */
+  scheduleId: string;
+};
+
+/**
+ * Describes the message docket.admission.v1.GetScheduleRequest.
+ * Use `create(GetScheduleRequestSchema)` to create a new message.
+ */
+export const GetScheduleRequestSchema: GenMessage<GetScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 38);
+
+/**
+ * GetScheduleResponse is a schedule as it is now.
+ *
+ * @generated from message docket.admission.v1.GetScheduleResponse
+ */
+export type GetScheduleResponse = Message<"docket.admission.v1.GetScheduleResponse"> & {
+  /**
+   * The schedule.
+   *
+   * @generated from field: docket.admission.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message docket.admission.v1.GetScheduleResponse.
+ * Use `create(GetScheduleResponseSchema)` to create a new message.
+ */
+export const GetScheduleResponseSchema: GenMessage<GetScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 39);
+
+/**
+ * ListSchedulesRequest asks for a page of schedules.
+ *
+ * @generated from message docket.admission.v1.ListSchedulesRequest
+ */
+export type ListSchedulesRequest = Message<"docket.admission.v1.ListSchedulesRequest"> & {
+  /**
+   * Schedules per page: 0 means 50, above 200 means 200, negative is
+   * invalid.
+   *
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * The previous page's next_page_token; empty for the first page.
+   *
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message docket.admission.v1.ListSchedulesRequest.
+ * Use `create(ListSchedulesRequestSchema)` to create a new message.
+ */
+export const ListSchedulesRequestSchema: GenMessage<ListSchedulesRequest> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 40);
+
+/**
+ * ListSchedulesResponse is one page of schedules.
+ *
+ * @generated from message docket.admission.v1.ListSchedulesResponse
+ */
+export type ListSchedulesResponse = Message<"docket.admission.v1.ListSchedulesResponse"> & {
+  /**
+   * The caller's schedules (every schedule for admins), newest first.
+   *
+   * @generated from field: repeated docket.admission.v1.Schedule schedules = 1;
+   */
+  schedules: Schedule[];
+
+  /**
+   * Token for the next page; empty when this is the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message docket.admission.v1.ListSchedulesResponse.
+ * Use `create(ListSchedulesResponseSchema)` to create a new message.
+ */
+export const ListSchedulesResponseSchema: GenMessage<ListSchedulesResponse> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 41);
+
+/**
+ * PauseScheduleRequest stops a schedule's firings.
+ *
+ * @generated from message docket.admission.v1.PauseScheduleRequest
+ */
+export type PauseScheduleRequest = Message<"docket.admission.v1.PauseScheduleRequest"> & {
+  /**
+   * Scopes idempotency to (subject, PauseSchedule, key).
+   *
+   * @generated from field: string idempotency_key = 1;
+   */
+  idempotencyKey: string;
+
+  /**
+   * The schedule's id.
+   *
+   * @generated from field: string schedule_id = 2;
+   */
+  scheduleId: string;
+};
+
+/**
+ * Describes the message docket.admission.v1.PauseScheduleRequest.
+ * Use `create(PauseScheduleRequestSchema)` to create a new message.
+ */
+export const PauseScheduleRequestSchema: GenMessage<PauseScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 42);
+
+/**
+ * PauseScheduleResponse is the paused schedule.
+ *
+ * @generated from message docket.admission.v1.PauseScheduleResponse
+ */
+export type PauseScheduleResponse = Message<"docket.admission.v1.PauseScheduleResponse"> & {
+  /**
+   * The schedule as changed by this request (on replay: as it was then).
+   *
+   * @generated from field: docket.admission.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+
+  /**
+   * True when this is the stored response of an earlier identical request.
+   *
+   * @generated from field: bool replayed = 2;
+   */
+  replayed: boolean;
+
+  /**
+   * The idempotency binding is kept at least until this time.
+   *
+   * @generated from field: google.protobuf.Timestamp idempotency_expires_at = 3;
+   */
+  idempotencyExpiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message docket.admission.v1.PauseScheduleResponse.
+ * Use `create(PauseScheduleResponseSchema)` to create a new message.
+ */
+export const PauseScheduleResponseSchema: GenMessage<PauseScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 43);
+
+/**
+ * ResumeScheduleRequest lets a paused schedule fire again.
+ *
+ * @generated from message docket.admission.v1.ResumeScheduleRequest
+ */
+export type ResumeScheduleRequest = Message<"docket.admission.v1.ResumeScheduleRequest"> & {
+  /**
+   * Scopes idempotency to (subject, ResumeSchedule, key).
+   *
+   * @generated from field: string idempotency_key = 1;
+   */
+  idempotencyKey: string;
+
+  /**
+   * The schedule's id.
+   *
+   * @generated from field: string schedule_id = 2;
+   */
+  scheduleId: string;
+};
+
+/**
+ * Describes the message docket.admission.v1.ResumeScheduleRequest.
+ * Use `create(ResumeScheduleRequestSchema)` to create a new message.
+ */
+export const ResumeScheduleRequestSchema: GenMessage<ResumeScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 44);
+
+/**
+ * ResumeScheduleResponse is the resumed schedule.
+ *
+ * @generated from message docket.admission.v1.ResumeScheduleResponse
+ */
+export type ResumeScheduleResponse = Message<"docket.admission.v1.ResumeScheduleResponse"> & {
+  /**
+   * The schedule as changed by this request (on replay: as it was then).
+   *
+   * @generated from field: docket.admission.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+
+  /**
+   * True when this is the stored response of an earlier identical request.
+   *
+   * @generated from field: bool replayed = 2;
+   */
+  replayed: boolean;
+
+  /**
+   * The idempotency binding is kept at least until this time.
+   *
+   * @generated from field: google.protobuf.Timestamp idempotency_expires_at = 3;
+   */
+  idempotencyExpiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message docket.admission.v1.ResumeScheduleResponse.
+ * Use `create(ResumeScheduleResponseSchema)` to create a new message.
+ */
+export const ResumeScheduleResponseSchema: GenMessage<ResumeScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 45);
+
+/**
+ * DeleteScheduleRequest deletes a schedule.
+ *
+ * @generated from message docket.admission.v1.DeleteScheduleRequest
+ */
+export type DeleteScheduleRequest = Message<"docket.admission.v1.DeleteScheduleRequest"> & {
+  /**
+   * Scopes idempotency to (subject, DeleteSchedule, key).
+   *
+   * @generated from field: string idempotency_key = 1;
+   */
+  idempotencyKey: string;
+
+  /**
+   * The schedule's id.
+   *
+   * @generated from field: string schedule_id = 2;
+   */
+  scheduleId: string;
+};
+
+/**
+ * Describes the message docket.admission.v1.DeleteScheduleRequest.
+ * Use `create(DeleteScheduleRequestSchema)` to create a new message.
+ */
+export const DeleteScheduleRequestSchema: GenMessage<DeleteScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 46);
+
+/**
+ * DeleteScheduleResponse is the schedule as it was deleted.
+ *
+ * @generated from message docket.admission.v1.DeleteScheduleResponse
+ */
+export type DeleteScheduleResponse = Message<"docket.admission.v1.DeleteScheduleResponse"> & {
+  /**
+   * The schedule as it stood when deleted (on replay: as it was then).
+   *
+   * @generated from field: docket.admission.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+
+  /**
+   * True when this is the stored response of an earlier identical request.
+   *
+   * @generated from field: bool replayed = 2;
+   */
+  replayed: boolean;
+
+  /**
+   * The idempotency binding is kept at least until this time.
+   *
+   * @generated from field: google.protobuf.Timestamp idempotency_expires_at = 3;
+   */
+  idempotencyExpiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message docket.admission.v1.DeleteScheduleResponse.
+ * Use `create(DeleteScheduleResponseSchema)` to create a new message.
+ */
+export const DeleteScheduleResponseSchema: GenMessage<DeleteScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 47);
+
+/**
+ * RateLimit is a queue's claim rate: at most `jobs` claims per `per`.
+ *
+ * @generated from message docket.admission.v1.RateLimit
+ */
+export type RateLimit = Message<"docket.admission.v1.RateLimit"> & {
+  /**
+   * Claims per interval, 1 to 1,000,000; 0 (in SetQueuePolicy) removes the limit.
+   *
+   * @generated from field: int32 jobs = 1;
+   */
+  jobs: number;
+
+  /**
+   * The interval, whole milliseconds from 1 s to 24 hours.
+   *
+   * @generated from field: google.protobuf.Duration per = 2;
+   */
+  per?: Duration | undefined;
+};
+
+/**
+ * Describes the message docket.admission.v1.RateLimit.
+ * Use `create(RateLimitSchema)` to create a new message.
+ */
+export const RateLimitSchema: GenMessage<RateLimit> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 48);
+
+/**
+ * QueuePolicy is a queue's flow control as stored.
+ *
+ * @generated from message docket.admission.v1.QueuePolicy
+ */
+export type QueuePolicy = Message<"docket.admission.v1.QueuePolicy"> & {
+  /**
+   * The queue.
+   *
+   * @generated from field: string queue = 1;
+   */
+  queue: string;
+
+  /**
+   * Running attempts allowed deployment-wide; 0: no limit.
+   *
+   * @generated from field: int32 max_concurrency = 2;
+   */
+  maxConcurrency: number;
+
+  /**
+   * The claim rate; unset: no limit.
+   *
+   * @generated from field: docket.admission.v1.RateLimit rate_limit = 3;
+   */
+  rateLimit?: RateLimit | undefined;
+
+  /**
+   * Whether claims from the queue are stopped.
+   *
+   * @generated from field: bool paused = 4;
+   */
+  paused: boolean;
+
+  /**
+   * The queue's retention; unset: none.
+   *
+   * @generated from field: docket.admission.v1.RetentionPolicy retention = 5;
+   */
+  retention?: RetentionPolicy | undefined;
+
+  /**
+   * Running attempts allowed per concurrency key, with claims rotating
+   * across keys; 0: keys are not limited or rotated.
+   *
+   * @generated from field: int32 per_key_concurrency = 6;
+   */
+  perKeyConcurrency: number;
+};
+
+/**
+ * Describes the message docket.admission.v1.QueuePolicy.
+ * Use `create(QueuePolicySchema)` to create a new message.
+ */
+export const QueuePolicySchema: GenMessage<QueuePolicy> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 49);
+
+/**
+ * SetQueuePolicyRequest changes the fields it sets.
+ *
+ * @generated from message docket.admission.v1.SetQueuePolicyRequest
+ */
+export type SetQueuePolicyRequest = Message<"docket.admission.v1.SetQueuePolicyRequest"> & {
+  /**
+   * The queue, matching ^[a-z0-9][a-z0-9._-]{0,127}$.
+   *
+   * @generated from field: string queue = 1;
+   */
+  queue: string;
+
+  /**
+   * 1 to 100,000 running attempts; 0 removes the limit.
+   *
+   * @generated from field: optional int32 max_concurrency = 2;
+   */
+  maxConcurrency?: number | undefined;
+
+  /**
+   * The claim rate; `jobs = 0` removes it.
+   *
+   * @generated from field: docket.admission.v1.RateLimit rate_limit = 3;
+   */
+  rateLimit?: RateLimit | undefined;
+
+  /**
+   * Stop (true) or resume (false) claims.
+   *
+   * @generated from field: optional bool paused = 4;
+   */
+  paused?: boolean | undefined;
+
+  /**
+   * The retention ages, as SetRetentionPolicy sets them (`queue` may be
+   * left empty; neither age clears the policy).
+   *
+   * @generated from field: docket.admission.v1.RetentionPolicy retention = 5;
+   */
+  retention?: RetentionPolicy | undefined;
+
+  /**
+   * 1 to 100,000 running attempts per concurrency key, claims rotating
+   * across keys; 0 removes it.
+   *
+   * @generated from field: optional int32 per_key_concurrency = 6;
+   */
+  perKeyConcurrency?: number | undefined;
+};
+
+/**
+ * Describes the message docket.admission.v1.SetQueuePolicyRequest.
+ * Use `create(SetQueuePolicyRequestSchema)` to create a new message.
+ */
+export const SetQueuePolicyRequestSchema: GenMessage<SetQueuePolicyRequest> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 50);
+
+/**
+ * SetQueuePolicyResponse is the policy now in force.
+ *
+ * @generated from message docket.admission.v1.SetQueuePolicyResponse
+ */
+export type SetQueuePolicyResponse = Message<"docket.admission.v1.SetQueuePolicyResponse"> & {
+  /**
+   * The queue's whole policy after the change.
+   *
+   * @generated from field: docket.admission.v1.QueuePolicy policy = 1;
+   */
+  policy?: QueuePolicy | undefined;
+};
+
+/**
+ * Describes the message docket.admission.v1.SetQueuePolicyResponse.
+ * Use `create(SetQueuePolicyResponseSchema)` to create a new message.
+ */
+export const SetQueuePolicyResponseSchema: GenMessage<SetQueuePolicyResponse> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 51);
+
+/**
+ * GetQueueRequest names a queue.
+ *
+ * @generated from message docket.admission.v1.GetQueueRequest
+ */
+export type GetQueueRequest = Message<"docket.admission.v1.GetQueueRequest"> & {
+  /**
+   * The queue.
+   *
+   * @generated from field: string queue = 1;
+   */
+  queue: string;
+};
+
+/**
+ * Describes the message docket.admission.v1.GetQueueRequest.
+ * Use `create(GetQueueRequestSchema)` to create a new message.
+ */
+export const GetQueueRequestSchema: GenMessage<GetQueueRequest> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 52);
+
+/**
+ * QueueStatusCount is how many of a queue's jobs are in one status.
+ *
+ * @generated from message docket.admission.v1.QueueStatusCount
+ */
+export type QueueStatusCount = Message<"docket.admission.v1.QueueStatusCount"> & {
+  /**
+   * The status.
+   *
+   * @generated from field: docket.common.v1.JobStatus status = 1;
+   */
+  status: JobStatus;
+
+  /**
+   * Jobs in it (soft-deleted ones included).
+   *
+   * @generated from field: int64 jobs = 2;
+   */
+  jobs: bigint;
+};
+
+/**
+ * Describes the message docket.admission.v1.QueueStatusCount.
+ * Use `create(QueueStatusCountSchema)` to create a new message.
+ */
+export const QueueStatusCountSchema: GenMessage<QueueStatusCount> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 53);
+
+/**
+ * GetQueueResponse is a queue's policy and statistics, read in one snapshot.
+ *
+ * @generated from message docket.admission.v1.GetQueueResponse
+ */
+export type GetQueueResponse = Message<"docket.admission.v1.GetQueueResponse"> & {
+  /**
+   * The policy in force.
+   *
+   * @generated from field: docket.admission.v1.QueuePolicy policy = 1;
+   */
+  policy?: QueuePolicy | undefined;
+
+  /**
+   * Jobs by status, for every status that has any.
+   *
+   * @generated from field: repeated docket.admission.v1.QueueStatusCount counts = 2;
+   */
+  counts: QueueStatusCount[];
+
+  /**
+   * Attempts running now (jobs RUNNING or CANCELLING).
+   *
+   * @generated from field: int64 running_attempts = 3;
+   */
+  runningAttempts: bigint;
+
+  /**
+   * How long the oldest QUEUED job has waited since it was admitted; unset
+   * when none is queued.
+   *
+   * @generated from field: google.protobuf.Duration oldest_queued_age = 4;
+   */
+  oldestQueuedAge?: Duration | undefined;
+};
+
+/**
+ * Describes the message docket.admission.v1.GetQueueResponse.
+ * Use `create(GetQueueResponseSchema)` to create a new message.
+ */
+export const GetQueueResponseSchema: GenMessage<GetQueueResponse> = /*@__PURE__*/
+  messageDesc(file_docket_admission_v1_admission_service, 54);
 
 /**
  * SignalReconcileAction says how to resolve UNKNOWN signals.
@@ -1191,6 +2050,85 @@ export enum SignalReconcileAction {
  */
 export const SignalReconcileActionSchema: GenEnum<SignalReconcileAction> = /*@__PURE__*/
   enumDesc(file_docket_admission_v1_admission_service, 0);
+
+/**
+ * ScheduleOverlap says what a tick does while the job of the schedule's
+ * previous firing has not ended (is QUEUED, RUNNING, PAUSED, RETRY_WAIT or
+ * CANCELLING).
+ *
+ * @generated from enum docket.admission.v1.ScheduleOverlap
+ */
+export enum ScheduleOverlap {
+  /**
+   * Not set: SKIP.
+   *
+   * @generated from enum value: SCHEDULE_OVERLAP_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The tick is skipped (counted in `overlap_skipped_count`).
+   *
+   * @generated from enum value: SCHEDULE_OVERLAP_SKIP = 1;
+   */
+  SKIP = 1,
+
+  /**
+   * The first such tick is held (`buffered_fire_time`) and fired, with its
+   * own nominal time, as soon as the previous job ends; later ticks while
+   * one is held are skipped.
+   *
+   * @generated from enum value: SCHEDULE_OVERLAP_BUFFER_ONE = 2;
+   */
+  BUFFER_ONE = 2,
+
+  /**
+   * Every tick fires, whatever the previous job is doing.
+   *
+   * @generated from enum value: SCHEDULE_OVERLAP_ALLOW = 3;
+   */
+  ALLOW = 3,
+}
+
+/**
+ * Describes the enum docket.admission.v1.ScheduleOverlap.
+ */
+export const ScheduleOverlapSchema: GenEnum<ScheduleOverlap> = /*@__PURE__*/
+  enumDesc(file_docket_admission_v1_admission_service, 1);
+
+/**
+ * ScheduleState says whether a schedule fires.
+ *
+ * @generated from enum docket.admission.v1.ScheduleState
+ */
+export enum ScheduleState {
+  /**
+   * Not set: ACTIVE (on create).
+   *
+   * @generated from enum value: SCHEDULE_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Ticks fire.
+   *
+   * @generated from enum value: SCHEDULE_STATE_ACTIVE = 1;
+   */
+  ACTIVE = 1,
+
+  /**
+   * No tick fires; ticks that fall due while paused are not caught up.
+   *
+   * @generated from enum value: SCHEDULE_STATE_PAUSED = 2;
+   */
+  PAUSED = 2,
+}
+
+/**
+ * Describes the enum docket.admission.v1.ScheduleState.
+ */
+export const ScheduleStateSchema: GenEnum<ScheduleState> = /*@__PURE__*/
+  enumDesc(file_docket_admission_v1_admission_service, 2);
 
 /**
  * AdmissionService is the public API for job owners (role `user`) and admins
@@ -1396,6 +2334,108 @@ export const AdmissionService: GenService<{
     methodKind: "unary";
     input: typeof SetLegalHoldRequestSchema;
     output: typeof SetLegalHoldResponseSchema;
+  },
+  /**
+   * SetQueuePolicy (admin only) changes a queue's flow control (SPEC section
+   * 13): the fields that are set change, the others stay as they are.
+   * max_concurrency bounds the queue's running attempts deployment-wide;
+   * rate_limit admits at most `jobs` claims per `per` (a token bucket judged
+   * by the database clock); paused stops every claim from the queue (jobs
+   * are still admitted); retention is SetRetentionPolicy's. Idempotent by
+   * its content. Errors: PERMISSION_DENIED, INVALID_ARGUMENT (INVALID_FIELD).
+   *
+   * @generated from rpc docket.admission.v1.AdmissionService.SetQueuePolicy
+   */
+  setQueuePolicy: {
+    methodKind: "unary";
+    input: typeof SetQueuePolicyRequestSchema;
+    output: typeof SetQueuePolicyResponseSchema;
+  },
+  /**
+   * GetQueue (admin only) reads a queue's policy and statistics: jobs by
+   * status, running attempts and the oldest queued job's age. A queue
+   * nobody configured has the default policy (no limit, not paused).
+   * Errors: PERMISSION_DENIED, INVALID_ARGUMENT (INVALID_FIELD).
+   *
+   * @generated from rpc docket.admission.v1.AdmissionService.GetQueue
+   */
+  getQueue: {
+    methodKind: "unary";
+    input: typeof GetQueueRequestSchema;
+    output: typeof GetQueueResponseSchema;
+  },
+  /**
+   * CreateSchedule creates a periodic job (owner: the caller): a 5-field
+   * cron with a time zone, or a fixed interval, a SubmitJob template, an
+   * overlap policy and a catch-up window. Each tick is admitted as an
+   * ordinary job whose idempotency key derives from the schedule id and the
+   * tick's nominal time, so no tick ever makes two jobs (docs/schedules.md).
+   * Errors: INVALID_ARGUMENT (INVALID_FIELD, LIMIT_EXCEEDED), ALREADY_EXISTS
+   * (IDEMPOTENCY_CONFLICT, also for a schedule_id already taken).
+   *
+   * @generated from rpc docket.admission.v1.AdmissionService.CreateSchedule
+   */
+  createSchedule: {
+    methodKind: "unary";
+    input: typeof CreateScheduleRequestSchema;
+    output: typeof CreateScheduleResponseSchema;
+  },
+  /**
+   * GetSchedule returns a schedule with its next and last fire times.
+   * Errors: NOT_FOUND (also for another owner's schedule).
+   *
+   * @generated from rpc docket.admission.v1.AdmissionService.GetSchedule
+   */
+  getSchedule: {
+    methodKind: "unary";
+    input: typeof GetScheduleRequestSchema;
+    output: typeof GetScheduleResponseSchema;
+  },
+  /**
+   * ListSchedules lists the caller's schedules (all for admins), newest
+   * first. Errors: INVALID_ARGUMENT (INVALID_FIELD, CURSOR_INVALID).
+   *
+   * @generated from rpc docket.admission.v1.AdmissionService.ListSchedules
+   */
+  listSchedules: {
+    methodKind: "unary";
+    input: typeof ListSchedulesRequestSchema;
+    output: typeof ListSchedulesResponseSchema;
+  },
+  /**
+   * PauseSchedule stops a schedule's firings (pausing a paused schedule
+   * changes nothing). Errors: NOT_FOUND, ALREADY_EXISTS
+   * (IDEMPOTENCY_CONFLICT).
+   *
+   * @generated from rpc docket.admission.v1.AdmissionService.PauseSchedule
+   */
+  pauseSchedule: {
+    methodKind: "unary";
+    input: typeof PauseScheduleRequestSchema;
+    output: typeof PauseScheduleResponseSchema;
+  },
+  /**
+   * ResumeSchedule lets a paused schedule fire again from the first tick
+   * after the resume; ticks that fell due while paused are not caught up.
+   * Errors as PauseSchedule.
+   *
+   * @generated from rpc docket.admission.v1.AdmissionService.ResumeSchedule
+   */
+  resumeSchedule: {
+    methodKind: "unary";
+    input: typeof ResumeScheduleRequestSchema;
+    output: typeof ResumeScheduleResponseSchema;
+  },
+  /**
+   * DeleteSchedule deletes a schedule: it never fires again and reads as
+   * NOT_FOUND; the jobs it admitted stay. Errors as PauseSchedule.
+   *
+   * @generated from rpc docket.admission.v1.AdmissionService.DeleteSchedule
+   */
+  deleteSchedule: {
+    methodKind: "unary";
+    input: typeof DeleteScheduleRequestSchema;
+    output: typeof DeleteScheduleResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_docket_admission_v1_admission_service, 0);

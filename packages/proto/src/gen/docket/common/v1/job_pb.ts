@@ -14,15 +14,15 @@ import type { Progress } from "./progress_pb.js";
 import { file_docket_common_v1_progress } from "./progress_pb.js";
 import type { LostAttemptPolicy, RetryPolicy } from "./retry_policy_pb.js";
 import { file_docket_common_v1_retry_policy } from "./retry_policy_pb.js";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file docket/common/v1/job.proto.
  */
 export const file_docket_common_v1_job: GenFile = /*@__PURE__*/
-  fileDesc("Chpkb2NrZXQvY29tbW9uL3YxL2pvYi5wcm90bxIQZG9ja2V0LmNvbW1vbi52MSLOBwoDSm9iEgoKAmlkGAEgASgJEg0KBW93bmVyGAIgASgJEg0KBXF1ZXVlGAMgASgJEg0KBWxhYmVsGAQgASgJEiYKBWlucHV0GAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIQCghwcmlvcml0eRgGIAEoBRIQCghyZXZpc2lvbhgHIAEoAxIrCgZzdGF0dXMYCCABKA4yGy5kb2NrZXQuY29tbW9uLnYxLkpvYlN0YXR1cxIxCglsaWZlY3ljbGUYCSABKA4yHi5kb2NrZXQuY29tbW9uLnYxLkpvYkxpZmVjeWNsZRI/ChVhdXRob3JpdGF0aXZlX2F0dGVtcHQYCiABKAsyIC5kb2NrZXQuY29tbW9uLnYxLkF0dGVtcHRTdW1tYXJ5EiwKCHByb2dyZXNzGAsgASgLMhouZG9ja2V0LmNvbW1vbi52MS5Qcm9ncmVzcxIaChJjaGVja3BvaW50X3ByZXNlbnQYDCABKAgSJwoGcmVzdWx0GA0gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIqCgdmYWlsdXJlGA4gASgLMhkuZG9ja2V0LmNvbW1vbi52MS5GYWlsdXJlEhUKDWF0dGVtcHRfY291bnQYDyABKAUSFAoMbWF4X2F0dGVtcHRzGBAgASgFEkAKE2xvc3RfYXR0ZW1wdF9wb2xpY3kYESABKA4yIy5kb2NrZXQuY29tbW9uLnYxLkxvc3RBdHRlbXB0UG9saWN5Ei4KCmNyZWF0ZWRfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2xhdGVzdF9zZXF1ZW5jZRgUIAEoAxIUCgxldmVudF9jdXJzb3IYFSABKAkSLQoJcnVuX2FmdGVyGBYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgxyZXRyeV9wb2xpY3kYFyABKAsyHS5kb2NrZXQuY29tbW9uLnYxLlJldHJ5UG9saWN5EjsKEHBlbmRpbmdfYXBwcm92YWwYGCABKAsyIS5kb2NrZXQuY29tbW9uLnYxLlBlbmRpbmdBcHByb3ZhbBIaChJ1bnJlc29sdmVkX3NpZ25hbHMYGSABKAUSHgoWbGF0ZXN0X3NpZ25hbF9zZXF1ZW5jZRgaIAEoAxISCgpsZWdhbF9ob2xkGBsgASgIEhMKC2RlbGV0aW9uX2lkGBwgASgJIqEBCg9QZW5kaW5nQXBwcm92YWwSEwoLYXBwcm92YWxfaWQYASABKAkSDgoGcHJvbXB0GAIgASgJEigKB2RldGFpbHMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjAKDHJlcXVlc3RlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDQoFc3BlbnQYBSABKAhiBnByb3RvMw", [file_docket_common_v1_attempt, file_docket_common_v1_failure, file_docket_common_v1_job_status, file_docket_common_v1_progress, file_docket_common_v1_retry_policy, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Chpkb2NrZXQvY29tbW9uL3YxL2pvYi5wcm90bxIQZG9ja2V0LmNvbW1vbi52MSLyCAoDSm9iEgoKAmlkGAEgASgJEg0KBW93bmVyGAIgASgJEg0KBXF1ZXVlGAMgASgJEg0KBWxhYmVsGAQgASgJEiYKBWlucHV0GAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIQCghwcmlvcml0eRgGIAEoBRIQCghyZXZpc2lvbhgHIAEoAxIrCgZzdGF0dXMYCCABKA4yGy5kb2NrZXQuY29tbW9uLnYxLkpvYlN0YXR1cxIxCglsaWZlY3ljbGUYCSABKA4yHi5kb2NrZXQuY29tbW9uLnYxLkpvYkxpZmVjeWNsZRI/ChVhdXRob3JpdGF0aXZlX2F0dGVtcHQYCiABKAsyIC5kb2NrZXQuY29tbW9uLnYxLkF0dGVtcHRTdW1tYXJ5EiwKCHByb2dyZXNzGAsgASgLMhouZG9ja2V0LmNvbW1vbi52MS5Qcm9ncmVzcxIaChJjaGVja3BvaW50X3ByZXNlbnQYDCABKAgSJwoGcmVzdWx0GA0gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIqCgdmYWlsdXJlGA4gASgLMhkuZG9ja2V0LmNvbW1vbi52MS5GYWlsdXJlEhUKDWF0dGVtcHRfY291bnQYDyABKAUSFAoMbWF4X2F0dGVtcHRzGBAgASgFEkAKE2xvc3RfYXR0ZW1wdF9wb2xpY3kYESABKA4yIy5kb2NrZXQuY29tbW9uLnYxLkxvc3RBdHRlbXB0UG9saWN5Ei4KCmNyZWF0ZWRfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2xhdGVzdF9zZXF1ZW5jZRgUIAEoAxIUCgxldmVudF9jdXJzb3IYFSABKAkSLQoJcnVuX2FmdGVyGBYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgxyZXRyeV9wb2xpY3kYFyABKAsyHS5kb2NrZXQuY29tbW9uLnYxLlJldHJ5UG9saWN5EjsKEHBlbmRpbmdfYXBwcm92YWwYGCABKAsyIS5kb2NrZXQuY29tbW9uLnYxLlBlbmRpbmdBcHByb3ZhbBIaChJ1bnJlc29sdmVkX3NpZ25hbHMYGSABKAUSHgoWbGF0ZXN0X3NpZ25hbF9zZXF1ZW5jZRgaIAEoAxISCgpsZWdhbF9ob2xkGBsgASgIEhMKC2RlbGV0aW9uX2lkGBwgASgJEh8KF3VuaXF1ZV93aGlsZV9hY3RpdmVfa2V5GB0gASgJEjIKD2F0dGVtcHRfdGltZW91dBgeIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI0ChFoZWFydGJlYXRfdGltZW91dBgfIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIXCg9jb25jdXJyZW5jeV9rZXkYICABKAkioQEKD1BlbmRpbmdBcHByb3ZhbBITCgthcHByb3ZhbF9pZBgBIAEoCRIOCgZwcm9tcHQYAiABKAkSKAoHZGV0YWlscxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoMcmVxdWVzdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVzcGVudBgFIAEoCGIGcHJvdG8z", [file_docket_common_v1_attempt, file_docket_common_v1_failure, file_docket_common_v1_job_status, file_docket_common_v1_progress, file_docket_common_v1_retry_policy, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Job is the current projection of a job, as its owner sees it.
@@ -232,6 +232,34 @@ export type Job = Message<"docket.common.v1.Job"> & {
    * @generated from field: string deletion_id = 28;
    */
   deletionId: string;
+
+  /**
+   * The `unique_while_active` key the job was submitted with, if any.
+   *
+   * @generated from field: string unique_while_active_key = 29;
+   */
+  uniqueWhileActiveKey: string;
+
+  /**
+   * The job's start-to-close limit per attempt, if any.
+   *
+   * @generated from field: google.protobuf.Duration attempt_timeout = 30;
+   */
+  attemptTimeout?: Duration | undefined;
+
+  /**
+   * The job's limit between renewals, if any.
+   *
+   * @generated from field: google.protobuf.Duration heartbeat_timeout = 31;
+   */
+  heartbeatTimeout?: Duration | undefined;
+
+  /**
+   * The job's concurrency key, if any.
+   *
+   * @generated from field: string concurrency_key = 32;
+   */
+  concurrencyKey: string;
 };
 
 /**
