@@ -9,11 +9,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { create, toBinary } from '@bufbuild/protobuf';
 import { createClient, type DocketClient } from '@docket/client';
 import { WatchJobsRequestSchema } from '@docket/proto/docket/events/v1/event_service_pb.js';
+import { AdmissionService, ScheduleState } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { demoHandler, serveConsole, type ConsoleServer, type ConsoleServices } from '@docket/cli';
 import { createWorker, type Worker } from '@docket/worker-sdk';
 import { REPO_ROOT, startCluster, stopAll, type DocketCluster } from './support/cluster.js';
 import { createTestDatabase } from './support/database.js';
 import { openSql } from './support/sql.js';
+import { clientFor } from './support/clients.js';
 
 /*
  * The web console (packages/console, built by `npm run build`) in a real
@@ -447,6 +449,33 @@ describe('the web console', () => {
     expect(foreign).toContain('Job not found');
     expect(foreign).toBe(absent);
     expect(await page.content()).not.toContain('theirs');
+  });
+
+  it('lists the schedules with their next and last ticks, and pauses and resumes one with its own key', async () => {
+    const admission = clientFor(AdmissionService, cluster.admission.url, ownerToken);
+    const { schedule } = await admission.createSchedule({
+      idempotencyKey: `console-schedule-${randomBytes(8).toString('hex')}`,
+      schedule: { trigger: { case: 'interval', value: { seconds: 3_600n } }, jobTemplate: { queue: IDLE_QUEUE, label: 'hourly' } },
+    });
+    const id = schedule!.scheduleId;
+    const page = await newPage();
+    await signIn(page, ownerToken);
+    await page.evaluate(() => (location.hash = '#/schedules'));
+    const row = page.locator(`tr[data-schedule="${id}"]`);
+    await row.waitFor();
+    expect(await row.locator('[data-fact="state"]').innerText()).toBe('ACTIVE');
+    expect(await row.innerText()).toContain('every 60 min');
+    expect(await row.locator('[data-fact="next"]').innerText()).not.toBe('-');
+    await page.screenshot({ path: join(OUTPUT, 'schedules.png'), fullPage: true });
+
+    await row.locator('button[data-action="pause"]').click();
+    await row.locator('[data-fact="state"]:text-is("PAUSED")').waitFor();
+    expect((await admission.getSchedule({ scheduleId: id })).schedule?.state).toBe(ScheduleState.PAUSED);
+    expect(await row.locator('[data-fact="next"]').innerText()).toBe('- (paused)');
+    await row.locator('button[data-action="resume"]').click();
+    await row.locator('[data-fact="state"]:text-is("ACTIVE")').waitFor();
+    expect((await admission.getSchedule({ scheduleId: id })).schedule?.state).toBe(ScheduleState.ACTIVE);
+    expect(await notReloaded(page)).toBe(true);
   });
 
   it('refuses a bad token at sign-in and keeps a good one out of the URL and storage other than the session', async () => {

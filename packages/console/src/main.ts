@@ -4,6 +4,7 @@ import { el, replaceChildren } from './dom.js';
 import { showJobList } from './pages/job-list-page.js';
 import { showJobPage } from './pages/job-page.js';
 import { showQueues } from './pages/queue-page.js';
+import { showSchedules } from './pages/schedule-page.js';
 import { showSignIn } from './pages/sign-in-page.js';
 import { showSubmit } from './pages/submit-page.js';
 import { parseRoute } from './route.js';
@@ -38,6 +39,7 @@ async function boot(): Promise<void> {
     if (route.page === 'job') showJobPage(context, route.jobId);
     else if (route.page === 'submit') showSubmit(context);
     else if (route.page === 'queues') showQueues(context);
+    else if (route.page === 'schedules') showSchedules(context);
     else showJobList(context);
     main.focus({ preventScroll: true });
   };

@@ -15,7 +15,7 @@ export interface QueueSummary {
 }
 
 /**
- * Queue depths derived from a listing (there is no GetQueue RPC yet):
+ * Queue depths derived from a listing (GetQueue is for admins only):
  * the jobs given, grouped by queue, counted by status, with the running
  * attempts and the age of the oldest QUEUED job at `now`. It covers what
  * the listing covers: a user sees their own jobs only, an admin all.

@@ -6,7 +6,8 @@ export type Route =
   | { readonly page: 'jobs' }
   | { readonly page: 'job'; readonly jobId: string }
   | { readonly page: 'submit' }
-  | { readonly page: 'queues' };
+  | { readonly page: 'queues' }
+  | { readonly page: 'schedules' };
 
 /**
  * The route of a location fragment. A job id that is not even shaped like
@@ -19,6 +20,7 @@ export function parseRoute(hash: string): Route {
   if (first === 'sign-in') return { page: 'sign-in' };
   if (first === 'submit') return { page: 'submit' };
   if (first === 'queues') return { page: 'queues' };
+  if (first === 'schedules') return { page: 'schedules' };
   if (first === 'jobs' && second !== undefined && second !== '') return { page: 'job', jobId: decodeURIComponent(second) };
   return { page: 'jobs' };
 }

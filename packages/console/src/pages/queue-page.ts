@@ -13,10 +13,10 @@ const REREAD_DELAY_MS = 1_000;
 
 /**
  * The queue view: depth by status, running attempts and the age of the
- * oldest queued job per queue. There is no GetQueue RPC yet, so it is
- * derived from ListJobs of what the caller may see (a user's own jobs, an
- * admin's all), at most the newest {@link MAX_JOBS_READ}, and read again
- * when WatchJobs reports changes.
+ * oldest queued job per queue. GetQueue is for admins only, so for anyone
+ * it is derived from ListJobs of what the caller may see (a user's own
+ * jobs, an admin's all), at most the newest {@link MAX_JOBS_READ}, and read
+ * again when WatchJobs reports changes.
  */
 export function showQueues(context: PageContext): void {
   const { client, main, signal } = context;
@@ -28,7 +28,7 @@ export function showQueues(context: PageContext): void {
   replaceChildren(
     main,
     el('h1', {}, 'Queues'),
-    el('p', { class: 'help' }, 'Derived in the browser from the job listing of what you may see (there is no GetQueue RPC yet); it follows the change feed.'),
+    el('p', { class: 'help' }, 'Derived in the browser from the job listing of what you may see (GetQueue is for admins); it follows the change feed.'),
     refresh,
     note,
     problems,
