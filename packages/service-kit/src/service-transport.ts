@@ -104,7 +104,7 @@ const unansweredSessionReset = (resetConnection: () => void): Interceptor => {
       else if (
         error instanceof ConnectError &&
         (error.code === Code.DeadlineExceeded || error.code === Code.Unavailable) &&
-        !req.signal.aborted &&
+        !cancelledByCaller(req.signal) &&
         performance.now() - answeredAt > UNANSWERED_SESSION_LIMIT_MS
       ) {
         resetConnection();
@@ -114,6 +114,19 @@ const unansweredSessionReset = (resetConnection: () => void): Interceptor => {
     }
   };
 };
+
+/**
+ * Whether a call's signal was aborted by its caller (a cancellation) rather
+ * than by its deadline: the signal of a call with a deadline (its own, or
+ * one forwarded from the RPC it serves) aborts when the deadline passes,
+ * and a call that timed out on a silent connection is exactly what counts
+ * against the session.
+ */
+function cancelledByCaller(signal: AbortSignal): boolean {
+  if (!signal.aborted) return false;
+  const reason: unknown = signal.reason;
+  return !(reason instanceof ConnectError && reason.code === Code.DeadlineExceeded);
+}
 
 /**
  * Gives every unary call without a deadline `deadlineMs`:
