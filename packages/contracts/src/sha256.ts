@@ -8,7 +8,7 @@ import { portableSha256Hex } from './sha256-portable.js';
  * same digests. Internal.
  */
 export function sha256Hex(data: string | Uint8Array): string {
-  if (nodeCrypto) return nodeCrypto.createHash('sha256').update(data).digest('hex');
+  if (nodeCrypto) return nodeCrypto.hash('sha256', data, 'hex');
   return portableSha256Hex(typeof data === 'string' ? new TextEncoder().encode(data) : data);
 }
 

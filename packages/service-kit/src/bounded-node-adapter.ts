@@ -34,6 +34,17 @@ export function chainReachedMarker(): Interceptor {
   };
 }
 
+/**
+ * No answer is compressed, whatever the client accepts (gRPC clients such
+ * as grpc-js and grpcio offer gzip by default, and Connect would gzip every
+ * answer over 1 KiB): a journal or listing page is tens of KiB, and gzip of
+ * it costs the service and the client more CPU than the bytes save between
+ * a client and a service (about a quarter of a 256-event page's round trip
+ * on this project's machines). Compressed requests stay accepted. A link
+ * where bandwidth matters compresses at its proxy.
+ */
+const ANSWERS_UNCOMPRESSED = Number.POSITIVE_INFINITY;
+
 /** What {@link boundedNodeAdapter} needs. */
 export interface BoundedNodeAdapterOptions extends Omit<ConnectRouterOptions, 'readMaxBytes' | 'acceptCompression'> {
   readonly routes: (router: ConnectRouter) => void;
@@ -72,6 +83,7 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHand
     ...options,
     readMaxBytes: LIMITS[options.requestBytes],
     acceptCompression: [compressionGzip, compressionBrotli],
+    compressMinBytes: ANSWERS_UNCOMPRESSED,
   });
   options.routes(router);
   const paths = new Map<string, UniversalHandler>();

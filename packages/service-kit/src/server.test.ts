@@ -1,6 +1,6 @@
 import * as http from 'node:http';
 import { Code, ConnectError, createClient, type ConnectRouter } from '@connectrpc/connect';
-import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node';
+import { compressionGzip, createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node';
 import { Health } from '@docket/proto/grpc/health/v1/health_pb.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { errorInfoOf } from './error-mapping.js';
@@ -44,13 +44,13 @@ function arrivalProbe(): { routes: (router: ConnectRouter) => void; reached: Pro
 
 /** A plain HTTP/1.1 request, as curl would send it. */
 function http1Post(url: string, path: string, body: string, headers: Record<string, string>) {
-  return new Promise<{ status: number; httpVersion: string; body: string }>((resolve, reject) => {
+  return new Promise<{ status: number; httpVersion: string; body: string; encoding: string | undefined }>((resolve, reject) => {
     const request = http.request(new URL(path, url), { method: 'POST', headers }, (response) => {
       let text = '';
       response.setEncoding('utf8');
       response.on('data', (chunk: string) => (text += chunk));
       response.on('end', () =>
-        resolve({ status: response.statusCode ?? 0, httpVersion: response.httpVersion, body: text }),
+        resolve({ status: response.statusCode ?? 0, httpVersion: response.httpVersion, body: text, encoding: response.headers['content-encoding'] }),
       );
     });
     request.on('error', reject);
@@ -74,7 +74,7 @@ describe('startServer', () => {
       'content-type': 'application/json',
       authorization: `Bearer ${token}`,
     });
-    expect(ok).toEqual({ status: 200, httpVersion: '1.1', body: '{"text":"root/admin"}' });
+    expect(ok).toEqual({ status: 200, httpVersion: '1.1', body: '{"text":"root/admin"}', encoding: undefined });
 
     const refused = await http1Post(harness.url, '/docket.testing.v1.ProbeService/Echo', '{"text":"who"}', {
       'content-type': 'application/json',
@@ -84,6 +84,23 @@ describe('startServer', () => {
     expect(error.code).toBe('unauthenticated');
     expect(error.message).toBe('unauthenticated');
     expect(error.details.map((d) => d.type)).toEqual(['google.rpc.ErrorInfo']);
+  });
+
+  it('answers uncompressed even to a client that accepts gzip, and still takes a gzipped request', async () => {
+    const harness = await probeServer();
+    const token = await harness.token('admin', { subject: 'root' });
+    const text = 'docket '.repeat(300);
+    const answer = await http1Post(harness.url, '/docket.testing.v1.ProbeService/Echo', JSON.stringify({ text }), {
+      'content-type': 'application/json',
+      'accept-encoding': 'gzip, br',
+      authorization: `Bearer ${token}`,
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.encoding).toBeUndefined();
+    expect((JSON.parse(answer.body) as { text: string }).text).toBe(text);
+    const gzipped = createClient(ProbeService, createConnectTransport({ baseUrl: harness.url, httpVersion: '2', sendCompression: compressionGzip, compressMinBytes: 1 }));
+    const echoed = await gzipped.echo({ text }, { headers: { authorization: `Bearer ${token}` } });
+    expect(echoed.text).toBe(text);
   });
 
   it('logs every RPC exactly once, with code, reason, latency and request id, and nothing secret', async () => {

@@ -35,6 +35,11 @@ export interface ServiceTransport extends Transport {
  * session is pinged every {@link PING_INTERVAL_MS}, and a unary call
  * without a deadline gets {@link DEFAULT_INTERNAL_DEADLINE_MS}. Pair each call with
  * `forwardDeadline(ctx)` to pass on the caller's deadline and cancellation.
+ *
+ * It offers no compression: the services talk inside one network, where
+ * gzip only spends CPU on both sides (Connect's default would gzip every
+ * answer over 1 KiB, such as each page of a journal a tail reads, on the
+ * zlib thread pool of a machine whose cores serve the requests).
  */
 export function createServiceTransport(options: ServiceTransportOptions): ServiceTransport {
   const { token } = options;
@@ -52,6 +57,7 @@ export function createServiceTransport(options: ServiceTransportOptions): Servic
   const transport = createGrpcTransport({
     baseUrl: options.baseUrl,
     sessionManager: session,
+    acceptCompression: [],
     interceptors: [
       unansweredSessionReset(resetConnection),
       defaultUnaryDeadline(options.defaultDeadlineMs ?? DEFAULT_INTERNAL_DEADLINE_MS),

@@ -177,6 +177,32 @@ describe('streamJobEvents', () => {
     expect(state.openWatches).toBe(0);
   });
 
+  it('reads the next page of a backlog while the subscriber still holds the current one, and sends it after', async () => {
+    const state = new FakeState();
+    const deps = dependencies(state);
+    state.append(599);
+    const asked: number[] = [];
+    const read = state.readJobEvents;
+    state.readJobEvents = (request) => (asked.push(Number(request.afterSequence)), read(request));
+    const stop = new AbortController();
+    const stream = streamJobEvents(deps, alice, create(StreamJobEventsRequestSchema, { jobId: JOB_ID }), { signal: stop.signal, drain: new AbortController().signal });
+    const first = await stream.next();
+    expect(first.value?.frame.case).toBe('page');
+    // The subscriber has not asked for the second frame: its page is being read already.
+    await until(() => asked.length === 2);
+    expect(asked).toEqual([0, 256]);
+    const sequences: number[] = [];
+    for (let frame = first; !frame.done; frame = await stream.next()) {
+      if (frame.value.frame.case === 'page') sequences.push(...frame.value.frame.value.events.map((event) => Number(event.sequence)));
+      if (sequences.length === 600) break;
+    }
+    expect(sequences).toEqual(Array.from({ length: 600 }, (_, index) => index + 1));
+    expect(asked).toEqual([0, 256, 512]);
+    stop.abort();
+    await stream.return(undefined);
+    await deps.close();
+  });
+
   it('reads everything after its cursor on each signal, so coalesced and lost signals lose nothing', async () => {
     const state = new FakeState();
     const deps = dependencies(state);

@@ -45,10 +45,10 @@ import { assertNotLostTooLong, untilLive } from './upstream-liveness.js';
  * resumes with its last sequence.
  *
  * Memory per subscriber is bounded whatever the commit rate or the client's
- * speed: one read in flight (at most 256 events, shared), one "read again"
- * bit and the latest progress report. A subscriber that stops reading
- * holds nothing more; when it reads again it is served from the journal
- * after its own cursor.
+ * speed: one page being sent and the read of the next in flight (each at
+ * most 256 events, reads shared), one "read again" bit and the latest
+ * progress report. A subscriber that stops reading holds nothing more;
+ * when it reads again it is served from the journal after its own cursor.
  */
 export async function* streamJobEvents(
   deps: EventDependencies,
@@ -148,29 +148,44 @@ class JobEventTail {
   /**
    * Reads and sends every event after the cursor, one page (one read) at a
    * time; returns the head the last read reported, or undefined when the
-   * stream is stopping.
+   * stream is stopping. While a page is being sent, the read of the next one
+   * is already under way (a backlog streams at the pace of the slower of
+   * the two, not of their sum); a read left behind by a stream that stops
+   * is dropped with its answer.
    */
   async *#catchUp(): AsyncGenerator<StreamJobEventsResponse, JournalHead | undefined, undefined> {
+    let next: Promise<ReadJobEventsResponse> | undefined;
     for (;;) {
       if (this.#session.stopping) return undefined;
-      const page = await retryTransient(() => this.#read(), this.signals.signal);
+      const page = await (next ?? this.#readAfter(this.#cursor));
+      next = undefined;
       this.#proven = true;
       const last = page.events.at(-1);
-      if (last) {
-        assertContinues(page.events, this.#cursor);
-        this.#cursor = last.sequence;
-        yield this.#sent({ case: 'page', value: { events: page.events } });
-      }
-      if (!last || this.#cursor >= page.latestSequence) {
+      if (!last || last.sequence >= page.latestSequence) {
+        if (last) yield this.#page(page.events);
         return { latestSequence: page.latestSequence, status: page.status };
       }
+      next = this.#readAfter(last.sequence);
+      next.catch(() => undefined);
+      yield this.#page(page.events);
     }
   }
 
-  #read(): Promise<ReadJobEventsResponse> {
-    if (this.#proven) return this.deps.reads.read(this.caller, this.jobId, this.#cursor, this.signals.signal);
+  /** A page frame of `events`, checked to continue the cursor, which moves to the last of them. */
+  #page(events: Event[]): StreamJobEventsResponse {
+    assertContinues(events, this.#cursor);
+    this.#cursor = events.at(-1)!.sequence;
+    return this.#sent({ case: 'page', value: { events } });
+  }
+
+  #readAfter(sequence: bigint): Promise<ReadJobEventsResponse> {
+    return retryTransient(() => this.#read(sequence), this.signals.signal);
+  }
+
+  #read(afterSequence: bigint): Promise<ReadJobEventsResponse> {
+    if (this.#proven) return this.deps.reads.read(this.caller, this.jobId, afterSequence, this.signals.signal);
     return this.deps.state.readJobEvents(
-      { caller: this.caller, jobId: this.jobId, afterSequence: this.#cursor, pageSize: LIMITS.eventPageMax },
+      { caller: this.caller, jobId: this.jobId, afterSequence, pageSize: LIMITS.eventPageMax },
       { signal: this.signals.signal, timeoutMs: STATE_CALL_TIMEOUT_MS },
     );
   }
