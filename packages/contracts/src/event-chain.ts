@@ -154,8 +154,8 @@ function toAnchorSequence(value: bigint | number): bigint {
 /**
  * The header, then each field as a 4-byte big-endian UTF-8 length and its
  * bytes, encoded straight into one buffer sized for the worst case (three
- * bytes per UTF-16 unit): one allocation per event, which is what makes
- * verifying a page of the journal cheap.
+ * bytes per UTF-16 unit), then copied to its exact length: no encoding per
+ * field, which is what makes verifying a page of the journal cheap.
  */
 function lengthPrefixed(fields: readonly string[]): Uint8Array {
   let capacity = HEADER.length;
@@ -169,5 +169,6 @@ function lengthPrefixed(fields: readonly string[]): Uint8Array {
     view.setUint32(offset, written);
     offset += 4 + written;
   }
-  return out.subarray(0, offset);
+  // A copy of exactly the preimage, so that its `.buffer` is the preimage too.
+  return out.slice(0, offset);
 }
