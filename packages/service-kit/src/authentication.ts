@@ -56,44 +56,62 @@ export function authenticationInterceptor(
   };
 }
 
-/** The longest a timer can wait; an expiry further away is checked again on a later pull. */
+/** The longest a timer can wait; an expiry further away is armed again when that much has passed. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
-
-const EXPIRED = Symbol('expired');
 
 /**
  * `source`, ended with UNAUTHENTICATED once `expiresAtMs` (epoch ms) has
- * passed: a pull still waiting then is answered with the refusal, and the
- * source is closed.
+ * passed: a pull still waiting then is answered with the refusal, a later
+ * pull is refused at once, and the source is closed. One timer per stream
+ * (armed at the first pull, released when the stream ends), not one per
+ * pull: a stream of a busy job pulls thousands of times.
  */
 function untilExpiry<T>(source: AsyncIterable<T>, expiresAtMs: number): AsyncIterable<T> {
   return {
     [Symbol.asyncIterator](): AsyncIterator<T> {
       const it = source[Symbol.asyncIterator]();
-      const refuse = (): never => {
+      let timer: NodeJS.Timeout | undefined;
+      let ended = false;
+      let refusePending: ((error: unknown) => void) | undefined;
+      const end = (): void => {
+        ended = true;
+        clearTimeout(timer);
+      };
+      const expire = (): void => {
+        const remainingMs = expiresAtMs - Date.now();
+        if (remainingMs > 0) {
+          timer = setTimeout(expire, Math.min(remainingMs, MAX_TIMER_MS)).unref();
+          return;
+        }
+        end();
         it.return?.().catch(() => {});
-        throw unauthenticatedError();
+        refusePending?.(unauthenticatedError());
       };
       return {
-        async next(): Promise<IteratorResult<T>> {
-          const remainingMs = expiresAtMs - Date.now();
-          if (remainingMs <= 0) return refuse();
-          const pull = it.next();
-          if (remainingMs > MAX_TIMER_MS) return pull;
-          let timer: NodeJS.Timeout | undefined;
-          const expiry = new Promise<typeof EXPIRED>((resolve) => {
-            timer = setTimeout(() => resolve(EXPIRED), remainingMs);
-          });
-          try {
-            const result = await Promise.race([pull, expiry]);
-            if (result !== EXPIRED) return result;
-            pull.catch(() => {});
-            return refuse();
-          } finally {
-            clearTimeout(timer);
+        next(): Promise<IteratorResult<T>> {
+          if (ended || expiresAtMs <= Date.now()) {
+            if (!ended) expire();
+            return Promise.reject(unauthenticatedError());
           }
+          if (timer === undefined) expire();
+          return new Promise<IteratorResult<T>>((resolve, reject) => {
+            refusePending = reject;
+            it.next().then(
+              (result) => {
+                refusePending = undefined;
+                if (result.done === true) end();
+                resolve(result);
+              },
+              (error: unknown) => {
+                refusePending = undefined;
+                end();
+                reject(error);
+              },
+            );
+          });
         },
         async return(value?: unknown): Promise<IteratorResult<T>> {
+          end();
           return (await it.return?.(value)) ?? { done: true, value: undefined };
         },
       };

@@ -5,17 +5,19 @@ import {
   ConnectError,
   createConnectRouter,
   createContextKey,
+  createServiceImplSpec,
   type ConnectRouter,
   type ConnectRouterOptions,
   type ContextValues,
   type Interceptor,
 } from '@connectrpc/connect';
-import { createAsyncIterable, encodeEnvelope, type UniversalHandler, type UniversalServerRequest, type UniversalServerResponse } from '@connectrpc/connect/protocol';
+import { createAsyncIterable, createMethodUrl, encodeEnvelope, type UniversalHandler, type UniversalServerRequest, type UniversalServerResponse } from '@connectrpc/connect/protocol';
 import { codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from '@connectrpc/connect/protocol-connect';
 import { findTrailerError, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import { trailerFlag, trailerParse, trailerSerialize } from '@connectrpc/connect/protocol-grpc-web';
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from '@connectrpc/connect-node';
 import { LIMITS, type LimitName } from '@docket/contracts';
+import { isBinaryGrpc, serveGrpcServerStream, type GrpcServerStreamOptions, type ServerStreamSpec } from './grpc-server-stream.js';
 import { requestDecodeFailure, type ChainReached } from './request-bounds.js';
 
 /** Where the adapter leaves its {@link ChainReached} mark for the outermost interceptor. */
@@ -85,11 +87,28 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHand
     acceptCompression: [compressionGzip, compressionBrotli],
     compressMinBytes: ANSWERS_UNCOMPRESSED,
   });
-  options.routes(router);
+  const serverStreams = new Map<string, ServerStreamSpec>();
+  options.routes(recordingServerStreams(router, serverStreams));
   const paths = new Map<string, UniversalHandler>();
   for (const handler of router.handlers) paths.set(handler.requestPath, guardPreChainFailures(handler, options.requestBytes));
+  const streamOptions: GrpcServerStreamOptions = {
+    interceptors: options.interceptors ?? [],
+    readMaxBytes: LIMITS[options.requestBytes],
+    acceptCompression: [compressionGzip, compressionBrotli],
+    shutdownSignal: options.shutdownSignal,
+  };
   return (request, response) => {
-    const handler = paths.get(request.url?.split('?', 2)[0] ?? '');
+    const path = request.url?.split('?', 2)[0] ?? '';
+    const serverStream = 'stream' in request && request.method === 'POST' ? serverStreams.get(path) : undefined;
+    if (serverStream && isBinaryGrpc(request.headers['content-type'])) {
+      const universal = universalRequestFromNodeRequest(request as never, response as never, undefined, options.contextValues(request));
+      finishUnreadUpload(request as http2.Http2ServerRequest);
+      serveGrpcServerStream(serverStream, streamOptions, universal, response as http2.Http2ServerResponse).catch(() => {
+        // The client went away while the answer was written: nothing to tell anyone.
+      });
+      return;
+    }
+    const handler = paths.get(path);
     if (!handler) {
       options.fallback(request as http.IncomingMessage, response as http.ServerResponse);
       return;
@@ -112,6 +131,35 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHand
         // The client went away while the answer was written: nothing to tell anyone.
       });
   };
+}
+
+/**
+ * `router`, noting the server-streaming methods registered through it (by
+ * request path) so that binary gRPC calls of them are served by
+ * {@link serveGrpcServerStream}; every other protocol and method goes
+ * through Connect's own handlers. A service registered with options of its
+ * own is left to Connect entirely.
+ */
+function recordingServerStreams(router: ConnectRouter, streams: Map<string, ServerStreamSpec>): ConnectRouter {
+  const recording: ConnectRouter = {
+    get handlers() {
+      return router.handlers;
+    },
+    service(service, implementation, serviceOptions) {
+      if (!serviceOptions) {
+        for (const spec of Object.values(createServiceImplSpec(service, implementation).methods)) {
+          if (spec.kind === 'server_streaming') streams.set(createMethodUrl('/', spec.method), spec);
+        }
+      }
+      router.service(service, implementation, serviceOptions);
+      return recording;
+    },
+    rpc(method, implementation, rpcOptions) {
+      router.rpc(method as never, implementation as never, rpcOptions);
+      return recording;
+    },
+  };
+  return recording;
 }
 
 /**

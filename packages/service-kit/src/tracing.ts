@@ -1,4 +1,4 @@
-import { context, propagation, SpanKind, trace } from '@opentelemetry/api';
+import { context, isSpanContextValid, propagation, SpanKind, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, ConsoleSpanExporter, NodeTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-node';
@@ -65,6 +65,9 @@ export function tracingInterceptor(): Interceptor {
   return (next) => (req) => {
     const parent = propagation.extract(context.active(), req.header, headerGetter);
     const span = tracer.startSpan(rpcSpanName(req), { kind: SpanKind.SERVER, attributes: rpcAttributes(req) }, parent);
+    // Tracing off and no trace to continue: nothing to record or propagate,
+    // so a stream's pulls are not wrapped (they are the hot path of a stream).
+    if (!span.isRecording() && !isSpanContextValid(span.spanContext())) return next(req);
     return traceCall(span, trace.setSpan(parent, span), () => next(req));
   };
 }

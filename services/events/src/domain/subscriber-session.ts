@@ -19,8 +19,17 @@ export type SessionTurn = 'rung' | 'heartbeat' | 'recheck' | 'drain' | 'cancelle
 export class SubscriberSession {
   readonly wake = new WakeSignal();
   #lastFrameAt = performance.now();
-  readonly #stop = new AbortController();
-  readonly #onStop = (): void => this.#stop.abort();
+  #stopped = false;
+  /**
+   * Stopping closes the wake signal, so a pending or later wait returns at
+   * once: waits need no abort listener of their own (a subscriber waits
+   * once per change, and adding and removing a listener costs more than
+   * the rest of the wait).
+   */
+  readonly #onStop = (): void => {
+    this.#stopped = true;
+    this.wake.close();
+  };
 
   constructor(
     private readonly signals: StreamSignals,
@@ -28,13 +37,13 @@ export class SubscriberSession {
   ) {
     for (const signal of [signals.signal, signals.drain]) {
       signal.addEventListener('abort', this.#onStop, { once: true });
-      if (signal.aborted) this.#stop.abort();
+      if (signal.aborted) this.#onStop();
     }
   }
 
   /** Whether the client cancelled or the server is draining. */
   get stopping(): boolean {
-    return this.#stop.signal.aborted;
+    return this.#stopped;
   }
 
   /** Records that a frame was just sent: the heartbeat interval starts again. */
@@ -54,7 +63,7 @@ export class SubscriberSession {
   /** Waits for the next thing to do; `recheckMs` bounds the wait (default: until the heartbeat is due). */
   async next(recheckMs = Number.POSITIVE_INFINITY): Promise<SessionTurn> {
     const heartbeatInMs = this.heartbeatMs - (performance.now() - this.#lastFrameAt);
-    switch (await this.wake.wait(Math.min(heartbeatInMs, recheckMs), this.#stop.signal)) {
+    switch (await this.wake.wait(Math.min(heartbeatInMs, recheckMs))) {
       case 'rung':
         return 'rung';
       case 'aborted':
@@ -68,6 +77,6 @@ export class SubscriberSession {
   /** Removes the listeners on the client's and the server's signals. */
   close(): void {
     for (const signal of [this.signals.signal, this.signals.drain]) signal.removeEventListener('abort', this.#onStop);
-    this.#stop.abort();
+    this.#onStop();
   }
 }

@@ -1,0 +1,194 @@
+import type * as http2 from 'node:http2';
+import { create, isMessage, toBinary, type DescMessage } from '@bufbuild/protobuf';
+import {
+  Code,
+  ConnectError,
+  createHandlerContext,
+  type HandlerContext,
+  type Interceptor,
+  type MethodImplSpec,
+  type StreamRequest,
+  type StreamResponse,
+} from '@connectrpc/connect';
+import {
+  compressionNegotiate,
+  createMethodSerializationLookup,
+  pipe,
+  transformDecompressEnvelope,
+  transformParseEnvelope,
+  transformPrepend,
+  transformSplitEnvelope,
+  type Compression,
+  type UniversalServerRequest,
+} from '@connectrpc/connect/protocol';
+import { contentTypeProto, grpcStatusOk, headerAcceptEncoding, headerEncoding, headerGrpcStatus, headerTimeout, parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
+
+/** A server-streaming method's implementation, as Connect's router registered it. */
+export type ServerStreamSpec = Extract<MethodImplSpec, { kind: 'server_streaming' }>;
+
+/** What {@link serveGrpcServerStream} needs besides the call. */
+export interface GrpcServerStreamOptions {
+  readonly interceptors: readonly Interceptor[];
+  readonly readMaxBytes: number;
+  readonly acceptCompression: readonly Compression[];
+  readonly shutdownSignal?: AbortSignal;
+}
+
+/** Whether a request's content type is binary gRPC (`application/grpc`, `application/grpc+proto`). */
+export function isBinaryGrpc(contentType: string | undefined): boolean {
+  return contentType !== undefined && /^application\/grpc(?:\+proto)?(?:;|$)/i.test(contentType);
+}
+
+/**
+ * A binary gRPC server-streaming call, served as Connect's gRPC handler
+ * serves it (the same handler context, request decoding, interceptors and
+ * trailers) but with each response message written straight to the HTTP/2
+ * stream: Connect's output pipeline passes every message through about ten
+ * down-levelled async generators (serialize, compress, join, catch, the
+ * adapter's write loop), which cost more CPU per frame than the frame's
+ * own encoding and make most of a stream's garbage. A stream serving a
+ * thousand subscribers of one change pays that a thousand times.
+ *
+ * Back-pressure is HTTP/2's: a message is written only once the previous
+ * one fitted the stream's buffer (or drained), so a subscriber that stops
+ * reading holds at most one message here; its handler waits meanwhile.
+ * Answers are never compressed (see `boundedNodeAdapter`).
+ */
+export async function serveGrpcServerStream(
+  spec: ServerStreamSpec,
+  options: GrpcServerStreamOptions,
+  request: UniversalServerRequest,
+  response: http2.Http2ServerResponse,
+): Promise<void> {
+  const timeout = parseTimeout(request.header.get(headerTimeout), Number.MAX_SAFE_INTEGER);
+  const context = createHandlerContext({
+    ...spec,
+    service: spec.method.parent,
+    requestMethod: request.method,
+    protocolName: 'grpc',
+    timeoutMs: timeout.timeoutMs,
+    shutdownSignal: options.shutdownSignal,
+    requestSignal: request.signal,
+    requestHeader: request.header,
+    url: request.url,
+    responseHeader: { 'content-type': contentTypeProto },
+    responseTrailer: { [headerGrpcStatus]: grpcStatusOk },
+    contextValues: request.contextValues,
+  });
+  const compression = compressionNegotiate([...options.acceptCompression], request.header.get(headerEncoding), null, headerAcceptEncoding);
+  const serialization = createMethodSerializationLookup(spec.method, undefined, undefined, { readMaxBytes: options.readMaxBytes, writeMaxBytes: Number.MAX_SAFE_INTEGER });
+  const input = pipe(
+    request.body as AsyncIterable<Uint8Array>,
+    transformPrepend<Uint8Array>(() => {
+      // Raised inside the chain, as Connect does, so they end as trailer statuses.
+      if (compression.error) throw compression.error;
+      if (timeout.error) throw timeout.error;
+      return undefined;
+    }),
+    transformSplitEnvelope(options.readMaxBytes),
+    transformDecompressEnvelope(compression.request, options.readMaxBytes),
+    transformParseEnvelope(serialization.getI(true)),
+  );
+  const output = spec.method.output;
+  let messages: AsyncIterator<unknown> | undefined;
+  try {
+    const answer = await invoke(spec, context, options.interceptors, input);
+    copyHeaders(answer.header, context.responseHeader);
+    messages = answer.message[Symbol.asyncIterator]();
+    // Headers wait for the first message, so the chain may still set some.
+    let next = await messages.next();
+    response.writeHead(200, nodeHeaders(context.responseHeader));
+    for (; next.done !== true; next = await messages.next()) {
+      const written = write(response, envelope(output, next.value));
+      if (written !== true && !(await written)) return;
+    }
+    copyHeaders(answer.trailer, context.responseTrailer);
+  } catch (error) {
+    setTrailerStatus(context.responseTrailer, error instanceof ConnectError ? error : new ConnectError('internal error', Code.Internal, undefined, undefined, error));
+  } finally {
+    context.abort();
+    messages?.return?.().catch(() => {});
+  }
+  if (response.destroyed || response.stream.closed) return;
+  if (!response.headersSent) response.writeHead(200, nodeHeaders(context.responseHeader));
+  response.addTrailers(nodeHeaders(context.responseTrailer));
+  response.end();
+}
+
+/** Runs the interceptor chain around the implementation, as Connect does for a server-streaming method. */
+function invoke(spec: ServerStreamSpec, context: HandlerContext, interceptors: readonly Interceptor[], input: AsyncIterable<unknown>): Promise<StreamResponse> {
+  let next = async (req: StreamRequest): Promise<StreamResponse> => {
+    const message = await single(req.message);
+    const impl = spec.impl as (message: unknown, context: HandlerContext) => AsyncIterable<unknown>;
+    return {
+      stream: true,
+      message: impl(message, { ...context, service: req.service, requestHeader: req.header, signal: req.signal, values: req.contextValues }),
+      method: spec.method,
+      service: spec.method.parent,
+      header: context.responseHeader,
+      trailer: context.responseTrailer,
+    } as StreamResponse;
+  };
+  for (const interceptor of [...interceptors].reverse()) next = interceptor(next as never) as typeof next;
+  return next({
+    stream: true,
+    message: input,
+    method: spec.method,
+    requestMethod: context.requestMethod,
+    url: context.url,
+    signal: context.signal,
+    header: context.requestHeader,
+    service: spec.method.parent,
+    contextValues: context.values,
+  } as StreamRequest);
+}
+
+/** The one request message of a server-streaming call (Connect's own refusals when there is none or more). */
+async function single(messages: AsyncIterable<unknown>): Promise<unknown> {
+  const it = messages[Symbol.asyncIterator]();
+  const first = await it.next();
+  if (first.done === true) throw new ConnectError('protocol error: missing input message for server-streaming method', Code.Unimplemented);
+  const second = await it.next();
+  if (second.done !== true) throw new ConnectError('protocol error: received extra input message for server-streaming method', Code.Unimplemented);
+  return first.value;
+}
+
+/** One uncompressed gRPC message frame of `message`. */
+function envelope(schema: DescMessage, message: unknown): Buffer {
+  const data = toBinary(schema, isMessage(message, schema) ? message : create(schema, message as never));
+  const frame = Buffer.allocUnsafe(5 + data.byteLength);
+  frame[0] = 0;
+  frame.writeUInt32BE(data.byteLength, 1);
+  frame.set(data, 5);
+  return frame;
+}
+
+/** Writes a frame; resolves false when the stream closed instead of taking it (the client went away). */
+function write(response: http2.Http2ServerResponse, frame: Buffer): Promise<boolean> | boolean {
+  if (response.destroyed || response.stream.closed) return false;
+  if (response.write(frame)) return true;
+  return new Promise((resolve) => {
+    const done = (taken: boolean) => () => {
+      response.off('drain', onDrain);
+      response.off('close', onClose);
+      resolve(taken);
+    };
+    const onDrain = done(true);
+    const onClose = done(false);
+    response.once('drain', onDrain);
+    response.once('close', onClose);
+  });
+}
+
+function copyHeaders(from: Headers, to: Headers): void {
+  if (from === to) return;
+  from.forEach((value, key) => to.set(key, value));
+}
+
+function nodeHeaders(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((value, key) => {
+    out[key] = value;
+  });
+  return out;
+}
