@@ -22,6 +22,7 @@ import {
   type UniversalServerRequest,
 } from '@connectrpc/connect/protocol';
 import { contentTypeProto, grpcStatusOk, headerAcceptEncoding, headerEncoding, headerGrpcStatus, headerTimeout, parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
+import { frameOf } from './shared-frame.js';
 
 /** A server-streaming method's implementation, as Connect's router registered it. */
 export type ServerStreamSpec = Extract<MethodImplSpec, { kind: 'server_streaming' }>;
@@ -153,8 +154,12 @@ async function single(messages: AsyncIterable<unknown>): Promise<unknown> {
   return first.value;
 }
 
-/** One uncompressed gRPC message frame of `message`. */
+/** One uncompressed gRPC message frame of `message` (encoded once for all streams if it is a `sharedFrame`). */
 function envelope(schema: DescMessage, message: unknown): Buffer {
+  return typeof message === 'object' && message !== null ? frameOf(message, () => encodeFrame(schema, message)) : encodeFrame(schema, message);
+}
+
+function encodeFrame(schema: DescMessage, message: unknown): Buffer {
   const data = toBinary(schema, isMessage(message, schema) ? message : create(schema, message as never));
   const frame = Buffer.allocUnsafe(5 + data.byteLength);
   frame[0] = 0;

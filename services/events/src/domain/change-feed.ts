@@ -8,7 +8,7 @@ import {
 } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import type { Caller, JobChange } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { FeedCursorBinding, FeedCursorPosition } from '@docket/service-kit';
-import { callerOf } from '@docket/service-kit';
+import { callerOf, sharedFrame } from '@docket/service-kit';
 import type { EventDependencies, StreamSignals } from './event-dependencies.js';
 import { parseFeedFilter } from './feed-filter.js';
 import { retryTransient } from './transient-failure.js';
@@ -153,11 +153,28 @@ class ChangeFeedSubscription {
     );
   }
 
+  /**
+   * The frame of `change` at the current position. Subscribers of one
+   * caller and filter at one position carry the same cursor, so they send
+   * one frame object, encoded once for all of them (`sharedFrame`).
+   */
   #changed(change: JobChange): WatchJobsResponse {
-    return this.#sent({
-      case: 'jobChanged',
-      value: { jobId: change.jobId, revision: change.revision, status: change.status, lifecycle: change.lifecycle },
-    });
+    this.#session.sent();
+    const cursor = this.deps.cursors.seal(this.#position!, this.binding);
+    let byCursor = changedFrames.get(change);
+    if (!byCursor) changedFrames.set(change, (byCursor = new Map()));
+    let response = byCursor.get(cursor);
+    if (!response) {
+      response = sharedFrame(
+        create(WatchJobsResponseSchema, {
+          cursor,
+          frame: { case: 'jobChanged', value: { jobId: change.jobId, revision: change.revision, status: change.status, lifecycle: change.lifecycle } },
+        }),
+      );
+      if (byCursor.size >= CHANGED_FRAMES_PER_ENTRY) byCursor.clear();
+      byCursor.set(cursor, response);
+    }
+    return response;
   }
 
   /** A frame carrying the cursor that resumes right after the current position. */
@@ -167,6 +184,16 @@ class ChangeFeedSubscription {
     return create(WatchJobsResponseSchema, { cursor, frame });
   }
 }
+
+/**
+ * Frames of feed entries by entry and cursor (the cursor names the
+ * position and the caller and filter it was sealed for), kept as long as
+ * the entry is, for at most {@link CHANGED_FRAMES_PER_ENTRY} cursors each.
+ */
+const changedFrames = new WeakMap<JobChange, Map<string, WatchJobsResponse>>();
+
+/** Distinct cursors whose frame one entry keeps (subscribers with more distinct callers and filters encode their own). */
+const CHANGED_FRAMES_PER_ENTRY = 8;
 
 function samePosition(a: FeedCursorPosition | undefined, b: FeedCursorPosition | undefined): boolean {
   return a?.transactionId === b?.transactionId && a?.entryId === b?.entryId;

@@ -10,7 +10,7 @@ import {
   type StreamJobEventsResponse,
 } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import type { Caller, ReadJobEventsResponse } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { callerOf } from '@docket/service-kit';
+import { callerOf, sharedFrame } from '@docket/service-kit';
 import type { EventDependencies, StreamSignals } from './event-dependencies.js';
 import { parseJobPosition } from './job-position.js';
 import { isTerminalStatus } from './terminal-status.js';
@@ -116,7 +116,8 @@ class JobEventTail {
       const progress = this.#progress;
       if (progress) {
         this.#progress = undefined;
-        yield this.#sent({ case: 'progress', value: progress });
+        this.#session.sent();
+        yield shared(progressFrames, progress, () => ({ case: 'progress', value: progress }));
       }
       switch (await this.#session.next()) {
         case 'rung':
@@ -175,7 +176,8 @@ class JobEventTail {
   #page(events: Event[]): StreamJobEventsResponse {
     assertContinues(events, this.#cursor);
     this.#cursor = events.at(-1)!.sequence;
-    return this.#sent({ case: 'page', value: { events } });
+    this.#session.sent();
+    return shared(pageFrames, events, () => ({ case: 'page', value: { events } }));
   }
 
   #readAfter(sequence: bigint): Promise<ReadJobEventsResponse> {
@@ -197,6 +199,24 @@ class JobEventTail {
 }
 
 type StreamJobEventsResponseFrame = MessageInitShape<typeof StreamJobEventsResponseSchema>['frame'];
+
+/**
+ * Page and progress frames by what they carry. Tails of one job at one
+ * cursor get the same page from one shared read, and the same progress
+ * report from the hub, so they send one frame object, encoded once for all
+ * of them (`sharedFrame`); each entry lives as long as its page or report.
+ */
+const pageFrames = new WeakMap<readonly Event[], StreamJobEventsResponse>();
+const progressFrames = new WeakMap<Progress, StreamJobEventsResponse>();
+
+function shared<K extends object>(frames: WeakMap<K, StreamJobEventsResponse>, key: K, frame: () => StreamJobEventsResponseFrame): StreamJobEventsResponse {
+  let response = frames.get(key);
+  if (!response) {
+    response = sharedFrame(create(StreamJobEventsResponseSchema, { frame: frame() }));
+    frames.set(key, response);
+  }
+  return response;
+}
 
 /**
  * The last line of defence for "no gap, no duplicate": a page must start
