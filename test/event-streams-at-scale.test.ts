@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import * as http2 from 'node:http2';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -289,6 +290,8 @@ describe('event streams at scale', () => {
       [0, 1].map((events) => ({ user, client: clientFor(EventService, replica('events', events).url, tokens[user]!) })),
     ).flatMap(({ user, client }) => Array.from({ length: PER_USER / 2 }, () => ({ user, client, frames: [] as WatchJobsResponse[] })));
     const abort = new AbortController();
+    // One signal ends all 1,000 streams: each holds a listener on it.
+    setMaxListeners(0, abort.signal);
     const reading = streams.map(async (stream) => {
       for await (const frame of stream.client.watchJobs({}, { signal: abort.signal })) stream.frames.push(frame);
     });
