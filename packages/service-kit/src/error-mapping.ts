@@ -161,6 +161,24 @@ export function toConnectError(error: unknown, logger: Logger, fields?: LogField
 }
 
 /**
+ * Whether a call's signal aborted because its client left: it cancelled,
+ * or its HTTP/2 stream or connection was reset, whatever the reset code (a
+ * client process that dies leaves its streams reset with INTERNAL_ERROR,
+ * which Connect reads as INTERNAL), rather than because of its deadline
+ * (DEADLINE_EXCEEDED) or the server's shutdown (UNAVAILABLE).
+ */
+export function clientLeft(signal: AbortSignal): boolean {
+  if (!signal.aborted) return false;
+  const reason: unknown = signal.reason;
+  return !(reason instanceof ConnectError && (reason.code === Code.DeadlineExceeded || reason.code === Code.Unavailable));
+}
+
+/** The error of a call whose client left: CANCELLED (nobody reads it; the log line says so). */
+export function clientLeftError(): ConnectError {
+  return docketConnectError({ code: Code.Canceled, reason: 'CANCELLED', message: 'cancelled' });
+}
+
+/**
  * The `google.rpc.ErrorInfo` of an error received from (or about to be sent
  * by) a Docket service, if it has one.
  */

@@ -22,7 +22,7 @@ import {
   type UniversalServerRequest,
 } from '@connectrpc/connect/protocol';
 import { contentTypeProto, grpcStatusOk, headerAcceptEncoding, headerEncoding, headerGrpcStatus, headerTimeout, parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
-import { frameOf } from './shared-frame.js';
+import { encodedFramesKey, frameOf, grpcFrame } from './shared-frame.js';
 
 /** A server-streaming method's implementation, as Connect's router registered it. */
 export type ServerStreamSpec = Extract<MethodImplSpec, { kind: 'server_streaming' }>;
@@ -61,6 +61,7 @@ export async function serveGrpcServerStream(
   request: UniversalServerRequest,
   response: http2.Http2ServerResponse,
 ): Promise<void> {
+  request.contextValues?.set(encodedFramesKey, true);
   const timeout = parseTimeout(request.header.get(headerTimeout), Number.MAX_SAFE_INTEGER);
   const context = createHandlerContext({
     ...spec,
@@ -160,12 +161,7 @@ function envelope(schema: DescMessage, message: unknown): Buffer {
 }
 
 function encodeFrame(schema: DescMessage, message: unknown): Buffer {
-  const data = toBinary(schema, isMessage(message, schema) ? message : create(schema, message as never));
-  const frame = Buffer.allocUnsafe(5 + data.byteLength);
-  frame[0] = 0;
-  frame.writeUInt32BE(data.byteLength, 1);
-  frame.set(data, 5);
-  return frame;
+  return grpcFrame(toBinary(schema, isMessage(message, schema) ? message : create(schema, message as never)));
 }
 
 /** Writes a frame; resolves false when the stream closed instead of taking it (the client went away). */

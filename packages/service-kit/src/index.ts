@@ -79,4 +79,4 @@ export { FanOut } from './fan-out.js';
 export { CoalescingSignal, type TakeMiss } from './coalescing-signal.js';
 export { WakeSignal, type WakeOutcome } from './wake-signal.js';
 export { Backoff, type BackoffOptions } from './backoff.js';
-export { sharedFrame } from './shared-frame.js';
+export { encodedFrame, frameOf, sharedFrame, writesEncodedFrames } from './shared-frame.js';

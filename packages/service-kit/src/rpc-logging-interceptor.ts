@@ -1,5 +1,5 @@
 import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
-import { errorInfoOf, reasonForCode } from './error-mapping.js';
+import { clientLeft, clientLeftError, errorInfoOf, reasonForCode } from './error-mapping.js';
 import type { LogLevel, Logger } from './logger.js';
 import { currentRequestId, requestIdFrom, requestIdKey } from './request-id.js';
 import { hookStream, type StreamOutcome } from '@docket/contracts';
@@ -43,10 +43,11 @@ export function rpcLoggingInterceptor(logger: Logger): Interceptor {
     const finish = (outcome: StreamOutcome): void => {
       const latencyMs = performance.now() - started;
       // A handler that returns normally after its call was cancelled or timed
-      // out (a Watch whose client left) did not answer anybody.
+      // out (a Watch whose client left) did not answer anybody; a client
+      // that left is CANCELLED, however its stream was reset.
       const effective: StreamOutcome =
         outcome.kind === 'completed' && req.signal.aborted
-          ? { kind: 'failed', error: ConnectError.from(req.signal.reason, Code.Canceled) }
+          ? { kind: 'failed', error: clientLeft(req.signal) ? clientLeftError() : ConnectError.from(req.signal.reason, Code.Canceled) }
           : outcome;
       const { code, reason } = describeOutcome(effective);
       const level = rpcLogLevel(code, req.method.methodKind === 'unary' ? latencyMs : undefined);

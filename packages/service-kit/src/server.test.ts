@@ -1,4 +1,6 @@
 import * as http from 'node:http';
+import * as http2 from 'node:http2';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Code, ConnectError, createClient, type ConnectRouter } from '@connectrpc/connect';
 import { compressionGzip, createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node';
 import { Health } from '@docket/proto/grpc/health/v1/health_pb.js';
@@ -163,6 +165,41 @@ describe('startServer', () => {
     await expect
       .poll(() => harness.rpcLines().find((l) => l['rpc'] === '/grpc.health.v1.Health/Watch'))
       .toMatchObject({ code: 'canceled', reason: 'CANCELLED' });
+  });
+
+  it('logs a stream whose client died (its stream reset with INTERNAL_ERROR) as canceled, whether the handler returns or throws', async () => {
+    const harness = await probeServer({
+      routes: (router) =>
+        router.service(ProbeService, {
+          ...probeImplementation,
+          async *count(request, ctx) {
+            yield { text: 'first', sequence: 1 };
+            // Waits for the client; its departure rejects the wait with the call's abort reason.
+            await sleep(60_000, undefined, { signal: ctx.signal });
+          },
+        }),
+    });
+    const token = await harness.token();
+    const resetAfterFirstFrame = async (path: string, body: Uint8Array, headers: Record<string, string> = {}) => {
+      const session = http2.connect(harness.url);
+      const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...headers });
+      const frame = Buffer.alloc(5 + body.byteLength);
+      frame.writeUInt32BE(body.byteLength, 1);
+      frame.set(body, 5);
+      stream.end(frame);
+      // Closing with an error code makes the client's own stream emit it.
+      stream.on('error', () => {});
+      await new Promise((resolve) => stream.once('data', resolve));
+      stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+      session.close();
+    };
+    // Health/Watch returns once its call is aborted; the probe's Count throws the abort.
+    await resetAfterFirstFrame('/grpc.health.v1.Health/Watch', new Uint8Array());
+    await resetAfterFirstFrame('/docket.testing.v1.ProbeService/Count', Uint8Array.from([0x10, 0x01]), { authorization: `Bearer ${token}` });
+    for (const rpc of ['/grpc.health.v1.Health/Watch', '/docket.testing.v1.ProbeService/Count']) {
+      await expect.poll(() => harness.rpcLines().find((line) => line['rpc'] === rpc)).toMatchObject({ code: 'canceled', reason: 'CANCELLED', level: 'info' });
+    }
+    expect(harness.lines.filter((line) => line.includes('"level":"error"'))).toEqual([]);
   });
 
   it('passes the remaining deadline to handlers', async () => {

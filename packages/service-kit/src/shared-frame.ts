@@ -1,3 +1,5 @@
+import { createContextKey, type HandlerContext } from '@connectrpc/connect';
+
 /**
  * Response messages marked as sent unchanged on many streams, each with its
  * gRPC frame once one was encoded (`null` until then). Weak: a frame lives
@@ -25,4 +27,34 @@ export function frameOf(message: object, encode: () => Buffer): Buffer {
   const frame = encode();
   if (known === null) frames.set(message, frame);
   return frame;
+}
+
+/**
+ * Marks `message` as one whose encoding is `encoded` (a protobuf message's
+ * bytes, such as ones put together from fields already encoded upstream):
+ * a stream that writes encoded frames sends those bytes, whatever
+ * `message` itself holds, so it may be a placeholder. Only for streams
+ * whose handler sees {@link writesEncodedFrames}; the message must not
+ * reach any other stream. Returns `message`.
+ */
+export function encodedFrame<T extends object>(message: T, encoded: Uint8Array): T {
+  frames.set(message, grpcFrame(encoded));
+  return message;
+}
+
+/** One uncompressed gRPC message frame: the flag byte, the length, `encoded`. */
+export function grpcFrame(encoded: Uint8Array): Buffer {
+  const frame = Buffer.allocUnsafe(5 + encoded.byteLength);
+  frame[0] = 0;
+  frame.writeUInt32BE(encoded.byteLength, 1);
+  frame.set(encoded, 5);
+  return frame;
+}
+
+/** Set for a call whose response messages are written as encoded gRPC frames (`serveGrpcServerStream`). */
+export const encodedFramesKey = createContextKey(false, { description: 'docket encoded frames' });
+
+/** Whether this call's response messages are written as encoded frames, so an {@link encodedFrame} may be sent. */
+export function writesEncodedFrames(ctx: HandlerContext): boolean {
+  return ctx.values.get(encodedFramesKey);
 }

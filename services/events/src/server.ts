@@ -14,6 +14,7 @@ import {
 import { Gauge } from 'prom-client';
 import type { EventsConfig } from './config.js';
 import { JobSignalHub } from './domain/job-signal-hub.js';
+import { journalPageReader } from './domain/journal-page.js';
 import { SharedChangeFeed } from './domain/shared-change-feed.js';
 import { SharedJournalReads } from './domain/shared-journal-reads.js';
 import { SubscriberGauge } from './domain/subscriber-gauge.js';
@@ -53,7 +54,7 @@ export async function startEventsServer(config: EventsConfig, logger: Logger): P
       routes: eventServiceRoutes({
         state,
         hub,
-        reads: new SharedJournalReads(state),
+        reads: new SharedJournalReads(journalPageReader(stateTransport)),
         feed: new SharedChangeFeed(state, hub, logger),
         cursors: new FeedCursorCodec(config.cursorSecret, config.feedCursorTtlMs),
         heartbeatMs: config.heartbeatMs,

@@ -1,4 +1,4 @@
-import { create, type MessageInitShape } from '@bufbuild/protobuf';
+import { create, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import type { Principal } from '@docket/auth';
 import { EventSchema, type Event } from '@docket/proto/docket/common/v1/event_pb.js';
@@ -6,6 +6,7 @@ import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { StreamJobEventsRequestSchema, type StreamJobEventsResponse } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { ProgressSchema } from '@docket/proto/docket/common/v1/progress_pb.js';
 import {
+  ReadJobEventsRequestSchema,
   ReadJobEventsResponseSchema,
   WatchChangesResponseSchema,
   type JobSignalSchema,
@@ -20,6 +21,7 @@ import type { EventDependencies } from './event-dependencies.js';
 import { streamJobEvents } from './job-event-tail.js';
 import { JobSignalHub } from './job-signal-hub.js';
 import { SharedChangeFeed } from './shared-change-feed.js';
+import { JournalPage } from './journal-page.js';
 import { SharedJournalReads } from './shared-journal-reads.js';
 import { SubscriberGauge } from './subscriber-gauge.js';
 
@@ -128,7 +130,10 @@ function dependencies(state: FakeState, heartbeatMs = 60_000): EventDependencies
   return {
     state: client,
     hub,
-    reads: new SharedJournalReads(client),
+    // The page as the state service's answer encodes it, as the events process reads it off the wire.
+    reads: new SharedJournalReads(async (request) =>
+      JournalPage.fromResponseBytes(toBinary(ReadJobEventsResponseSchema, await state.readJobEvents(create(ReadJobEventsRequestSchema, request)))),
+    ),
     feed: new SharedChangeFeed(client, hub, logger),
     cursors: new FeedCursorCodec('secret'),
     heartbeatMs,
@@ -142,10 +147,13 @@ function tail(deps: EventDependencies) {
   const stop = new AbortController();
   const frames: StreamJobEventsResponse[] = [];
   const done = (async () => {
-    const stream = streamJobEvents(deps, alice, create(StreamJobEventsRequestSchema, { jobId: JOB_ID }), {
-      signal: stop.signal,
-      drain: new AbortController().signal,
-    });
+    const stream = streamJobEvents(
+      deps,
+      alice,
+      create(StreamJobEventsRequestSchema, { jobId: JOB_ID }),
+      { signal: stop.signal, drain: new AbortController().signal },
+      false,
+    );
     for await (const frame of stream) frames.push(frame);
   })();
   const sequences = () => frames.flatMap((frame) => (frame.frame.case === 'page' ? frame.frame.value.events.map((e) => Number(e.sequence)) : []));
@@ -185,7 +193,7 @@ describe('streamJobEvents', () => {
     const read = state.readJobEvents;
     state.readJobEvents = (request) => (asked.push(Number(request.afterSequence)), read(request));
     const stop = new AbortController();
-    const stream = streamJobEvents(deps, alice, create(StreamJobEventsRequestSchema, { jobId: JOB_ID }), { signal: stop.signal, drain: new AbortController().signal });
+    const stream = streamJobEvents(deps, alice, create(StreamJobEventsRequestSchema, { jobId: JOB_ID }), { signal: stop.signal, drain: new AbortController().signal }, false);
     const first = await stream.next();
     expect(first.value?.frame.case).toBe('page');
     // The subscriber has not asked for the second frame: its page is being read already.

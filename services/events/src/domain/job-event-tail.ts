@@ -1,7 +1,6 @@
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import type { Principal } from '@docket/auth';
-import { DocketError, LIMITS } from '@docket/contracts';
-import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
+import { DocketError } from '@docket/contracts';
 import type { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import type { Progress } from '@docket/proto/docket/common/v1/progress_pb.js';
 import {
@@ -9,12 +8,13 @@ import {
   type StreamJobEventsRequest,
   type StreamJobEventsResponse,
 } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import type { Caller, ReadJobEventsResponse } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import type { Caller } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { callerOf, sharedFrame } from '@docket/service-kit';
 import type { EventDependencies, StreamSignals } from './event-dependencies.js';
 import { parseJobPosition } from './job-position.js';
+import type { JournalPage } from './journal-page.js';
 import { isTerminalStatus } from './terminal-status.js';
-import { STATE_CALL_TIMEOUT_MS, retryTransient } from './transient-failure.js';
+import { retryTransient } from './transient-failure.js';
 import { SubscriberSession } from './subscriber-session.js';
 import { assertNotLostTooLong, untilLive } from './upstream-liveness.js';
 
@@ -33,8 +33,10 @@ import { assertNotLostTooLong, untilLive } from './upstream-liveness.js';
  * between the backlog and the live tail. Events are sent only by reading
  * the journal after the subscriber's own cursor, never from a signal, so
  * none is sent twice or out of order. Tails of one job at one cursor share
- * each read ({@link SharedJournalReads}). A progress report is sent from
- * the news itself, coalesced to the latest, without a read.
+ * each read ({@link SharedJournalReads}) and the frame made of it: on a
+ * binary gRPC stream that frame is the events as the state service encoded
+ * them, put together once per page, never decoded here. A progress report
+ * is sent from the news itself, coalesced to the latest, without a read.
  *
  * If the upstream breaks or goes silent (a state restart, a stopped state
  * process, a half-open connection), the hub reopens it and tells every
@@ -55,9 +57,10 @@ export async function* streamJobEvents(
   principal: Principal,
   request: StreamJobEventsRequest,
   signals: StreamSignals,
+  encodedFrames: boolean,
 ): AsyncGenerator<StreamJobEventsResponse, void, undefined> {
   const position = parseJobPosition(request.jobId, request.afterSequence);
-  const tail = new JobEventTail(deps, callerOf(principal), position.jobId, position.afterSequence, signals);
+  const tail = new JobEventTail(deps, callerOf(principal), position.jobId, position.afterSequence, signals, encodedFrames);
   deps.gauge.opened('job_event_streams');
   try {
     yield* tail.run();
@@ -92,6 +95,8 @@ class JobEventTail {
     private readonly jobId: string,
     afterSequence: bigint,
     private readonly signals: StreamSignals,
+    /** Whether this stream writes encoded frames (`writesEncodedFrames`): pages are sent as the state service encoded them. */
+    private readonly encodedFrames: boolean,
   ) {
     this.#cursor = afterSequence;
     this.#session = new SubscriberSession(signals, deps.heartbeatMs);
@@ -155,41 +160,39 @@ class JobEventTail {
    * is dropped with its answer.
    */
   async *#catchUp(): AsyncGenerator<StreamJobEventsResponse, JournalHead | undefined, undefined> {
-    let next: Promise<ReadJobEventsResponse> | undefined;
+    let next: Promise<JournalPage> | undefined;
     for (;;) {
       if (this.#session.stopping) return undefined;
       const page = await (next ?? this.#readAfter(this.#cursor));
       next = undefined;
       this.#proven = true;
-      const last = page.events.at(-1);
-      if (!last || last.sequence >= page.latestSequence) {
-        if (last) yield this.#page(page.events);
+      const last = page.lastSequence;
+      if (last === undefined || last >= page.latestSequence) {
+        if (last !== undefined) yield this.#page(page);
         return { latestSequence: page.latestSequence, status: page.status };
       }
-      next = this.#readAfter(last.sequence);
+      next = this.#readAfter(last);
       next.catch(() => undefined);
-      yield this.#page(page.events);
+      yield this.#page(page);
     }
   }
 
-  /** A page frame of `events`, checked to continue the cursor, which moves to the last of them. */
-  #page(events: Event[]): StreamJobEventsResponse {
-    assertContinues(events, this.#cursor);
-    this.#cursor = events.at(-1)!.sequence;
+  /** The frame of `page`, checked to continue the cursor, which moves to its last event. */
+  #page(page: JournalPage): StreamJobEventsResponse {
+    assertContinues(page.sequences, this.#cursor);
+    this.#cursor = page.lastSequence!;
     this.#session.sent();
-    return shared(pageFrames, events, () => ({ case: 'page', value: { events } }));
+    return page.frame(this.encodedFrames);
   }
 
-  #readAfter(sequence: bigint): Promise<ReadJobEventsResponse> {
+  #readAfter(sequence: bigint): Promise<JournalPage> {
     return retryTransient(() => this.#read(sequence), this.signals.signal);
   }
 
-  #read(afterSequence: bigint): Promise<ReadJobEventsResponse> {
-    if (this.#proven) return this.deps.reads.read(this.caller, this.jobId, afterSequence, this.signals.signal);
-    return this.deps.state.readJobEvents(
-      { caller: this.caller, jobId: this.jobId, afterSequence, pageSize: LIMITS.eventPageMax },
-      { signal: this.signals.signal, timeoutMs: STATE_CALL_TIMEOUT_MS },
-    );
+  #read(afterSequence: bigint): Promise<JournalPage> {
+    return this.#proven
+      ? this.deps.reads.read(this.caller, this.jobId, afterSequence, this.signals.signal)
+      : this.deps.reads.readAs(this.caller, this.jobId, afterSequence, this.signals.signal);
   }
 
   #sent(frame: StreamJobEventsResponseFrame): StreamJobEventsResponse {
@@ -201,12 +204,10 @@ class JobEventTail {
 type StreamJobEventsResponseFrame = MessageInitShape<typeof StreamJobEventsResponseSchema>['frame'];
 
 /**
- * Page and progress frames by what they carry. Tails of one job at one
- * cursor get the same page from one shared read, and the same progress
+ * Progress frames by the report they carry. Tails of one job get the same
  * report from the hub, so they send one frame object, encoded once for all
- * of them (`sharedFrame`); each entry lives as long as its page or report.
+ * of them (`sharedFrame`); each entry lives as long as its report.
  */
-const pageFrames = new WeakMap<readonly Event[], StreamJobEventsResponse>();
 const progressFrames = new WeakMap<Progress, StreamJobEventsResponse>();
 
 function shared<K extends object>(frames: WeakMap<K, StreamJobEventsResponse>, key: K, frame: () => StreamJobEventsResponseFrame): StreamJobEventsResponse {
@@ -223,9 +224,9 @@ function shared<K extends object>(frames: WeakMap<K, StreamJobEventsResponse>, k
  * right after the cursor and be contiguous. The state service verifies the
  * chain; this checks what is about to be sent.
  */
-function assertContinues(events: readonly Event[], cursor: bigint): void {
-  events.forEach((event, index) => {
-    if (event.sequence !== cursor + BigInt(index) + 1n) {
+function assertContinues(sequences: readonly bigint[], cursor: bigint): void {
+  sequences.forEach((sequence, index) => {
+    if (sequence !== cursor + BigInt(index) + 1n) {
       throw new DocketError('JOURNAL_CORRUPT', 'the journal is not contiguous', {
         metadata: { sequence: String(cursor + BigInt(index) + 1n) },
       });

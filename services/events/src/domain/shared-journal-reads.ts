@@ -1,6 +1,6 @@
-import type { Client } from '@connectrpc/connect';
 import { LIMITS } from '@docket/contracts';
-import type { Caller, ReadJobEventsResponse, StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import type { Caller } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import type { JournalPage, JournalPageReader } from './journal-page.js';
 import { STATE_CALL_TIMEOUT_MS } from './transient-failure.js';
 
 /**
@@ -19,16 +19,21 @@ import { STATE_CALL_TIMEOUT_MS } from './transient-failure.js';
  * cancellation, so a subscriber leaving does not fail the others' read.
  */
 export class SharedJournalReads {
-  readonly #inFlight = new Map<string, Promise<ReadJobEventsResponse>>();
+  readonly #inFlight = new Map<string, Promise<JournalPage>>();
 
-  constructor(private readonly state: Client<typeof StateService>) {}
+  constructor(private readonly reader: JournalPageReader) {}
+
+  /** The page of at most 256 events after `afterSequence`, read as `caller` alone, under the tail's own cancellation: the read that proves the job visible to it. */
+  readAs(caller: Caller, jobId: string, afterSequence: bigint, signal: AbortSignal): Promise<JournalPage> {
+    return this.reader({ caller, jobId, afterSequence, pageSize: LIMITS.eventPageMax }, { signal, timeoutMs: STATE_CALL_TIMEOUT_MS });
+  }
 
   /** The page of at most 256 events after `afterSequence`, read once for every tail that asks meanwhile. */
-  async read(caller: Caller, jobId: string, afterSequence: bigint, signal: AbortSignal): Promise<ReadJobEventsResponse> {
+  async read(caller: Caller, jobId: string, afterSequence: bigint, signal: AbortSignal): Promise<JournalPage> {
     const key = `${jobId}@${afterSequence}`;
     let page = this.#inFlight.get(key);
     if (!page) {
-      page = this.state.readJobEvents({ caller, jobId, afterSequence, pageSize: LIMITS.eventPageMax }, { timeoutMs: STATE_CALL_TIMEOUT_MS });
+      page = this.reader({ caller, jobId, afterSequence, pageSize: LIMITS.eventPageMax }, { timeoutMs: STATE_CALL_TIMEOUT_MS });
       this.#inFlight.set(key, page);
       const forget = (): void => {
         if (this.#inFlight.get(key) === page) this.#inFlight.delete(key);

@@ -1,0 +1,218 @@
+import { create, createFileRegistry, fromBinary, type DescMessage, type DescMethodUnary, type MessageInitShape } from '@bufbuild/protobuf';
+import type { Transport } from '@connectrpc/connect';
+import { FieldDescriptorProto_Label as Label, FieldDescriptorProto_Type as Type, FileDescriptorProtoSchema } from '@bufbuild/protobuf/wkt';
+import { EventSchema, type Event } from '@docket/proto/docket/common/v1/event_pb.js';
+import type { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
+import { StreamJobEventsResponseSchema, type StreamJobEventsResponse } from '@docket/proto/docket/events/v1/event_service_pb.js';
+import { StateService, type ReadJobEventsRequestSchema } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import { encodedFrame } from '@docket/service-kit';
+
+/**
+ * `docket.state.v1.ReadJobEventsResponse` as the events service reads it:
+ * the same fields with each event left encoded (`bytes` and an embedded
+ * message share the wire format, and an enum is an int32 on the wire), so
+ * a page crosses this process without being decoded and encoded again.
+ * Defined here rather than in the public protos: it is a way of reading
+ * one internal message, not a message of its own.
+ */
+const rawPageFile = create(FileDescriptorProtoSchema, {
+  name: 'docket/events/internal/raw_page.proto',
+  package: 'docket.events.internal',
+  syntax: 'proto3',
+  messageType: [
+    {
+      name: 'RawJournalPage',
+      field: [
+        { name: 'events', number: 1, type: Type.BYTES, label: Label.REPEATED, jsonName: 'events' },
+        { name: 'latest_sequence', number: 2, type: Type.INT64, label: Label.OPTIONAL, jsonName: 'latestSequence' },
+        { name: 'status', number: 3, type: Type.INT32, label: Label.OPTIONAL, jsonName: 'status' },
+        { name: 'request_digest', number: 4, type: Type.STRING, label: Label.OPTIONAL, jsonName: 'requestDigest' },
+      ],
+    },
+  ],
+});
+const RawJournalPageSchema = createFileRegistry(rawPageFile, () => undefined).getMessage('docket.events.internal.RawJournalPage') as DescMessage;
+
+interface RawJournalPage {
+  readonly events: Uint8Array[];
+  readonly latestSequence: bigint;
+  readonly status: number;
+}
+
+/** StateService.ReadJobEvents, answered as a {@link RawJournalPage}. */
+const readRawPage = { ...StateService.method.readJobEvents, output: RawJournalPageSchema } as unknown as DescMethodUnary<typeof ReadJobEventsRequestSchema, DescMessage>;
+
+/** What a journal read asks the state service. */
+export type JournalPageRequest = MessageInitShape<typeof ReadJobEventsRequestSchema>;
+
+/** Reads one journal page from the state service. */
+export type JournalPageReader = (request: JournalPageRequest, options: { signal?: AbortSignal; timeoutMs: number }) => Promise<JournalPage>;
+
+/** A {@link JournalPageReader} over the state service's transport: ReadJobEvents, its events kept encoded. */
+export function journalPageReader(transport: Transport): JournalPageReader {
+  return async (request, options) => {
+    const answer = await transport.unary(readRawPage, options.signal, options.timeoutMs, undefined, request);
+    return new JournalPage(answer.message as unknown as RawJournalPage);
+  };
+}
+
+/**
+ * One page of a job's journal as the state service sent it (verified
+ * there): each event still encoded, with its sequence read off the wire.
+ * Tails of one job at one cursor share one page, so what is derived from
+ * it (the decoded events, the StreamJobEvents frame) is made once, when
+ * first asked for.
+ */
+export class JournalPage {
+  readonly latestSequence: bigint;
+  readonly status: JobStatus;
+  /** The events' sequences, in page order. */
+  readonly sequences: readonly bigint[];
+  readonly #events: readonly Uint8Array[];
+  #decoded: Event[] | undefined;
+  #frame: StreamJobEventsResponse | undefined;
+  #encodedFrame: StreamJobEventsResponse | undefined;
+
+  constructor(raw: RawJournalPage) {
+    this.latestSequence = raw.latestSequence;
+    this.status = raw.status as JobStatus;
+    this.#events = raw.events;
+    this.sequences = raw.events.map(sequenceOf);
+  }
+
+  /** A page as a `docket.state.v1.ReadJobEventsResponse`'s encoding reads (for a state service that is not a transport away). */
+  static fromResponseBytes(bytes: Uint8Array): JournalPage {
+    return new JournalPage(fromBinary(RawJournalPageSchema, bytes) as unknown as RawJournalPage);
+  }
+
+  get lastSequence(): bigint | undefined {
+    return this.sequences.at(-1);
+  }
+
+  /** The events, decoded (once). */
+  events(): Event[] {
+    return (this.#decoded ??= this.#events.map((bytes) => fromBinary(EventSchema, bytes)));
+  }
+
+  /**
+   * The `page` frame of StreamJobEvents carrying these events. With
+   * `encoded`, for a stream whose messages are written as encoded frames
+   * (binary gRPC, see `encodedFrame`), the frame is the events' own bytes
+   * put together, and nothing is decoded; otherwise it is a decoded
+   * message. Either is made once per page and shared by every tail.
+   */
+  frame(encoded: boolean): StreamJobEventsResponse {
+    if (!encoded) return (this.#frame ??= create(StreamJobEventsResponseSchema, { frame: { case: 'page', value: { events: this.events() } } }));
+    return (this.#encodedFrame ??= encodedFrame(create(StreamJobEventsResponseSchema), pageFrameBytes(this.#events)));
+  }
+}
+
+/**
+ * The encoding of `StreamJobEventsResponse { page: EventPage { events } }`
+ * from the encoded events: field 1 (page) holding field 1 (events) once per
+ * event.
+ */
+function pageFrameBytes(events: readonly Uint8Array[]): Uint8Array {
+  let pageLength = 0;
+  for (const event of events) pageLength += 1 + varintLength(event.byteLength) + event.byteLength;
+  const out = new Uint8Array(1 + varintLength(pageLength) + pageLength);
+  let at = 0;
+  out[at++] = FIELD_1_LEN;
+  at = writeVarint(out, at, pageLength);
+  for (const event of events) {
+    out[at++] = FIELD_1_LEN;
+    at = writeVarint(out, at, event.byteLength);
+    out.set(event, at);
+    at += event.byteLength;
+  }
+  return out;
+}
+
+/** The tag of field 1, length-delimited. */
+const FIELD_1_LEN = (1 << 3) | 2;
+/** `docket.common.v1.Event.sequence`. */
+const SEQUENCE_FIELD = 2;
+
+/** An encoded Event's `sequence` (0 when absent, as proto3 reads it). */
+function sequenceOf(event: Uint8Array): bigint {
+  let at = 0;
+  let sequence = 0n;
+  while (at < event.byteLength) {
+    const tag = readSmallVarint(event, at);
+    at = tag.next;
+    switch (tag.value & 7) {
+      case 0: {
+        if (tag.value >>> 3 === SEQUENCE_FIELD) {
+          const value = readVarint(event, at);
+          sequence = BigInt.asIntN(64, value.value);
+          at = value.next;
+        } else {
+          at = readVarint(event, at).next;
+        }
+        break;
+      }
+      case 1:
+        at += 8;
+        break;
+      case 2: {
+        const length = readSmallVarint(event, at);
+        at = length.next + length.value;
+        break;
+      }
+      case 5:
+        at += 4;
+        break;
+      default:
+        throw invalidEvent();
+    }
+  }
+  if (at !== event.byteLength) throw invalidEvent();
+  return sequence;
+}
+
+/** A varint that fits a double exactly (tags and lengths). */
+function readSmallVarint(bytes: Uint8Array, from: number): { value: number; next: number } {
+  let value = 0;
+  let scale = 1;
+  for (let at = from; at < bytes.byteLength && scale < 2 ** 49; at += 1) {
+    const byte = bytes[at]!;
+    value += (byte & 0x7f) * scale;
+    if ((byte & 0x80) === 0) return { value, next: at + 1 };
+    scale *= 0x80;
+  }
+  throw invalidEvent();
+}
+
+function readVarint(bytes: Uint8Array, from: number): { value: bigint; next: number } {
+  let value = 0n;
+  let shift = 0n;
+  for (let at = from; at < bytes.byteLength && shift < 70n; at += 1) {
+    const byte = bytes[at]!;
+    value |= BigInt(byte & 0x7f) << shift;
+    if ((byte & 0x80) === 0) return { value, next: at + 1 };
+    shift += 7n;
+  }
+  throw invalidEvent();
+}
+
+function invalidEvent(): Error {
+  return new Error('an event of the journal page is not valid protobuf');
+}
+
+function varintLength(value: number): number {
+  let length = 1;
+  while (value >= 0x80) {
+    value = Math.floor(value / 0x80);
+    length += 1;
+  }
+  return length;
+}
+
+function writeVarint(out: Uint8Array, at: number, value: number): number {
+  while (value >= 0x80) {
+    out[at++] = (value % 0x80) | 0x80;
+    value = Math.floor(value / 0x80);
+  }
+  out[at++] = value;
+  return at;
+}
