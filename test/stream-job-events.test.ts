@@ -1,8 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Code, ConnectError, type Client } from '@connectrpc/connect';
+import type { JsonObject } from '@bufbuild/protobuf';
+import { Code, ConnectError, createClient, type Client } from '@connectrpc/connect';
+import { createConnectTransport } from '@connectrpc/connect-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
 import { EventService, type StreamJobEventsResponse } from '@docket/proto/docket/events/v1/event_service_pb.js';
+import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { clientFor, failureOf, seenByConnect, type Protocol } from './support/clients.js';
 import { startCluster, stopAll, type DocketCluster, type ServiceProcess } from './support/cluster.js';
 import { createTestDatabase } from './support/database.js';
@@ -98,6 +101,41 @@ describe('StreamJobEvents', () => {
     expect(await readWholeJournal(replica('events', 0).url, alice, jobId!)).toEqual(
       frames.flatMap((frame) => (frame.frame.case === 'page' ? frame.frame.value.events : [])),
     );
+  });
+
+  it('streams the same journal on every protocol: binary gRPC pages as the state service encoded them, gRPC-Web and Connect (binary and JSON) decoded', async () => {
+    const [jobId] = await submitJobs(cluster.admission.url, alice, 1);
+    const state = clientFor(StateService, replica('state', 1).url, cluster.serviceToken);
+    const payloads: JsonObject[] = [
+      { text: 'é ünïcødé 🚀 "quoted" \\ back', n: -1.5, large: 2 ** 53, yes: true, nothing: null, list: [1, 'two', [3], { four: 4 }] },
+      { nested: { deeper: { deepest: 'x'.repeat(300) } } },
+      {},
+    ];
+    for (let batch = 0; batch < 5; batch += 1) {
+      await state.transitionJob({
+        caller: { subject: 'alice' },
+        jobId: jobId!,
+        events: Array.from({ length: 60 }, (_, index) => ({ type: 'worker.step', payload: { ...payloads[index % payloads.length], index } })),
+      });
+    }
+    await writer.cancel(jobId!);
+    const journal = await readWholeJournal(replica('events', 0).url, alice, jobId!);
+    expect(journal).toHaveLength(302);
+    const json = createClient(
+      EventService,
+      createConnectTransport({
+        baseUrl: replica('events', 0).url,
+        httpVersion: '2',
+        useBinaryFormat: false,
+        interceptors: [(next) => (request) => (request.header.set('authorization', `Bearer ${alice}`), next(request))],
+      }),
+    );
+    const clients = { grpc: eventsAt(0, alice, 'grpc'), 'grpc-web': eventsAt(0, alice, 'grpc-web'), connect: eventsAt(0, alice, 'connect'), 'connect json': json };
+    for (const [protocol, client] of Object.entries(clients)) {
+      const frames = await collect(client.streamJobEvents({ jobId: jobId! }));
+      expect(shapeOf(frames), protocol).toEqual(['page:1-256', 'page:257-302', 'end']);
+      expect(frames.flatMap((frame) => (frame.frame.case === 'page' ? frame.frame.value.events : [])), protocol).toEqual(journal);
+    }
   });
 
   it('gives a job that is already terminal its backlog after the cursor, then end, and resumes at any cursor', async () => {

@@ -91,7 +91,6 @@ class ChangeFeedSubscription {
       }
       switch (await this.#session.next()) {
         case 'rung':
-        case 'recheck':
           break;
         case 'heartbeat':
           if (this.deps.hub.live) yield this.#sent({ case: 'heartbeat', value: {} });

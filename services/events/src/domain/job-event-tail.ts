@@ -126,7 +126,6 @@ class JobEventTail {
       }
       switch (await this.#session.next()) {
         case 'rung':
-        case 'recheck':
           break;
         case 'heartbeat':
           if (this.deps.hub.live) yield this.#sent({ case: 'heartbeat', value: {} });

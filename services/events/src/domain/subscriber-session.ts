@@ -4,37 +4,41 @@ import { WakeSignal } from '@docket/service-kit';
 /**
  * What a subscriber's loop does next: `rung` (a signal arrived: check the
  * link and read), `heartbeat` (nothing was sent for the heartbeat
- * interval), `recheck` (the caller's own re-check interval passed),
- * `drain` (server shutdown: send a final frame and return) or `cancelled`
- * (the client went away: return).
+ * interval), `drain` (server shutdown: send a final frame and return) or
+ * `cancelled` (the client went away: return).
  */
-export type SessionTurn = 'rung' | 'heartbeat' | 'recheck' | 'drain' | 'cancelled';
+export type SessionTurn = 'rung' | 'heartbeat' | 'drain' | 'cancelled';
 
 /**
  * The pacing every long-lived stream of this service shares: one coalescing
  * wake signal, the client's cancellation and the server's drain folded
- * into one stop signal, and heartbeats after each interval of silence.
- * Holds one timer at a time, released before {@link next} returns.
+ * into it, and heartbeats after each interval of silence.
+ *
+ * A subscriber waits once per change it is told of, so a wait costs no
+ * timer and no listener of its own: the session holds one heartbeat timer
+ * for its whole life, restarted (not re-created) whenever a frame is sent,
+ * and stopping closes the wake signal, which ends a pending or later wait
+ * at once. {@link close} releases the timer and the listeners.
  */
 export class SubscriberSession {
   readonly wake = new WakeSignal();
-  #lastFrameAt = performance.now();
   #stopped = false;
-  /**
-   * Stopping closes the wake signal, so a pending or later wait returns at
-   * once: waits need no abort listener of their own (a subscriber waits
-   * once per change, and adding and removing a listener costs more than
-   * the rest of the wait).
-   */
+  #heartbeatDue = false;
+  readonly #heartbeat: NodeJS.Timeout;
   readonly #onStop = (): void => {
     this.#stopped = true;
+    clearTimeout(this.#heartbeat);
     this.wake.close();
   };
 
   constructor(
     private readonly signals: StreamSignals,
-    private readonly heartbeatMs: number,
+    heartbeatMs: number,
   ) {
+    this.#heartbeat = setTimeout(() => {
+      this.#heartbeatDue = true;
+      this.wake.ring();
+    }, heartbeatMs);
     for (const signal of [signals.signal, signals.drain]) {
       signal.addEventListener('abort', this.#onStop, { once: true });
       if (signal.aborted) this.#onStop();
@@ -48,7 +52,7 @@ export class SubscriberSession {
 
   /** Records that a frame was just sent: the heartbeat interval starts again. */
   sent(): void {
-    this.#lastFrameAt = performance.now();
+    this.#restart();
   }
 
   /**
@@ -57,26 +61,26 @@ export class SubscriberSession {
    * have, so the subscriber hears silence instead.
    */
   quiet(): void {
-    this.#lastFrameAt = performance.now();
+    this.#restart();
   }
 
-  /** Waits for the next thing to do; `recheckMs` bounds the wait (default: until the heartbeat is due). */
-  async next(recheckMs = Number.POSITIVE_INFINITY): Promise<SessionTurn> {
-    const heartbeatInMs = this.heartbeatMs - (performance.now() - this.#lastFrameAt);
-    switch (await this.wake.wait(Math.min(heartbeatInMs, recheckMs))) {
-      case 'rung':
-        return 'rung';
-      case 'aborted':
-        return this.signals.signal.aborted ? 'cancelled' : 'drain';
-      case 'timeout':
-        // Timers may fire up to a millisecond early by this clock.
-        return performance.now() - this.#lastFrameAt >= this.heartbeatMs - 1 ? 'heartbeat' : 'recheck';
-    }
+  /** Waits for the next thing to do. */
+  async next(): Promise<SessionTurn> {
+    if ((await this.wake.wait(Number.POSITIVE_INFINITY)) === 'aborted') return this.signals.signal.aborted ? 'cancelled' : 'drain';
+    if (!this.#heartbeatDue) return 'rung';
+    // The caller answers with a frame (`sent`) or silence (`quiet`), either of which restarts the interval.
+    this.#heartbeatDue = false;
+    return 'heartbeat';
   }
 
-  /** Removes the listeners on the client's and the server's signals. */
+  /** Removes the listeners on the client's and the server's signals and releases the heartbeat timer. */
   close(): void {
     for (const signal of [this.signals.signal, this.signals.drain]) signal.removeEventListener('abort', this.#onStop);
     this.#onStop();
+  }
+
+  #restart(): void {
+    this.#heartbeatDue = false;
+    if (!this.#stopped) this.#heartbeat.refresh();
   }
 }
