@@ -1,4 +1,3 @@
-import * as http2 from 'node:http2';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { createClient } from '@connectrpc/connect';
@@ -7,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isBinaryGrpc } from './grpc-server-stream.js';
 import { frameOf, sharedFrame } from './shared-frame.js';
 import { startProbeServer, type ProbeHarness } from './testing/probe-server.js';
+import { rawGrpcStream } from './testing/raw-grpc-stream.js';
 import { ProbeReplySchema, ProbeRequestSchema, ProbeService } from './testing/probe-service.js';
 
 let harness: ProbeHarness | undefined;
@@ -39,40 +39,10 @@ async function countingServer(): Promise<{ produced: () => number }> {
   return { produced: () => produced };
 }
 
-/** A raw HTTP/2 gRPC call of Count, paused until `resume` is called; resolves the replies' sequences. */
-function rawCount(url: string, token: string, count: number, text = 'x') {
-  const session = http2.connect(url);
-  const stream = session.request({
-    ':method': 'POST',
-    ':path': '/docket.testing.v1.ProbeService/Count',
-    'content-type': 'application/grpc',
-    te: 'trailers',
-    authorization: `Bearer ${token}`,
-  });
-  const body = toBinary(ProbeRequestSchema, create(ProbeRequestSchema, { text, count }));
-  const frame = Buffer.alloc(5 + body.byteLength);
-  frame.writeUInt32BE(body.byteLength, 1);
-  frame.set(body, 5);
-  stream.end(frame);
-  stream.pause();
-  const sequences: number[] = [];
-  let pending = Buffer.alloc(0);
-  stream.on('data', (chunk: Buffer) => {
-    pending = Buffer.concat([pending, chunk]);
-    while (pending.byteLength >= 5 && pending.byteLength >= 5 + pending.readUInt32BE(1)) {
-      const length = pending.readUInt32BE(1);
-      sequences.push(fromBinary(ProbeReplySchema, pending.subarray(5, 5 + length)).sequence);
-      pending = pending.subarray(5 + length);
-    }
-  });
-  const done = new Promise<{ sequences: number[]; status: string | undefined }>((resolve, reject) => {
-    stream.on('trailers', (trailers) => resolve({ sequences, status: trailers['grpc-status'] as string | undefined }));
-    stream.on('error', reject);
-  });
-  return {
-    resume: () => stream.resume(),
-    done: done.finally(() => session.close()),
-  };
+/** A raw HTTP/2 gRPC call of Count (see `rawGrpcStream`). */
+function rawCount(url: string, token: string, count: number) {
+  const request = toBinary(ProbeRequestSchema, create(ProbeRequestSchema, { text: 'x', count }));
+  return rawGrpcStream(url, '/docket.testing.v1.ProbeService/Count', request, { authorization: `Bearer ${token}` });
 }
 
 describe('binary gRPC server streams', () => {
@@ -84,14 +54,14 @@ describe('binary gRPC server streams', () => {
   it('hold the handler back while the client does not read (HTTP/2 flow control), then deliver every message in order', async () => {
     const server = await countingServer();
     const call = rawCount(harness!.url, await harness!.token(), 20_000);
+    call.pause();
     await sleep(1_000);
     // The client's 64 KiB stream window and the server's write buffer hold a few dozen 1 KiB replies; the rest were never made.
     expect(server.produced()).toBeGreaterThan(0);
     expect(server.produced()).toBeLessThan(500);
     call.resume();
-    const { sequences, status } = await call.done;
-    expect(status).toBe('0');
-    expect(sequences).toEqual(Array.from({ length: 20_000 }, (_, index) => index + 1));
+    expect(await call.done).toBe('0');
+    expect(call.messages.map((message) => fromBinary(ProbeReplySchema, message).sequence)).toEqual(Array.from({ length: 20_000 }, (_, index) => index + 1));
   });
 
   it('send a shared reply as the same bytes on every stream, as any client decodes it', async () => {

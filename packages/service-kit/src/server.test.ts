@@ -9,6 +9,7 @@ import { errorInfoOf } from './error-mapping.js';
 import { startServer } from './server.js';
 import { createLogger } from './logger.js';
 import { grpcJsProbe } from './testing/grpc-js-probe.js';
+import { rawGrpcStream } from './testing/raw-grpc-stream.js';
 import { ProbeService } from './testing/probe-service.js';
 import { probeImplementation, startProbeServer, type ProbeHarness } from './testing/probe-server.js';
 
@@ -180,18 +181,10 @@ describe('startServer', () => {
         }),
     });
     const token = await harness.token();
-    const resetAfterFirstFrame = async (path: string, body: Uint8Array, headers: Record<string, string> = {}) => {
-      const session = http2.connect(harness.url);
-      const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...headers });
-      const frame = Buffer.alloc(5 + body.byteLength);
-      frame.writeUInt32BE(body.byteLength, 1);
-      frame.set(body, 5);
-      stream.end(frame);
-      // Closing with an error code makes the client's own stream emit it.
-      stream.on('error', () => {});
-      await new Promise((resolve) => stream.once('data', resolve));
-      stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
-      session.close();
+    const resetAfterFirstFrame = async (path: string, request: Uint8Array, headers: Record<string, string> = {}) => {
+      const call = rawGrpcStream(harness.url, path, request, headers);
+      await call.firstData;
+      call.reset(http2.constants.NGHTTP2_INTERNAL_ERROR);
     };
     // Health/Watch returns once its call is aborted; the probe's Count throws the abort.
     await resetAfterFirstFrame('/grpc.health.v1.Health/Watch', new Uint8Array());
