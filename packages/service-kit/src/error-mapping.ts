@@ -93,6 +93,9 @@ const GRPC_CODE_NAMES: ReadonlyMap<number, string> = new Map(
 
 const INTERNAL = { reason: 'INTERNAL', message: 'internal error' } as const;
 
+/** What a call whose client left (cancelled, reset, disconnected) is answered and logged as. */
+const CLIENT_LEFT = { code: Code.Canceled, reason: 'CANCELLED', message: 'cancelled' } as const;
+
 /** Node's errors for writing to a stream whose peer is already gone: a client that left, not a fault of ours. */
 const PEER_GONE_CODES: ReadonlySet<string> = new Set([
   'ERR_STREAM_DESTROYED',
@@ -138,7 +141,7 @@ export function toConnectError(error: unknown, logger: Logger, fields?: LogField
     // error as its cause: a client that left, not a fault of ours.
     const cause = error.cause;
     if (error.code === Code.Internal && cause !== undefined && PEER_GONE_CODES.has(String(codeOf(cause)))) {
-      return docketConnectError({ code: Code.Canceled, reason: 'CANCELLED', message: 'cancelled' });
+      return clientLeftError();
     }
     if (error.code === Code.Internal && cause !== undefined) {
       logger.error('unexpected error', { ...fields, error_name: nameOf(cause), error_code: codeOf(cause) });
@@ -150,11 +153,11 @@ export function toConnectError(error: unknown, logger: Logger, fields?: LogField
     // signal's reason: Connect's DEADLINE_EXCEEDED, or UNAVAILABLE when
     // the grace period of a shutdown ran out.
     if (error.cause instanceof ConnectError) return toConnectError(error.cause, logger, fields);
-    return docketConnectError({ code: Code.Canceled, reason: 'CANCELLED', message: 'cancelled' });
+    return clientLeftError();
   }
   if (PEER_GONE_CODES.has(String(codeOf(error)))) {
     // Writing a frame to a stream whose client has already gone (cancelled, disconnected): nobody to answer.
-    return docketConnectError({ code: Code.Canceled, reason: 'CANCELLED', message: 'cancelled' });
+    return clientLeftError();
   }
   logger.error('unexpected error', { ...fields, error_name: nameOf(error), error_code: codeOf(error) });
   return docketConnectError({ code: Code.Internal, ...INTERNAL });
@@ -175,7 +178,7 @@ export function clientLeft(signal: AbortSignal): boolean {
 
 /** The error of a call whose client left: CANCELLED (nobody reads it; the log line says so). */
 export function clientLeftError(): ConnectError {
-  return docketConnectError({ code: Code.Canceled, reason: 'CANCELLED', message: 'cancelled' });
+  return docketConnectError(CLIENT_LEFT);
 }
 
 /**
