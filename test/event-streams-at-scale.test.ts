@@ -13,6 +13,8 @@ import {
   StreamJobEventsRequestSchema,
   StreamJobEventsResponseSchema,
   type StreamJobEventsResponse,
+  WatchJobsRequestSchema,
+  WatchJobsResponseSchema,
   type WatchJobsResponse,
 } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { createWorker, type Worker } from '@docket/worker-sdk';
@@ -104,34 +106,33 @@ async function rssOf(pid: number): Promise<number> {
 }
 
 /**
- * A StreamJobEvents call over a bare HTTP/2 stream, so the test controls
- * reading exactly: `pause()` stops taking data off the stream (HTTP/2 flow
- * control then stops the server), `resume()` goes on. Frames are decoded as
- * they are taken.
+ * A server-streaming EventService call over a bare HTTP/2 stream, so the
+ * test controls reading exactly: `pause()` stops taking data off the
+ * stream (HTTP/2 flow control then stops the server), `resume()` goes on.
+ * Frames are decoded as they are taken.
  */
-function rawStream(url: string, token: string, jobId: string) {
+function rawStream<T>(url: string, token: string, method: 'StreamJobEvents' | 'WatchJobs', body: Uint8Array, decode: (bytes: Uint8Array) => T) {
   const session = http2.connect(url);
   session.on('error', () => {});
   const stream = session.request({
     ':method': 'POST',
-    ':path': '/docket.events.v1.EventService/StreamJobEvents',
+    ':path': `/docket.events.v1.EventService/${method}`,
     'content-type': 'application/grpc+proto',
     te: 'trailers',
     authorization: `Bearer ${token}`,
   });
   stream.on('error', () => {});
-  const body = toBinary(StreamJobEventsRequestSchema, create(StreamJobEventsRequestSchema, { jobId }));
   const envelope = Buffer.alloc(5 + body.byteLength);
   envelope.writeUInt32BE(body.byteLength, 1);
   envelope.set(body, 5);
   stream.end(envelope);
-  const frames: StreamJobEventsResponse[] = [];
+  const frames: T[] = [];
   let buffered = Buffer.alloc(0);
   stream.on('data', (chunk: Buffer) => {
     buffered = Buffer.concat([buffered, chunk]);
     while (buffered.byteLength >= 5 && buffered.byteLength >= 5 + buffered.readUInt32BE(1)) {
       const length = buffered.readUInt32BE(1);
-      frames.push(fromBinary(StreamJobEventsResponseSchema, buffered.subarray(5, 5 + length)));
+      frames.push(decode(buffered.subarray(5, 5 + length)));
       buffered = buffered.subarray(5 + length);
     }
   });
@@ -141,6 +142,29 @@ function rawStream(url: string, token: string, jobId: string) {
     resume: () => stream.resume(),
     close: () => session.destroy(),
   };
+}
+
+/** A raw StreamJobEvents call of `jobId` from the start (see {@link rawStream}). */
+function rawJobStream(url: string, token: string, jobId: string) {
+  const body = toBinary(StreamJobEventsRequestSchema, create(StreamJobEventsRequestSchema, { jobId }));
+  return rawStream(url, token, 'StreamJobEvents', body, (bytes) => fromBinary(StreamJobEventsResponseSchema, bytes));
+}
+
+/** A user's changes in the feed's order (`job@revision`), read from the table itself. */
+async function feedOf(subject: string): Promise<string[]> {
+  const sql = new pg.Client({ connectionString: databaseUrl });
+  await sql.connect();
+  try {
+    const { rows } = await sql.query<{ job_id: string; revision: string }>('select job_id, revision from job_changes where owner = $1 order by transaction_id, entry_id', [subject]);
+    return rows.map((row) => `${row.job_id}@${row.revision}`);
+  } finally {
+    await sql.end();
+  }
+}
+
+/** The `job@revision` of each `job_changed` frame. */
+function changesIn(frames: readonly WatchJobsResponse[]): string[] {
+  return frames.flatMap((frame) => (frame.frame.case === 'jobChanged' ? [`${frame.frame.value.jobId}@${frame.frame.value.revision}`] : []));
 }
 
 describe('event streams at scale', () => {
@@ -254,7 +278,7 @@ describe('event streams at scale', () => {
     const MEMORY_BOUND = 24 * 1024 * 1024;
     const [jobId] = await submitJobs(cluster.admission.url, alice, 1, freshQueue('slow-reader'));
     const events = replica('events', 0);
-    const reader = rawStream(events.url, alice, jobId!);
+    const reader = rawJobStream(events.url, alice, jobId!);
     const sequences = () => reader.frames.flatMap((frame) => (frame.frame.case === 'page' ? frame.frame.value.events.map((event) => Number(event.sequence)) : []));
     try {
       await until(async () => sequences().length === 1, 'the reader to catch up');
@@ -310,22 +334,9 @@ describe('event streams at scale', () => {
       }),
     );
 
-    const sql = new pg.Client({ connectionString: databaseUrl });
-    await sql.connect();
     const expected = new Map<number, string[]>();
-    try {
-      for (const [user, subject] of users.entries()) {
-        const { rows } = await sql.query<{ job_id: string; revision: string }>(
-          'select job_id, revision from job_changes where owner = $1 order by transaction_id, entry_id',
-          [subject],
-        );
-        expected.set(user, rows.map((row) => `${row.job_id}@${row.revision}`));
-      }
-    } finally {
-      await sql.end();
-    }
-    const changesOf = (stream: (typeof streams)[number]) =>
-      stream.frames.flatMap((frame) => (frame.frame.case === 'jobChanged' ? [`${frame.frame.value.jobId}@${frame.frame.value.revision}`] : []));
+    for (const [user, subject] of users.entries()) expected.set(user, await feedOf(subject));
+    const changesOf = (stream: (typeof streams)[number]) => changesIn(stream.frames);
     await until(async () => streams.every((stream) => changesOf(stream).length >= expected.get(stream.user)!.length), 'every stream to receive its changes', 60_000);
     abort.abort();
     await Promise.allSettled(reading);
@@ -334,4 +345,37 @@ describe('event streams at scale', () => {
       expect(changesOf(stream)).toEqual(expected.get(stream.user));
     }
   }, 180_000);
+
+  it('a WatchJobs subscriber that stops reading while 2,000 changes commit holds no one back, then gets every change in feed order', async () => {
+    const subject = `feed-slow-${newIdempotencyKey('user').slice(-8)}`;
+    const token = await cluster.tokenFor(subject, 'user');
+    const events = replica('events', 0);
+    const body = toBinary(WatchJobsRequestSchema, create(WatchJobsRequestSchema, {}));
+    const slow = rawStream(events.url, token, 'WatchJobs', body, (bytes) => fromBinary(WatchJobsResponseSchema, bytes));
+    const abort = new AbortController();
+    const brisk: WatchJobsResponse[] = [];
+    const reading = (async () => {
+      for await (const frame of clientFor(EventService, events.url, token).watchJobs({}, { signal: abort.signal })) brisk.push(frame);
+    })();
+    reading.catch(() => {});
+    try {
+      await until(async () => slow.frames.length > 0 && brisk.length > 0, 'both streams to start');
+      slow.pause();
+      // Far more than the client's 64 KiB window and the server's buffer hold: the events process must stop writing and read on later.
+      const CHANGES = 2_000;
+      await Promise.all(Array.from({ length: 8 }, () => submitJobs(cluster.admission.url, token, CHANGES / 8, freshQueue('slow-watch'))));
+      const feed = await feedOf(subject);
+      expect(feed).toHaveLength(CHANGES);
+      // The reading subscriber of the same user and process is not held back by the one that stopped.
+      await until(async () => changesIn(brisk).length === CHANGES, 'the reading subscriber to receive every change', 60_000);
+      expect(changesIn(slow.frames).length).toBeLessThan(CHANGES / 2);
+      slow.resume();
+      await until(async () => changesIn(slow.frames).length >= CHANGES, 'the stopped subscriber to receive every change', 60_000);
+      expect(changesIn(slow.frames)).toEqual(feed);
+      expect(changesIn(brisk)).toEqual(feed);
+    } finally {
+      abort.abort();
+      slow.close();
+    }
+  }, 120_000);
 });

@@ -2,6 +2,7 @@ import type { Interceptor } from '@connectrpc/connect';
 import { createBearerVerifier, type PublicKeySet, type Role, type TokenRules } from '@docket/auth';
 import { principalKey } from './principal.js';
 import { permissionDeniedError, unauthenticatedError } from './refusals.js';
+import { guardedSink, streamSinkKey } from './stream-sink.js';
 
 /** Who may call the Docket services of one server. At least one of `secret` and `publicKeys` is required. */
 export interface AuthPolicy {
@@ -30,7 +31,8 @@ export interface AuthPolicy {
  *
  * A response stream lives no longer than the token that opened it: when
  * its `exp` passes, the stream ends with UNAUTHENTICATED, and the client
- * reconnects with a fresh token (resuming where it was).
+ * reconnects with a fresh token (resuming where it was). Messages offered
+ * through the stream's sink (`StreamSink`) are refused from then on too.
  *
  * @param unauthenticatedServices fully-qualified service names served
  *   without authentication (health and reflection)
@@ -50,6 +52,8 @@ export function authenticationInterceptor(
     if (!verdict.ok) throw unauthenticatedError();
     if (!policy.allowedRoles.includes(verdict.principal.role)) throw permissionDeniedError();
     req.contextValues.set(principalKey, verdict.principal);
+    const sink = req.contextValues.get(streamSinkKey);
+    if (sink) req.contextValues.set(streamSinkKey, guardedSink(sink, () => Date.now() < verdict.expiresAtMs));
     const response = await next(req);
     if (!response.stream) return response;
     return { ...response, message: untilExpiry(response.message, verdict.expiresAtMs) };

@@ -23,6 +23,7 @@ import {
 } from '@connectrpc/connect/protocol';
 import { contentTypeProto, grpcStatusOk, headerAcceptEncoding, headerEncoding, headerGrpcStatus, headerTimeout, parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import { encodedFramesKey, frameOf, grpcFrame } from './shared-frame.js';
+import { streamSinkKey, type StreamSink } from './stream-sink.js';
 
 /** A server-streaming method's implementation, as Connect's router registered it. */
 export type ServerStreamSpec = Extract<MethodImplSpec, { kind: 'server_streaming' }>;
@@ -54,6 +55,11 @@ export function isBinaryGrpc(contentType: string | undefined): boolean {
  * one fitted the stream's buffer (or drained), so a subscriber that stops
  * reading holds at most one message here; its handler waits meanwhile.
  * Answers are never compressed (see `boundedNodeAdapter`).
+ *
+ * While the writer waits for the handler's next message, the handler may
+ * also write one straight away through the call's {@link StreamSink}
+ * (`streamSinkOf`); the sink refuses while a write waits for the client to
+ * drain, and once the call is ending.
  */
 export async function serveGrpcServerStream(
   spec: ServerStreamSpec,
@@ -92,15 +98,37 @@ export async function serveGrpcServerStream(
     transformParseEnvelope(serialization.getI(true)),
   );
   const output = spec.method.output;
+  /** Whether the writer is waiting for the handler's next message, so an offered one goes out in its place. */
+  let awaiting = false;
+  const writeHead = (): void => {
+    if (!response.headersSent) response.writeHead(200, nodeHeaders(context.responseHeader));
+  };
+  const sink: StreamSink = {
+    offer(message) {
+      if (!awaiting || response.destroyed || response.stream.closed || response.stream.writableNeedDrain) return false;
+      writeHead();
+      response.write(envelope(output, message));
+      return true;
+    },
+  };
+  request.contextValues?.set(streamSinkKey, sink);
+  const nextMessage = async (): Promise<IteratorResult<unknown>> => {
+    awaiting = true;
+    try {
+      return await messages!.next();
+    } finally {
+      awaiting = false;
+    }
+  };
   let messages: AsyncIterator<unknown> | undefined;
   try {
     const answer = await invoke(spec, context, options.interceptors, input);
     copyHeaders(answer.header, context.responseHeader);
     messages = answer.message[Symbol.asyncIterator]();
     // Headers wait for the first message, so the chain may still set some.
-    let next = await messages.next();
-    response.writeHead(200, nodeHeaders(context.responseHeader));
-    for (; next.done !== true; next = await messages.next()) {
+    let next = await nextMessage();
+    writeHead();
+    for (; next.done !== true; next = await nextMessage()) {
       const written = write(response, envelope(output, next.value));
       if (written !== true && !(await written)) return;
     }
@@ -112,7 +140,7 @@ export async function serveGrpcServerStream(
     messages?.return?.().catch(() => {});
   }
   if (response.destroyed || response.stream.closed) return;
-  if (!response.headersSent) response.writeHead(200, nodeHeaders(context.responseHeader));
+  writeHead();
   response.addTrailers(nodeHeaders(context.responseTrailer));
   response.end();
 }

@@ -7,7 +7,7 @@ import {
   type WatchJobsResponse,
 } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import type { Caller, JobChange } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import type { FeedCursorBinding, FeedCursorPosition } from '@docket/service-kit';
+import type { FeedCursorBinding, FeedCursorPosition, StreamSink } from '@docket/service-kit';
 import { callerOf, sharedFrame } from '@docket/service-kit';
 import type { EventDependencies, StreamSignals } from './event-dependencies.js';
 import { parseFeedFilter } from './feed-filter.js';
@@ -32,6 +32,13 @@ import { assertNotLostTooLong, untilLive } from './upstream-liveness.js';
  * batch at a time, until it reaches the window: it never skips and never
  * makes the process buffer for it.
  *
+ * A stream that is parked at the head when the window grows is sent the new
+ * frames at once, by the walk's wake-up itself, through the stream's sink
+ * where it has one (binary gRPC): a thousand subscribers of one change cost
+ * a thousand writes, not a thousand generator resumptions. Whatever the
+ * sink refuses (the client has not drained, the stream is ending) the
+ * stream's own loop sends, from the same position.
+ *
  * An absent, invalid, expired or foreign cursor is not an error: the first
  * frame is `resync_required` with a cursor at the current head, and the
  * stream continues from there. While the process's upstream is lost (a
@@ -43,9 +50,10 @@ export async function* watchJobs(
   principal: Principal,
   request: WatchJobsRequest,
   signals: StreamSignals,
+  sink: StreamSink | undefined,
 ): AsyncGenerator<WatchJobsResponse, void, undefined> {
   const filter = parseFeedFilter(request.filter);
-  const feed = new ChangeFeedSubscription(deps, callerOf(principal), { subject: principal.subject, filter }, signals);
+  const feed = new ChangeFeedSubscription(deps, callerOf(principal), { subject: principal.subject, filter }, signals, sink);
   deps.gauge.opened('change_feeds');
   try {
     yield* feed.run(request.cursor);
@@ -59,6 +67,8 @@ export async function* watchJobs(
 class ChangeFeedSubscription {
   #position: FeedCursorPosition | undefined;
   #readNeeded = true;
+  /** Whether the loop waits at the head with nothing yielded and unsent, so the walk may send new entries through the sink. */
+  #parked = false;
   readonly #session: SubscriberSession;
   readonly #unsubscribe: () => void;
 
@@ -67,9 +77,11 @@ class ChangeFeedSubscription {
     private readonly caller: Caller,
     private readonly binding: FeedCursorBinding,
     private readonly signals: StreamSignals,
+    private readonly sink: StreamSink | undefined,
   ) {
     this.#session = new SubscriberSession(signals, deps.heartbeatMs);
     this.#unsubscribe = deps.feed.subscribe(() => {
+      if (this.#parked && this.#offerNews()) return;
       this.#readNeeded = true;
       this.#session.wake.ring();
     });
@@ -89,7 +101,10 @@ class ChangeFeedSubscription {
         this.#readNeeded = false;
         yield* this.#catchUp();
       }
-      switch (await this.#session.next()) {
+      this.#parked = this.sink !== undefined;
+      const turn = await this.#session.next();
+      this.#parked = false;
+      switch (turn) {
         case 'rung':
           break;
         case 'heartbeat':
@@ -114,6 +129,24 @@ class ChangeFeedSubscription {
     this.#session.close();
   }
 
+  /**
+   * Offers the sink every visible change the window holds after the
+   * position, advancing the position past each one taken (and past those
+   * the caller does not see). Returns whether that reached the head; false
+   * when the sink refused one or the position is behind the window, and
+   * the loop must catch up on its own.
+   */
+  #offerNews(): boolean {
+    for (;;) {
+      if (this.#session.stopping) return true;
+      const step = this.deps.feed.next(this.#position!);
+      if (step.kind === 'caught-up') return true;
+      if (step.kind === 'behind') return false;
+      if (this.#admits(step.change) && !this.sink!.offer(this.#changed(step.change, step.position))) return false;
+      this.#position = step.position;
+    }
+  }
+
   /** Sends every visible change after the position, from the shared window or, when behind it, from reads of its own. */
   async *#catchUp(): AsyncGenerator<WatchJobsResponse, void, undefined> {
     for (;;) {
@@ -124,14 +157,14 @@ class ChangeFeedSubscription {
           return;
         case 'entry':
           this.#position = step.position;
-          if (this.#admits(step.change)) yield this.#changed(step.change);
+          if (this.#admits(step.change)) yield this.#changed(step.change, step.position);
           break;
         case 'behind': {
           const before = this.#position;
           const batch = await this.deps.feed.read(this.caller, before, { statuses: [...this.binding.filter.statuses], queue: this.binding.filter.queue }, this.signals.signal);
           for (const change of batch.changes) {
             this.#position = { transactionId: change.position!.transactionId, entryId: change.position!.entryId };
-            yield this.#changed(change);
+            yield this.#changed(change, this.#position);
           }
           if (batch.position) this.#position = { transactionId: batch.position.transactionId, entryId: batch.position.entryId };
           // Nothing more is released yet (entries held back): the shared walk wakes this stream when they are.
@@ -153,13 +186,14 @@ class ChangeFeedSubscription {
   }
 
   /**
-   * The frame of `change` at the current position. Subscribers of one
-   * caller and filter at one position carry the same cursor, so they send
-   * one frame object, encoded once for all of them (`sharedFrame`).
+   * The frame of `change`, whose cursor resumes right after `position`.
+   * Subscribers of one caller and filter at one position carry the same
+   * cursor, so they send one frame object, encoded once for all of them
+   * (`sharedFrame`).
    */
-  #changed(change: JobChange): WatchJobsResponse {
+  #changed(change: JobChange, position: FeedCursorPosition): WatchJobsResponse {
     this.#session.sent();
-    const cursor = this.deps.cursors.seal(this.#position!, this.binding);
+    const cursor = this.deps.cursors.seal(position, this.binding);
     let byCursor = changedFrames.get(change);
     if (!byCursor) changedFrames.set(change, (byCursor = new Map()));
     let response = byCursor.get(cursor);

@@ -1,7 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import { drainSignalOf, forwardDeadline, principalOf, writesEncodedFrames } from '@docket/service-kit';
+import { drainSignalOf, forwardDeadline, principalOf, streamSinkOf, writesEncodedFrames } from '@docket/service-kit';
 import { watchJobs } from '../domain/change-feed.js';
 import type { EventDependencies, StreamSignals } from '../domain/event-dependencies.js';
 import { streamJobEvents } from '../domain/job-event-tail.js';
@@ -14,7 +14,7 @@ export function eventServiceRoutes(deps: EventDependencies): (router: ConnectRou
       readJobEvents: (request, ctx) => readJobEvents(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       streamJobEvents: (request, ctx) =>
         streamJobEvents(deps, principalOf(ctx), request, streamSignalsOf(ctx), writesEncodedFrames(ctx)),
-      watchJobs: (request, ctx) => watchJobs(deps, principalOf(ctx), request, streamSignalsOf(ctx)),
+      watchJobs: (request, ctx) => watchJobs(deps, principalOf(ctx), request, streamSignalsOf(ctx), streamSinkOf(ctx)),
     });
   };
 }
