@@ -42,9 +42,10 @@ async function countingServer(): Promise<{ produced: () => number }> {
 
 /**
  * A probe server whose Count sends `count` replies of 1 KiB, each offered
- * through the call's sink from a parked handler (waiting on a timer turn,
- * nothing yielded), and yielded only when the sink refuses it or there is
- * no sink. Counts what was offered, refused and produced.
+ * through the call's sink, in bursts taken in turn by the running handler
+ * itself and by a turn of the event loop while the handler is parked
+ * (nothing yielded), and yielded only when the sink refuses one or there
+ * is no sink. Counts what was offered, refused and produced.
  */
 async function offeringServer(): Promise<{ produced: () => number; offered: () => number; refused: () => number; sinks: (boolean | undefined)[] }> {
   let produced = 0;
@@ -58,14 +59,13 @@ async function offeringServer(): Promise<{ produced: () => number; offered: () =
           const sink = streamSinkOf(ctx);
           sinks.push(sink !== undefined);
           const reply = (sequence: number) => create(ProbeReplySchema, { text: 'x'.repeat(1024), sequence });
-          while (produced < request.count) {
-            // Parked: the next replies are offered from another turn of the event loop, as a fan-out would.
-            await new Promise<void>((resolve) =>
-              setImmediate(() => {
-                while (sink && produced < request.count && sink.offer(reply(produced + 1))) (produced += 1), (offered += 1);
-                resolve();
-              }),
-            );
+          const burst = (): void => {
+            while (sink && produced < request.count && sink.offer(reply(produced + 1))) (produced += 1), (offered += 1);
+          };
+          for (let turn = 0; produced < request.count; turn += 1) {
+            // Offered by the handler as it runs, or, parked, from another turn of the event loop, as a fan-out would.
+            if (turn % 2 === 0) burst();
+            else await new Promise<void>((resolve) => setImmediate(() => (burst(), resolve())));
             if (produced === request.count) return;
             if (sink) refused += 1;
             produced += 1;
@@ -111,7 +111,7 @@ describe('binary gRPC server streams', () => {
     await expectHeldBackThenDelivered(server.produced);
   });
 
-  it('write what a parked handler offers in order with what it yields, refusing offers while the client does not read', async () => {
+  it('write what a handler offers, running or parked, in order with what it yields, refusing offers while the client does not read', async () => {
     const server = await offeringServer();
     // Offers stop once the stream's buffer is full; the refused reply is yielded and waits for the client like any other.
     await expectHeldBackThenDelivered(server.produced);

@@ -8,9 +8,12 @@ import { createContextKey, type HandlerContext } from '@connectrpc/connect';
  * thousand generators (each resumption passes through every interceptor's
  * wrapper, tens of microseconds a message).
  *
- * The handler must be parked (waiting, with nothing yielded and not yet
- * written) whenever it offers, so that an offered message can never
- * overtake one it yielded. The sink refuses (`false`, nothing written)
+ * A handler offers only while nothing it yielded is still on its way to
+ * the writer, so that an offered message can never overtake a yielded
+ * one: while its own code runs (the writer asks a generator for the next
+ * message only after writing the last, and no interceptor reads ahead of
+ * it), or while it waits parked between two messages. The sink refuses
+ * (`false`, nothing written)
  * when the stream cannot take the message now: it is ending, the client
  * has not drained what it was sent, or the writer is busy with a yielded
  * message. A refused message is then the handler's to yield as usual,

@@ -147,7 +147,16 @@ class ChangeFeedSubscription {
     }
   }
 
-  /** Sends every visible change after the position, from the shared window or, when behind it, from reads of its own. */
+  /**
+   * Sends every visible change after the position, from the shared window
+   * or, when behind it, from reads of its own. Each frame goes through the
+   * sink if it takes it and is yielded otherwise: while this generator
+   * runs, everything it yielded before has been written (the writer asks
+   * for the next message only after writing the last), so an offered frame
+   * cannot overtake one, and a catch-up of thousands of entries is a loop
+   * of writes until the client's window fills; the frame the sink refuses
+   * then waits for the client like any yielded one.
+   */
   async *#catchUp(): AsyncGenerator<WatchJobsResponse, void, undefined> {
     for (;;) {
       if (this.#session.stopping) return;
@@ -157,14 +166,18 @@ class ChangeFeedSubscription {
           return;
         case 'entry':
           this.#position = step.position;
-          if (this.#admits(step.change)) yield this.#changed(step.change, step.position);
+          if (this.#admits(step.change)) {
+            const frame = this.#changed(step.change, step.position);
+            if (!this.sink?.offer(frame)) yield frame;
+          }
           break;
         case 'behind': {
           const before = this.#position;
           const batch = await this.deps.feed.read(this.caller, before, { statuses: [...this.binding.filter.statuses], queue: this.binding.filter.queue }, this.signals.signal);
           for (const change of batch.changes) {
             this.#position = { transactionId: change.position!.transactionId, entryId: change.position!.entryId };
-            yield this.#changed(change, this.#position);
+            const frame = this.#changed(change, this.#position);
+            if (!this.sink?.offer(frame)) yield frame;
           }
           if (batch.position) this.#position = { transactionId: batch.position.transactionId, entryId: batch.position.entryId };
           // Nothing more is released yet (entries held back): the shared walk wakes this stream when they are.
