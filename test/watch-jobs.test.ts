@@ -1,4 +1,6 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Code, type Client } from '@connectrpc/connect';
+import { openToken } from '@docket/contracts';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
@@ -171,6 +173,29 @@ describe('WatchJobs', () => {
       } finally {
         resumed.close();
       }
+    }
+  });
+
+  it('gives each frame a cursor that lives its full time from when it was sent, also to a subscriber that reaches the change later', async () => {
+    const [jobId] = await submitJobs(cluster.admission.url, alice, 1);
+    const early = new Feed(clientFor(EventService, cluster.events.url, alice));
+    const expiry = (cursor: string) => Number(openToken(cursor, cluster.cursorSecret)!['exp']);
+    try {
+      const atHead = await early.next();
+      await writeAsAlice.append(jobId!, 1);
+      const [first] = await early.changes(1);
+      // The same entry, from the same window, sent to a second subscriber 1.5 s later.
+      await sleep(1_500);
+      const late = new Feed(clientFor(EventService, cluster.events.url, alice), { cursor: atHead.cursor });
+      try {
+        const [again] = await late.changes(1);
+        expect([again!.jobId, again!.revision]).toEqual([first!.jobId, first!.revision]);
+        expect(expiry(again!.cursor) - expiry(first!.cursor)).toBeGreaterThanOrEqual(1_000);
+      } finally {
+        late.close();
+      }
+    } finally {
+      early.close();
     }
   });
 

@@ -90,6 +90,15 @@ export class FeedCursorCodec {
   ) {}
 
   /**
+   * How long a sealed cursor is given out again for the same binding and
+   * position: a second, or a tenth of the time to live if that is shorter.
+   * A cache of frames carrying cursors keeps each one no longer than this.
+   */
+  get reuseMs(): number {
+    return Math.min(REUSE_MS, this.ttlMs / 10);
+  }
+
+  /**
    * The cursor that resumes the feed right after `position`. Every WatchJobs
    * subscriber of one subject and filter passes each entry with the same
    * cursor, so one sealed in the last second (or tenth of the time to
@@ -103,7 +112,7 @@ export class FeedCursorCodec {
     const key = `${sub}.${f}.${tx}.${e}`;
     const now = this.now();
     const recent = this.#recent.get(key);
-    if (recent && now >= recent.sealedAt && now - recent.sealedAt < Math.min(REUSE_MS, this.ttlMs / 10)) return recent.cursor;
+    if (recent && now >= recent.sealedAt && now - recent.sealedAt < this.reuseMs) return recent.cursor;
     const cursor = sealToken({ k: CURSOR_KIND, v: CURSOR_VERSION, sub, f, tx, e, exp: now + this.ttlMs }, this.secret);
     if (this.#recent.size >= RECENT_MAX) this.#recent.clear();
     this.#recent.set(key, { cursor, sealedAt: now });

@@ -67,6 +67,7 @@ export async function* watchJobs(
 class ChangeFeedSubscription {
   #position: FeedCursorPosition | undefined;
   #readNeeded = true;
+  readonly #bindingKey: string;
   /** Whether the loop waits at the head with nothing yielded and unsent, so the walk may send new entries through the sink. */
   #parked = false;
   readonly #session: SubscriberSession;
@@ -80,6 +81,7 @@ class ChangeFeedSubscription {
     private readonly sink: StreamSink | undefined,
   ) {
     this.#session = new SubscriberSession(signals, deps.heartbeatMs);
+    this.#bindingKey = bindingKeyOf(binding);
     this.#unsubscribe = deps.feed.subscribe(() => {
       if (this.#parked && this.#offerNews()) return;
       this.#readNeeded = true;
@@ -199,27 +201,28 @@ class ChangeFeedSubscription {
   }
 
   /**
-   * The frame of `change`, whose cursor resumes right after `position`.
-   * Subscribers of one caller and filter at one position carry the same
-   * cursor, so they send one frame object, encoded once for all of them
-   * (`sharedFrame`).
+   * The frame of `change`, whose cursor resumes right after `position` (the
+   * change's own). Subscribers of one caller and filter carry the same
+   * cursor for it, so they send one frame object, encoded once for all of
+   * them (`sharedFrame`), made again only once its cursor is older than
+   * the codec gives a sealed cursor out again for (`reuseMs`): no seal, no
+   * string built, per subscriber and change.
    */
   #changed(change: JobChange, position: FeedCursorPosition): WatchJobsResponse {
     this.#session.sent();
-    const cursor = this.deps.cursors.seal(position, this.binding);
-    let byCursor = changedFrames.get(change);
-    if (!byCursor) changedFrames.set(change, (byCursor = new Map()));
-    let response = byCursor.get(cursor);
-    if (!response) {
-      response = sharedFrame(
-        create(WatchJobsResponseSchema, {
-          cursor,
-          frame: { case: 'jobChanged', value: { jobId: change.jobId, revision: change.revision, status: change.status, lifecycle: change.lifecycle } },
-        }),
-      );
-      if (byCursor.size >= CHANGED_FRAMES_PER_ENTRY) byCursor.clear();
-      byCursor.set(cursor, response);
-    }
+    let byBinding = changedFrames.get(change);
+    if (!byBinding) changedFrames.set(change, (byBinding = new Map()));
+    const now = Date.now();
+    const known = byBinding.get(this.#bindingKey);
+    if (known && now - known.madeAt < this.deps.cursors.reuseMs) return known.response;
+    const response = sharedFrame(
+      create(WatchJobsResponseSchema, {
+        cursor: this.deps.cursors.seal(position, this.binding),
+        frame: { case: 'jobChanged', value: { jobId: change.jobId, revision: change.revision, status: change.status, lifecycle: change.lifecycle } },
+      }),
+    );
+    if (!known && byBinding.size >= CHANGED_FRAMES_PER_ENTRY) byBinding.clear();
+    byBinding.set(this.#bindingKey, { response, madeAt: now });
     return response;
   }
 
@@ -232,14 +235,19 @@ class ChangeFeedSubscription {
 }
 
 /**
- * Frames of feed entries by entry and cursor (the cursor names the
- * position and the caller and filter it was sealed for), kept as long as
- * the entry is, for at most {@link CHANGED_FRAMES_PER_ENTRY} cursors each.
+ * Frames of feed entries by entry and binding (caller and filter; see
+ * `bindingKeyOf`), kept as long as the entry is, for at most
+ * {@link CHANGED_FRAMES_PER_ENTRY} bindings each.
  */
-const changedFrames = new WeakMap<JobChange, Map<string, WatchJobsResponse>>();
+const changedFrames = new WeakMap<JobChange, Map<string, { readonly response: WatchJobsResponse; readonly madeAt: number }>>();
 
-/** Distinct cursors whose frame one entry keeps (subscribers with more distinct callers and filters encode their own). */
+/** Distinct bindings whose frame one entry keeps (subscribers with more distinct callers and filters make their own). */
 const CHANGED_FRAMES_PER_ENTRY = 8;
+
+/** One string per caller and filter, the key of the frames they share. */
+function bindingKeyOf(binding: FeedCursorBinding): string {
+  return JSON.stringify([binding.subject, binding.filter.statuses, binding.filter.queue]);
+}
 
 function samePosition(a: FeedCursorPosition | undefined, b: FeedCursorPosition | undefined): boolean {
   return a?.transactionId === b?.transactionId && a?.entryId === b?.entryId;
