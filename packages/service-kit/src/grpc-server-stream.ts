@@ -22,7 +22,7 @@ import {
   type UniversalServerRequest,
 } from '@connectrpc/connect/protocol';
 import { contentTypeProto, grpcStatusOk, headerAcceptEncoding, headerEncoding, headerGrpcStatus, headerTimeout, parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
-import { encodedFramesKey, frameOf, grpcFrame } from './shared-frame.js';
+import { frameOf, grpcFrame } from './shared-frame.js';
 import { streamSinkKey, type StreamSink } from './stream-sink.js';
 
 /** A server-streaming method's implementation, as Connect's router registered it. */
@@ -67,7 +67,6 @@ export async function serveGrpcServerStream(
   request: UniversalServerRequest,
   response: http2.Http2ServerResponse,
 ): Promise<void> {
-  request.contextValues?.set(encodedFramesKey, true);
   const timeout = parseTimeout(request.header.get(headerTimeout), Number.MAX_SAFE_INTEGER);
   const context = createHandlerContext({
     ...spec,

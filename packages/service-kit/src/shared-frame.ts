@@ -1,4 +1,5 @@
-import { createContextKey, type HandlerContext } from '@connectrpc/connect';
+import type { HandlerContext } from '@connectrpc/connect';
+import { streamSinkOf } from './stream-sink.js';
 
 /**
  * Response messages marked as sent unchanged on many streams, each with its
@@ -51,10 +52,11 @@ export function grpcFrame(encoded: Uint8Array): Buffer {
   return frame;
 }
 
-/** Set for a call whose response messages are written as encoded gRPC frames (`serveGrpcServerStream`). */
-export const encodedFramesKey = createContextKey(false, { description: 'docket encoded frames' });
-
-/** Whether this call's response messages are written as encoded frames, so an {@link encodedFrame} may be sent. */
+/**
+ * Whether this call's response messages are written as encoded frames
+ * (`serveGrpcServerStream`), so an {@link encodedFrame} may be sent: the
+ * calls that writer serves are the ones with a stream sink.
+ */
 export function writesEncodedFrames(ctx: HandlerContext): boolean {
-  return ctx.values.get(encodedFramesKey);
+  return streamSinkOf(ctx) !== undefined;
 }
