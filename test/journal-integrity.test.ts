@@ -273,7 +273,7 @@ describe('ReadJobEvents pages', () => {
     for (let batch = 0; batch < 5; batch += 1) latest = (await writer.append(jobId, 64, `batch-${batch}`)).lastSequence;
   });
 
-  const read = (afterSequence: bigint, pageSize = 0) => state.readJobEvents({ caller, jobId, afterSequence, pageSize });
+  const read = (afterSequence: bigint, pageSize = 0, pageCount = 0) => state.readJobEvents({ caller, jobId, afterSequence, pageSize, pageCount });
 
   it('use 100 events for page_size 0 and at most 256 for larger sizes', async () => {
     expect(latest).toBe(321n);
@@ -283,6 +283,20 @@ describe('ReadJobEvents pages', () => {
     expect(byDefault.status).toBe(JobStatus.QUEUED);
     expect((await read(0n, 300)).events).toHaveLength(256);
     expect((await read(0n, 7)).events).toHaveLength(7);
+  });
+
+  it('answer page_count pages at once, up to 4, each event verified and in order', async () => {
+    const stored = (await rowsOf(jobId)).events.map((event) => ({ sequence: BigInt(event.sequence), hash: event.hash }));
+    const hashes = (page: { events: { sequence: bigint; hash: string }[] }) => page.events.map((event) => ({ sequence: event.sequence, hash: event.hash }));
+    expect(hashes(await read(0n, 100, 3))).toEqual(stored.slice(0, 300));
+    expect(hashes(await read(0n, 50, 9))).toEqual(stored.slice(0, 200));
+    expect(hashes(await read(20n, 256, 4))).toEqual(stored.slice(20));
+    expect((await read(0n, 0, 1)).events).toHaveLength(100);
+    expect(await failureOf(read(0n, 10, -1))).toMatchObject({
+      code: Code.InvalidArgument,
+      reason: 'INVALID_FIELD',
+      violations: [expect.objectContaining({ field: 'page_count' })],
+    });
   });
 
   it('refuse a negative page_size or cursor as INVALID_ARGUMENT', async () => {

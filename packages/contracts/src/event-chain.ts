@@ -76,6 +76,21 @@ export function formatOccurredAt(d: Date): string {
  * or not an integer, lone surrogates, or a payload canonicalJson refuses.
  */
 export function eventChainPreimage(link: ChainLink): Uint8Array {
+  // A copy of exactly the preimage, so that its `.buffer` is the preimage too.
+  return writePreimage(link).slice();
+}
+
+/** `SHA-256(eventChainPreimage(link))` as 64 lowercase hex characters. */
+export function computeEventHash(link: ChainLink): string {
+  return sha256Hex(writePreimage(link));
+}
+
+/**
+ * The preimage of `link`, in {@link scratch}: valid until the next call.
+ * Hashing a page of the journal writes one preimage after another, so the
+ * buffer is allocated once, not per event.
+ */
+function writePreimage(link: ChainLink): Uint8Array {
   if (!isSha256Hex(link.requestDigest)) throw new TypeError('requestDigest must be 64 lowercase hex characters');
   if (!isSha256Hex(link.previousHash)) throw new TypeError('previousHash must be 64 lowercase hex characters');
   const sequence = asSequence(link.sequence);
@@ -84,11 +99,6 @@ export function eventChainPreimage(link: ChainLink): Uint8Array {
   assertWellFormed(link.type, 'type');
   const body = canonicalJson({ payload: link.payload, occurred_at: formatOccurredAt(link.occurredAt) });
   return lengthPrefixed([link.jobId, link.requestDigest, sequence.toString(), link.previousHash, link.type, body]);
-}
-
-/** `SHA-256(eventChainPreimage(link))` as 64 lowercase hex characters. */
-export function computeEventHash(link: ChainLink): string {
-  return sha256Hex(eventChainPreimage(link));
 }
 
 /** `link` with its hash: how a writer seals the next event of a journal. */
@@ -151,24 +161,30 @@ function toAnchorSequence(value: bigint | number): bigint {
   return sequence;
 }
 
+/** Where {@link lengthPrefixed} writes; grown (never shrunk) to the largest preimage so far. */
+let scratch = new Uint8Array(4096);
+let scratchView = new DataView(scratch.buffer);
+
 /**
  * The header, then each field as a 4-byte big-endian UTF-8 length and its
- * bytes, encoded straight into one buffer sized for the worst case (three
- * bytes per UTF-16 unit), then copied to its exact length: no encoding per
- * field, which is what makes verifying a page of the journal cheap.
+ * bytes, encoded straight into {@link scratch} once it holds the worst
+ * case (three bytes per UTF-16 unit): no encoding per field and no buffer
+ * per event, which is what makes verifying a page of the journal cheap.
+ * Returns a view of the scratch buffer, valid until the next call.
  */
 function lengthPrefixed(fields: readonly string[]): Uint8Array {
   let capacity = HEADER.length;
   for (const field of fields) capacity += 4 + 3 * field.length;
-  const out = new Uint8Array(capacity);
-  const view = new DataView(out.buffer);
-  out.set(HEADER);
+  if (capacity > scratch.byteLength) {
+    scratch = new Uint8Array(Math.max(capacity, 2 * scratch.byteLength));
+    scratchView = new DataView(scratch.buffer);
+  }
+  scratch.set(HEADER);
   let offset = HEADER.length;
   for (const field of fields) {
-    const { written } = encoder.encodeInto(field, out.subarray(offset + 4));
-    view.setUint32(offset, written);
+    const { written } = encoder.encodeInto(field, scratch.subarray(offset + 4));
+    scratchView.setUint32(offset, written);
     offset += 4 + written;
   }
-  // A copy of exactly the preimage, so that its `.buffer` is the preimage too.
-  return out.slice(0, offset);
+  return scratch.subarray(0, offset);
 }

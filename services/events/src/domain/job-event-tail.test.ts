@@ -81,7 +81,7 @@ class FakeState {
     await new Promise((resolve) => setTimeout(resolve, 1)); // a round trip
     const after = Number(request.afterSequence);
     return create(ReadJobEventsResponseSchema, {
-      events: this.events.slice(after, after + request.pageSize),
+      events: this.events.slice(after, after + request.pageSize * Math.min(Math.max(request.pageCount, 1), 4)),
       latestSequence: BigInt(this.events.length),
       status: this.status,
     });
@@ -185,10 +185,10 @@ describe('streamJobEvents', () => {
     expect(state.openWatches).toBe(0);
   });
 
-  it('reads the next page of a backlog while the subscriber still holds the current one, and sends it after', async () => {
+  it('reads the next 1,024 events of a backlog while the subscriber still holds the first frame, and sends them after, 256 to a frame', async () => {
     const state = new FakeState();
     const deps = dependencies(state);
-    state.append(599);
+    state.append(2999);
     const asked: number[] = [];
     const read = state.readJobEvents;
     state.readJobEvents = (request) => (asked.push(Number(request.afterSequence)), read(request));
@@ -196,16 +196,18 @@ describe('streamJobEvents', () => {
     const stream = streamJobEvents(deps, alice, create(StreamJobEventsRequestSchema, { jobId: JOB_ID }), { signal: stop.signal, drain: new AbortController().signal }, false);
     const first = await stream.next();
     expect(first.value?.frame.case).toBe('page');
-    // The subscriber has not asked for the second frame: its page is being read already.
+    // The subscriber has not asked for the second frame: the next read is under way already, and no more.
     await until(() => asked.length === 2);
-    expect(asked).toEqual([0, 256]);
-    const sequences: number[] = [];
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(asked).toEqual([0, 1024]);
+    const pages: number[][] = [];
     for (let frame = first; !frame.done; frame = await stream.next()) {
-      if (frame.value.frame.case === 'page') sequences.push(...frame.value.frame.value.events.map((event) => Number(event.sequence)));
-      if (sequences.length === 600) break;
+      if (frame.value.frame.case === 'page') pages.push(frame.value.frame.value.events.map((event) => Number(event.sequence)));
+      if (pages.flat().length === 3000) break;
     }
-    expect(sequences).toEqual(Array.from({ length: 600 }, (_, index) => index + 1));
-    expect(asked).toEqual([0, 256, 512]);
+    expect(pages.flat()).toEqual(Array.from({ length: 3000 }, (_, index) => index + 1));
+    expect(pages.map((page) => page.length)).toEqual([...Array.from({ length: 11 }, () => 256), 184]);
+    expect(asked).toEqual([0, 1024, 2048]);
     stop.abort();
     await stream.return(undefined);
     await deps.close();

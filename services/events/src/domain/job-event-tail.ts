@@ -13,6 +13,7 @@ import { callerOf, sharedFrame } from '@docket/service-kit';
 import type { EventDependencies, StreamSignals } from './event-dependencies.js';
 import { parseJobPosition } from './job-position.js';
 import type { JournalPage } from './journal-page.js';
+import { EVENTS_PER_READ } from './shared-journal-reads.js';
 import { isTerminalStatus } from './terminal-status.js';
 import { retryTransient } from './transient-failure.js';
 import { SubscriberSession } from './subscriber-session.js';
@@ -47,9 +48,9 @@ import { assertNotLostTooLong, untilLive } from './upstream-liveness.js';
  * resumes with its last sequence.
  *
  * Memory per subscriber is bounded whatever the commit rate or the client's
- * speed: one page being sent and the read of the next in flight (each at
- * most 256 events, reads shared), one "read again" bit and the latest
- * progress report. A subscriber that stops reading holds nothing more;
+ * speed: one read being sent and the next in flight (each at most
+ * {@link EVENTS_PER_READ} events, reads shared), one "read again" bit and
+ * the latest progress report. A subscriber that stops reading holds nothing more;
  * when it reads again it is served from the journal after its own cursor.
  */
 export async function* streamJobEvents(
@@ -151,9 +152,10 @@ class JobEventTail {
   }
 
   /**
-   * Reads and sends every event after the cursor, one page (one read) at a
+   * Reads and sends every event after the cursor, one read (up to
+   * {@link EVENTS_PER_READ} events, sent as frames of at most 256) at a
    * time; returns the head the last read reported, or undefined when the
-   * stream is stopping. While a page is being sent, the read of the next one
+   * stream is stopping. While a read's frames are being sent, the next read
    * is already under way (a backlog streams at the pace of the slower of
    * the two, not of their sum); a read left behind by a stream that stops
    * is dropped with its answer.
@@ -167,21 +169,23 @@ class JobEventTail {
       this.#proven = true;
       const last = page.lastSequence;
       if (last === undefined || last >= page.latestSequence) {
-        if (last !== undefined) yield this.#page(page);
+        yield* this.#frames(page);
         return { latestSequence: page.latestSequence, status: page.status };
       }
       next = this.#readAfter(last);
       next.catch(() => undefined);
-      yield this.#page(page);
+      yield* this.#frames(page);
     }
   }
 
-  /** The frame of `page`, checked to continue the cursor, which moves to its last event. */
-  #page(page: JournalPage): StreamJobEventsResponse {
-    assertContinues(page.sequences, this.#cursor);
-    this.#cursor = page.lastSequence!;
-    this.#session.sent();
-    return page.frame(this.encodedFrames);
+  /** The frames of `page`, one by one, each checked to continue the cursor, which moves to its last event. */
+  *#frames(page: JournalPage): Generator<StreamJobEventsResponse, void, undefined> {
+    for (const frame of page.frames(this.encodedFrames)) {
+      assertContinues(frame.sequences, this.#cursor);
+      this.#cursor = frame.sequences.at(-1)!;
+      this.#session.sent();
+      yield frame.response;
+    }
   }
 
   #readAfter(sequence: bigint): Promise<JournalPage> {

@@ -40,19 +40,27 @@ describe('JournalPage', () => {
     expect(page.events()).toEqual(answer.events);
   });
 
-  it('frames a page from the events’ own bytes exactly as encoding the decoded page would, once for every tail', () => {
-    const answer = stateAnswer(1n, 256);
+  it('frames a read of up to four pages as frames of 256 events, from the events’ own bytes exactly as encoding the decoded frames would, once for every tail', () => {
+    const answer = stateAnswer(1n, 600);
     const page = JournalPage.fromResponseBytes(toBinary(ReadJobEventsResponseSchema, answer));
-    const decoded = page.frame(false);
-    const expected = toBinary(StreamJobEventsResponseSchema, decoded);
-    const encoded = page.frame(true);
-    expect(page.frame(true)).toBe(encoded);
-    const frame = frameOf(encoded, () => {
-      throw new Error('an encoded page frame is never encoded again');
+    const decoded = page.frames(false);
+    const encoded = page.frames(true);
+    expect(page.frames(true)).toBe(encoded);
+    expect(page.frames(false)).toBe(decoded);
+    expect(decoded.map((frame) => frame.sequences.length)).toEqual([256, 256, 88]);
+    expect(encoded.flatMap((frame) => frame.sequences)).toEqual(page.sequences);
+    encoded.forEach((frame, index) => {
+      const expected = toBinary(StreamJobEventsResponseSchema, decoded[index]!.response);
+      expect(frame.sequences).toEqual(decoded[index]!.sequences);
+      const bytes = frameOf(frame.response, () => {
+        throw new Error('an encoded page frame is never encoded again');
+      });
+      expect(bytes.readUInt32BE(1)).toBe(expected.byteLength);
+      expect(Buffer.from(bytes.subarray(5)).equals(Buffer.from(expected))).toBe(true);
+      const sent = fromBinary(StreamJobEventsResponseSchema, bytes.subarray(5));
+      expect(sent).toEqual(decoded[index]!.response);
+      expect(sent.frame.case === 'page' && sent.frame.value.events.map((event) => event.sequence)).toEqual(frame.sequences);
     });
-    expect(frame.readUInt32BE(1)).toBe(expected.byteLength);
-    expect(Buffer.from(frame.subarray(5)).equals(Buffer.from(expected))).toBe(true);
-    expect(fromBinary(StreamJobEventsResponseSchema, frame.subarray(5))).toEqual(decoded);
   });
 
   it('reads an event without a sequence as 0 and refuses bytes that are not protobuf', () => {

@@ -5,6 +5,7 @@ import { EventSchema, type Event } from '@docket/proto/docket/common/v1/event_pb
 import type { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { StreamJobEventsResponseSchema, type StreamJobEventsResponse } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { StateService, type ReadJobEventsRequestSchema } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import { LIMITS } from '@docket/contracts';
 import { encodedFrame } from '@docket/service-kit';
 
 /**
@@ -70,8 +71,8 @@ export class JournalPage {
   readonly sequences: readonly bigint[];
   readonly #events: readonly Uint8Array[];
   #decoded: Event[] | undefined;
-  #frame: StreamJobEventsResponse | undefined;
-  #encodedFrame: StreamJobEventsResponse | undefined;
+  #frames: JournalFrame[] | undefined;
+  #encodedFrames: JournalFrame[] | undefined;
 
   constructor(raw: RawJournalPage) {
     this.latestSequence = raw.latestSequence;
@@ -95,16 +96,32 @@ export class JournalPage {
   }
 
   /**
-   * The `page` frame of StreamJobEvents carrying these events. With
-   * `encoded`, for a stream whose messages are written as encoded frames
-   * (binary gRPC, see `encodedFrame`), the frame is the events' own bytes
-   * put together, and nothing is decoded; otherwise it is a decoded
-   * message. Either is made once per page and shared by every tail.
+   * The `page` frames of StreamJobEvents carrying these events, at most 256
+   * events each (a read answers up to four pages at once). With `encoded`,
+   * for a stream whose messages are written as encoded frames (binary
+   * gRPC, see `encodedFrame`), a frame is its events' own bytes put
+   * together, and nothing is decoded; otherwise it is a decoded message.
+   * Either is made once per page and shared by every tail.
    */
-  frame(encoded: boolean): StreamJobEventsResponse {
-    if (!encoded) return (this.#frame ??= create(StreamJobEventsResponseSchema, { frame: { case: 'page', value: { events: this.events() } } }));
-    return (this.#encodedFrame ??= encodedFrame(create(StreamJobEventsResponseSchema), pageFrameBytes(this.#events)));
+  frames(encoded: boolean): readonly JournalFrame[] {
+    if (encoded) return (this.#encodedFrames ??= this.#split((from, to) => encodedFrame(create(StreamJobEventsResponseSchema), pageFrameBytes(this.#events.slice(from, to)))));
+    return (this.#frames ??= this.#split((from, to) => create(StreamJobEventsResponseSchema, { frame: { case: 'page', value: { events: this.events().slice(from, to) } } })));
   }
+
+  #split(frameOf: (from: number, to: number) => StreamJobEventsResponse): JournalFrame[] {
+    const frames: JournalFrame[] = [];
+    for (let from = 0; from < this.sequences.length; from += LIMITS.eventPageMax) {
+      const to = Math.min(from + LIMITS.eventPageMax, this.sequences.length);
+      frames.push({ sequences: this.sequences.slice(from, to), response: frameOf(from, to) });
+    }
+    return frames;
+  }
+}
+
+/** One StreamJobEvents `page` frame of a {@link JournalPage}, with the sequences it carries. */
+export interface JournalFrame {
+  readonly sequences: readonly bigint[];
+  readonly response: StreamJobEventsResponse;
 }
 
 /**

@@ -18,22 +18,32 @@ import { STATE_CALL_TIMEOUT_MS } from './transient-failure.js';
  * It runs under its own deadline, not under any one subscriber's
  * cancellation, so a subscriber leaving does not fail the others' read.
  */
+/**
+ * Pages of 256 events one read asks the state service for: a backlog then
+ * costs a quarter of the round trips, and each page is still sent as a
+ * frame of its own (`JournalPage.frames`).
+ */
+export const PAGES_PER_READ = 4;
+
+/** The most events one read answers. */
+export const EVENTS_PER_READ = LIMITS.eventPageMax * PAGES_PER_READ;
+
 export class SharedJournalReads {
   readonly #inFlight = new Map<string, Promise<JournalPage>>();
 
   constructor(private readonly reader: JournalPageReader) {}
 
-  /** The page of at most 256 events after `afterSequence`, read as `caller` alone, under the tail's own cancellation: the read that proves the job visible to it. */
+  /** The {@link EVENTS_PER_READ} events after `afterSequence`, read as `caller` alone, under the tail's own cancellation: the read that proves the job visible to it. */
   readAs(caller: Caller, jobId: string, afterSequence: bigint, signal: AbortSignal): Promise<JournalPage> {
-    return this.reader({ caller, jobId, afterSequence, pageSize: LIMITS.eventPageMax }, { signal, timeoutMs: STATE_CALL_TIMEOUT_MS });
+    return this.reader({ caller, jobId, afterSequence, pageSize: LIMITS.eventPageMax, pageCount: PAGES_PER_READ }, { signal, timeoutMs: STATE_CALL_TIMEOUT_MS });
   }
 
-  /** The page of at most 256 events after `afterSequence`, read once for every tail that asks meanwhile. */
+  /** The {@link EVENTS_PER_READ} events after `afterSequence`, read once for every tail that asks meanwhile. */
   async read(caller: Caller, jobId: string, afterSequence: bigint, signal: AbortSignal): Promise<JournalPage> {
     const key = `${jobId}@${afterSequence}`;
     let page = this.#inFlight.get(key);
     if (!page) {
-      page = this.reader({ caller, jobId, afterSequence, pageSize: LIMITS.eventPageMax }, { timeoutMs: STATE_CALL_TIMEOUT_MS });
+      page = this.reader({ caller, jobId, afterSequence, pageSize: LIMITS.eventPageMax, pageCount: PAGES_PER_READ }, { timeoutMs: STATE_CALL_TIMEOUT_MS });
       this.#inFlight.set(key, page);
       const forget = (): void => {
         if (this.#inFlight.get(key) === page) this.#inFlight.delete(key);

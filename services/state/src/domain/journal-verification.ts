@@ -1,6 +1,5 @@
 import { DocketError, GENESIS_HASH, verifyChainSegment, type StoredEvent } from '@docket/contracts';
-import type { JobEventRow } from '../db/queries/job-events.js';
-import type { JobRow } from '../db/queries/jobs.js';
+import type { JobEventRow, JournalHeadRow } from '../db/queries/job-events.js';
 import type { JsonObject } from '../db/tables/index.js';
 
 /**
@@ -22,7 +21,7 @@ export function journalCorrupt(jobId: string, sequence: bigint): DocketError {
  * must also match the job row's count and head hash. Throws
  * {@link journalCorrupt}; returns the page's events.
  */
-export function verifyJournalPage(job: JobRow, afterSequence: bigint, rows: readonly JobEventRow[], pageSize: number): JobEventRow[] {
+export function verifyJournalPage(job: JournalHeadRow, afterSequence: bigint, rows: readonly JobEventRow[], pageSize: number): JobEventRow[] {
   const latest = BigInt(job.event_count);
   let anchorHash = GENESIS_HASH;
   const page = [...rows];

@@ -1,6 +1,6 @@
 import { DocketError } from '@docket/contracts';
 import type { ApprovalHistory } from '../db/approval-history.js';
-import type { Queryable } from '../db/database.js';
+import type { DecidedApprovalRow } from '../db/queries/job-events.js';
 
 /**
  * Checks every `approval.decided` event of a job's journal against the
@@ -11,20 +11,10 @@ import type { Queryable } from '../db/database.js';
  * decision was ever spent. A journaled decision the history does not hold
  * is DATA_LOSS, JOURNAL_CORRUPT, with the event's sequence and
  * `anchor: approval_history` in the metadata, on every read of the journal
- * (not only of the page that holds it).
- *
- * ```sql
- * select sequence, payload from job_events where job_id = $1 and type = 'approval.decided'  -- partial index
- * ```
+ * (not only of the page that holds it). `decided` is every such event of
+ * the journal, read in the same snapshot as the page (`readJournalWindow`).
  */
-export async function verifyJournaledApprovals(db: Queryable, approvals: ApprovalHistory, jobId: string): Promise<void> {
-  const decided = await db
-    .selectFrom('job_events')
-    .select(['sequence', 'payload'])
-    .where('job_id', '=', jobId)
-    .where('type', '=', 'approval.decided')
-    .orderBy('sequence')
-    .execute();
+export async function verifyJournaledApprovals(approvals: ApprovalHistory, jobId: string, decided: readonly DecidedApprovalRow[]): Promise<void> {
   if (decided.length === 0) return;
   const digests = decided.map((event) => String(event.payload['digest'] ?? ''));
   const burned = await approvals.findDigests(digests.filter((digest) => /^[0-9a-f]{64}$/.test(digest)));

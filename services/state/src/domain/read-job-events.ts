@@ -5,8 +5,8 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { EventSchema, type Event } from '@docket/proto/docket/common/v1/event_pb.js';
 import type { JobStatusName } from '@docket/contracts';
 import type { Database, JsonObject } from '../db/tables/index.js';
-import { readJobEventRange, type JobEventRow } from '../db/queries/job-events.js';
-import { findVisibleJob, type Viewer } from '../db/queries/jobs.js';
+import { readJournalWindow, type JobEventRow } from '../db/queries/job-events.js';
+import type { Viewer } from '../db/queries/jobs.js';
 import { verifyJournalPage } from './journal-verification.js';
 import { verifyJournaledApprovals } from './journaled-approvals.js';
 import type { ApprovalHistory } from '../db/approval-history.js';
@@ -22,12 +22,12 @@ export interface JournalPage {
 
 /**
  * Reads the events strictly after `afterSequence`, verified link by link
- * and against the job row's head (see `verifyJournalPage`), in one
- * REPEATABLE READ snapshot so that the row and the journal agree. A cursor
- * above the latest durable sequence is OUT_OF_RANGE, reason
- * CURSOR_BEYOND_LATEST: an unknown future position is not an empty page.
- * Every read also checks the journal's approval decisions against the
- * approval history (`verifyJournaledApprovals`).
+ * and against the job row's head (see `verifyJournalPage`), with the row
+ * and the journal read in one statement (one snapshot, so they agree:
+ * `readJournalWindow`). A cursor above the latest durable sequence is
+ * OUT_OF_RANGE, reason CURSOR_BEYOND_LATEST: an unknown future position is
+ * not an empty page. Every read also checks the journal's approval
+ * decisions against the approval history (`verifyJournaledApprovals`).
  */
 export async function readJobEvents(
   db: Kysely<Database>,
@@ -37,26 +37,20 @@ export async function readJobEvents(
   afterSequence: bigint,
   pageSize: number,
 ): Promise<JournalPage> {
-  return db
-    .transaction()
-    .setIsolationLevel('repeatable read')
-    .setAccessMode('read only')
-    .execute(async (tx) => {
-      const job = await findVisibleJob(tx, viewer, jobId);
-      if (!job) throw notFound('job');
-      // A hard deletion erases the journal: from HARD_DELETING on there is none to read.
-      if (job.lifecycle === 'HARD_DELETING' || job.lifecycle === 'HARD_DELETED') throw notFound('journal');
-      const latestSequence = BigInt(job.event_count);
-      if (afterSequence > latestSequence) {
-        throw new DocketError('CURSOR_BEYOND_LATEST', 'after_sequence is beyond the latest event', {
-          metadata: { latest_sequence: latestSequence.toString() },
-        });
-      }
-      const rows = await readJobEventRange(tx, jobId, afterSequence, afterSequence + BigInt(pageSize));
-      const page = verifyJournalPage(job, afterSequence, rows, pageSize);
-      await verifyJournaledApprovals(tx, approvals, jobId);
-      return { events: page.map(eventOf), latestSequence, status: job.status, requestDigest: job.request_digest };
+  const window = await readJournalWindow(db, viewer, jobId, afterSequence, afterSequence + BigInt(pageSize));
+  if (!window) throw notFound('job');
+  const { job } = window;
+  // A hard deletion erases the journal: from HARD_DELETING on there is none to read.
+  if (job.lifecycle === 'HARD_DELETING' || job.lifecycle === 'HARD_DELETED') throw notFound('journal');
+  const latestSequence = BigInt(job.event_count);
+  if (afterSequence > latestSequence) {
+    throw new DocketError('CURSOR_BEYOND_LATEST', 'after_sequence is beyond the latest event', {
+      metadata: { latest_sequence: latestSequence.toString() },
     });
+  }
+  const page = verifyJournalPage(job, afterSequence, window.rows, pageSize);
+  await verifyJournaledApprovals(approvals, jobId, window.decided);
+  return { events: page.map(eventOf), latestSequence, status: job.status, requestDigest: job.request_digest };
 }
 
 /** The public form of a stored event. */

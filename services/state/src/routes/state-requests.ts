@@ -191,14 +191,22 @@ export function parseTransitionJobRequest(request: TransitionJobRequest): Transi
   };
 }
 
-/** A journal read: the cursor must not be negative; page sizes per the SPEC. */
+/** The most pages one ReadJobEvents answers at once (`page_count`). */
+export const READ_PAGE_COUNT_MAX = 4;
+
+/**
+ * A journal read: the cursor must not be negative; page sizes per the
+ * SPEC, and `page_count` pages of them at once (0 and 1 mean one, above
+ * {@link READ_PAGE_COUNT_MAX} means that many).
+ */
 export function parseReadJobEventsRequest(request: ReadJobEventsRequest) {
   if (request.afterSequence < 0n) throw invalidField('after_sequence', 'must not be negative');
+  if (request.pageCount < 0) throw invalidField('page_count', 'must not be negative');
   return {
     viewer: viewerOf(request.caller),
     jobId: parseJobId(request.jobId),
     afterSequence: request.afterSequence,
-    pageSize: coerceEventPageSize(request.pageSize),
+    pageSize: coerceEventPageSize(request.pageSize) * Math.min(Math.max(request.pageCount, 1), READ_PAGE_COUNT_MAX),
   };
 }
 
