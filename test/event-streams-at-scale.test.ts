@@ -273,8 +273,9 @@ describe('event streams at scale', () => {
 
   it('a subscriber that stops reading for 30 s while its job keeps appending costs the events process a bounded amount of memory, then gets everything in order', async () => {
     // About 40 MB of journal is appended while the subscriber reads nothing;
-    // the events process may hold one page (at most 256 events) and the HTTP/2
-    // windows for it, so its RSS must grow by far less than that.
+    // the events process may hold one read being sent and the next (at most
+    // 1,024 events, about 2.3 MB, each) and the HTTP/2 windows for them, so
+    // its RSS must grow by far less than that.
     const MEMORY_BOUND = 24 * 1024 * 1024;
     const [jobId] = await submitJobs(cluster.admission.url, alice, 1, freshQueue('slow-reader'));
     const events = replica('events', 0);
