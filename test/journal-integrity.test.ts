@@ -338,7 +338,7 @@ describe('ReadJobEvents pages', () => {
 
   it('return an empty page at the latest sequence, and OUT_OF_RANGE / CURSOR_BEYOND_LATEST above it', async () => {
     expect(await read(latest, 10)).toMatchObject({ events: [], latestSequence: latest });
-    for (const beyond of [latest + 1n, latest + 1000n]) {
+    for (const beyond of [latest + 1n, latest + 1000n, 2n ** 63n - 300n, 2n ** 63n - 1n]) {
       expect(await failureOf(read(beyond, 10))).toMatchObject({ code: Code.OutOfRange, reason: 'CURSOR_BEYOND_LATEST' });
     }
   });

@@ -157,6 +157,9 @@ describe('StreamJobEvents', () => {
       code: Code.OutOfRange,
       reason: 'CURSOR_BEYOND_LATEST',
     });
+    const topOfRange = { jobId: jobId!, afterSequence: 2n ** 63n - 1n };
+    expect(await failureOf(collect(events.streamJobEvents(topOfRange)))).toMatchObject({ code: Code.OutOfRange, reason: 'CURSOR_BEYOND_LATEST' });
+    expect(await failureOf(events.readJobEvents({ ...topOfRange, pageSize: 256 }))).toMatchObject({ code: Code.OutOfRange, reason: 'CURSOR_BEYOND_LATEST' });
     const negative = await failureOf(collect(events.streamJobEvents({ jobId: jobId!, afterSequence: -1n })));
     expect(negative).toMatchObject({ code: Code.InvalidArgument, reason: 'INVALID_FIELD', violations: [{ field: 'after_sequence' }] });
     const badId = await failureOf(events.readJobEvents({ jobId: 'not an id' }));

@@ -37,7 +37,7 @@ export async function readJobEvents(
   afterSequence: bigint,
   pageSize: number,
 ): Promise<JournalPage> {
-  const window = await readJournalWindow(db, viewer, jobId, afterSequence, afterSequence + BigInt(pageSize));
+  const window = await readJournalWindow(db, viewer, jobId, afterSequence, lastSequenceOfPage(afterSequence, pageSize));
   if (!window) throw notFound('job');
   const { job } = window;
   // A hard deletion erases the journal: from HARD_DELETING on there is none to read.
@@ -51,6 +51,19 @@ export async function readJobEvents(
   const page = verifyJournalPage(job, afterSequence, window.rows, pageSize);
   await verifyJournaledApprovals(approvals, jobId, window.decided);
   return { events: page.map(eventOf), latestSequence, status: job.status, requestDigest: job.request_digest };
+}
+
+/** The largest sequence a journal row can hold (Postgres `bigint`). */
+const SEQUENCE_MAX = 2n ** 63n - 1n;
+
+/**
+ * The last sequence a page of `pageSize` after `afterSequence` can hold,
+ * kept within `bigint`: a cursor near the top of the range reads an empty
+ * window (and is then beyond the latest), never a statement out of range.
+ */
+function lastSequenceOfPage(afterSequence: bigint, pageSize: number): bigint {
+  const last = afterSequence + BigInt(pageSize);
+  return last > SEQUENCE_MAX ? SEQUENCE_MAX : last;
 }
 
 /** The public form of a stored event. */
