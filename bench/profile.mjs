@@ -9,12 +9,13 @@
 // services). The load runs in this process;
 // the services are separate processes, so their profiles hold only their
 // own work.
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import { printCpuProfiles } from './cpu-profile-summary.mjs';
 import { clientWith } from './docket/clients.mjs';
 import { launchDocket } from './docket/instance.mjs';
 import { runConcurrently } from './load/closed-loop.mjs';
@@ -76,19 +77,4 @@ try {
   await postgres.stop();
 }
 
-for (const file of readdirSync(profiles).filter((name) => name.endsWith('.cpuprofile'))) {
-  const profile = JSON.parse(readFileSync(join(profiles, file), 'utf8'));
-  const self = new Map();
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const interval = (profile.endTime - profile.startTime) / profile.samples.length / 1000;
-  let busy = 0;
-  for (const id of profile.samples) {
-    const { callFrame } = byId.get(id);
-    if (callFrame.functionName === '(idle)' || callFrame.functionName === '(program)') continue;
-    busy += interval;
-    const key = `${callFrame.functionName || '(anonymous)'} ${callFrame.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/(services|packages)\//, '$1/')}:${callFrame.lineNumber}`;
-    self.set(key, (self.get(key) ?? 0) + interval);
-  }
-  console.log(`\n${file}: ${Math.round(busy)} ms busy, ${((busy / (jobs * 3)) * 1000).toFixed(0)} µs per call (3 calls per job: submit, claim, report)`);
-  for (const [key, ms] of [...self].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.PROFILE_TOP ?? 18))) console.log(`  ${ms.toFixed(0).padStart(6)} ms  ${key}`);
-}
+printCpuProfiles(profiles, { count: jobs * 3, name: 'call (3 calls per job: submit, claim, report)' });

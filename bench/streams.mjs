@@ -43,6 +43,7 @@ import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_se
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { forkGenerator } from './generator-host.mjs';
+import { keysetSelectRate, replayRate, writeBacklog } from './replay.mjs';
 import { REPO_ROOT, clientWith, quantile, runConcurrently, startSystem } from './support.mjs';
 
 const SETTLE_MS = 3000;
@@ -287,14 +288,7 @@ export async function benchStreams(options = {}) {
     await runConcurrently(sizes.jobs, 32, async () => jobIds.push(await submit()));
     const liveJob = await submit();
     const backlogJob = await submit();
-    for (let written = 0; written < sizes.backlog; written += 64) {
-      const batch = Math.min(64, sizes.backlog - written);
-      await state.transitionJob({
-        caller,
-        jobId: backlogJob,
-        events: Array.from({ length: batch }, (_, n) => ({ type: 'worker.step', payload: { n: written + n, note: 'x'.repeat(100) } })),
-      });
-    }
+    await writeBacklog(state, caller, backlogJob, sizes.backlog);
     log(`submitted ${sizes.jobs + 2} jobs, backlog journal of ${sizes.backlog + 1} events`);
 
     // Bare round trips, on the events port and on PostgreSQL.
@@ -475,28 +469,8 @@ export async function benchStreams(options = {}) {
     await reader.connect();
     const { replays, selects } = m;
     for (let round = 0; round < 3; round += 1) {
-      const abort = new AbortController();
-      let started = performance.now();
-      for await (const frame of events.streamJobEvents({ jobId: backlogJob }, { signal: abort.signal })) {
-        if (frame.frame.case === 'page' && frame.frame.value.events.at(-1)?.sequence === latest) break;
-      }
-      replays.push((Number(latest) / (performance.now() - started)) * 1000);
-      abort.abort();
-      started = performance.now();
-      let rows = 0;
-      let cursor = 0;
-      for (;;) {
-        const page = await reader.query({
-          name: 'bench-keyset',
-          text: 'select job_id, sequence, type, payload, occurred_at, attempt_id, fence, previous_hash, hash from job_events where (job_id, sequence) > ($1, $2) and job_id = $1 order by job_id, sequence limit 256',
-          values: [backlogJob, cursor],
-        });
-        rows += page.rows.length;
-        if (page.rows.length < 256) break;
-        cursor = page.rows.at(-1).sequence;
-      }
-      if (rows !== Number(latest)) throw new Error(`the keyset SELECT read ${rows} rows, expected ${latest}`);
-      selects.push((rows / (performance.now() - started)) * 1000);
+      replays.push(await replayRate(events, backlogJob, latest));
+      selects.push(await keysetSelectRate(reader, backlogJob, latest));
     }
     log(`replay ${Math.round(quantile(replays, 0.5))} events/s; keyset SELECT ${Math.round(quantile(selects, 0.5))} rows/s`);
 

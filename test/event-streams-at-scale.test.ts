@@ -273,7 +273,7 @@ describe('event streams at scale', () => {
 
   it('a subscriber that stops reading for 30 s while its job keeps appending costs the events process a bounded amount of memory, then gets everything in order', async () => {
     // About 40 MB of journal is appended while the subscriber reads nothing;
-    // the events process may hold one read being sent and the next (at most
+    // the events process may hold one read being sent and two more (at most
     // 1,024 events, about 2.3 MB, each) and the HTTP/2 windows for them, so
     // its RSS must grow by far less than that.
     const MEMORY_BOUND = 24 * 1024 * 1024;

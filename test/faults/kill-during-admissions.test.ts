@@ -230,8 +230,12 @@ describe(`kill -9 of every service during ${KEYS * CALLS_PER_KEY} concurrent adm
     let inFlight = 0;
     killed = [];
     const chaos = (async () => {
+      let plannedAtMs = 0;
       for (const { name, gapMs, intoLoadMs, downMs } of kills) {
-        await sleep(gapMs);
+        // The gaps are kept from the load's start, not from the last restart: a slow restart takes from the next gap
+        // instead of pushing every later kill, so all of them still fall inside the load.
+        plannedAtMs += gapMs;
+        await sleep(Math.max(0, plannedAtMs - clock()));
         // Kill while admissions are in flight (the bursts leave idle gaps), a seeded few ms into them.
         while (loadRunning && inFlight === 0) await sleep(1);
         await sleep(intoLoadMs);

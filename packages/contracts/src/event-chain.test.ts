@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { JsonValue } from './canonical-json.js';
+import { canonicalJson, type JsonValue } from './canonical-json.js';
 import {
   CHAIN_DOMAIN_TAG,
   GENESIS_HASH,
@@ -119,6 +119,27 @@ describe('eventChainPreimage / computeEventHash', () => {
       occurredAt: new Date('2026-11-29T10:31:26Z'),
     };
     expect(computeEventHash(second)).toBe('2b7cc0e785da202d468a245bf3f5dc6f1760441594b325939a686bbf0b24155c');
+  });
+
+  it('writes any link as the tag, the version and each field’s UTF-8 after its length, whatever its characters', () => {
+    const field = (text: string) => {
+      const bytes = Buffer.from(text, 'utf8');
+      const length = Buffer.alloc(4);
+      length.writeUInt32BE(bytes.byteLength);
+      return Buffer.concat([length, bytes]);
+    };
+    fc.assert(
+      fc.property(draft, fc.string({ unit: 'binary', maxLength: 40 }), fc.bigInt({ min: 1n, max: 2n ** 63n - 1n }), hex64, (d, jobId, sequence, previousHash) => {
+        const link: ChainLink = { jobId, requestDigest: DIGEST, sequence, previousHash, ...d };
+        const body = canonicalJson({ occurred_at: d.occurredAt.toISOString(), payload: d.payload });
+        const expected = Buffer.concat([
+          Buffer.from(`${CHAIN_DOMAIN_TAG}\u0000\u0001`, 'latin1'),
+          ...[jobId, DIGEST, sequence.toString(), previousHash, d.type, body].map(field),
+        ]);
+        expect(Buffer.from(eventChainPreimage(link)).equals(expected)).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('hashes a number sequence and the equal bigint sequence alike', () => {

@@ -97,7 +97,8 @@ function writePreimage(link: ChainLink): Uint8Array {
   if (sequence === undefined || sequence < 1n) throw new RangeError('sequence must be an integer from 1');
   assertWellFormed(link.jobId, 'jobId');
   assertWellFormed(link.type, 'type');
-  const body = canonicalJson({ payload: link.payload, occurred_at: formatOccurredAt(link.occurredAt) });
+  // JCS of `{ occurred_at, payload }`: the keys in that order, the timestamp needing no escapes.
+  const body = `{"occurred_at":"${formatOccurredAt(link.occurredAt)}","payload":${canonicalJson(link.payload)}}`;
   return lengthPrefixed([link.jobId, link.requestDigest, sequence.toString(), link.previousHash, link.type, body]);
 }
 
@@ -170,6 +171,8 @@ let scratchView = new DataView(scratch.buffer);
  * bytes, encoded straight into {@link scratch} once it holds the worst
  * case (three bytes per UTF-16 unit): no encoding per field and no buffer
  * per event, which is what makes verifying a page of the journal cheap.
+ * Slicing a field at a surrogate pair cannot happen: the copy stops at the
+ * first unit of 0x80 or above, and a pair's first unit is one.
  * Returns a view of the scratch buffer, valid until the next call.
  */
 function lengthPrefixed(fields: readonly string[]): Uint8Array {
@@ -182,9 +185,17 @@ function lengthPrefixed(fields: readonly string[]): Uint8Array {
   scratch.set(HEADER);
   let offset = HEADER.length;
   for (const field of fields) {
-    const { written } = encoder.encodeInto(field, scratch.subarray(offset + 4));
-    scratchView.setUint32(offset, written);
-    offset += 4 + written;
+    // ASCII is copied unit by unit (most fields are hex, ids and decimal); the rest is encoded from the first other unit on.
+    let at = offset + 4;
+    let i = 0;
+    for (; i < field.length; i++) {
+      const unit = field.charCodeAt(i);
+      if (unit >= 0x80) break;
+      scratch[at++] = unit;
+    }
+    if (i < field.length) at += encoder.encodeInto(i === 0 ? field : field.slice(i), scratch.subarray(at)).written;
+    scratchView.setUint32(offset, at - offset - 4);
+    offset = at;
   }
   return scratch.subarray(0, offset);
 }

@@ -54,7 +54,7 @@ export async function startEventsServer(config: EventsConfig, logger: Logger): P
       routes: eventServiceRoutes({
         state,
         hub,
-        reads: new SharedJournalReads(journalPageReader(stateTransport)),
+        reads: new SharedJournalReads(journalPageReader(state)),
         feed: new SharedChangeFeed(state, hub, logger),
         cursors: new FeedCursorCodec(config.cursorSecret, config.feedCursorTtlMs),
         heartbeatMs: config.heartbeatMs,

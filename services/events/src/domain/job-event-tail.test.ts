@@ -22,6 +22,7 @@ import { streamJobEvents } from './job-event-tail.js';
 import { JobSignalHub } from './job-signal-hub.js';
 import { SharedChangeFeed } from './shared-change-feed.js';
 import { JournalPage } from './journal-page.js';
+import { encodedAnswer } from '../testing/encoded-answer.js';
 import { SharedJournalReads } from './shared-journal-reads.js';
 import { SubscriberGauge } from './subscriber-gauge.js';
 
@@ -130,10 +131,8 @@ function dependencies(state: FakeState, heartbeatMs = 60_000): EventDependencies
   return {
     state: client,
     hub,
-    // The page as the state service's answer encodes it, as the events process reads it off the wire.
-    reads: new SharedJournalReads(async (request) =>
-      JournalPage.fromResponseBytes(toBinary(ReadJobEventsResponseSchema, await state.readJobEvents(create(ReadJobEventsRequestSchema, request)))),
-    ),
+    // The page as the state service answers it asked for encoded events, as the events process reads it off the wire.
+    reads: new SharedJournalReads(async (request) => new JournalPage(encodedAnswer(await state.readJobEvents(create(ReadJobEventsRequestSchema, request))))),
     feed: new SharedChangeFeed(client, hub, logger),
     cursors: new FeedCursorCodec('secret'),
     heartbeatMs,
@@ -185,10 +184,10 @@ describe('streamJobEvents', () => {
     expect(state.openWatches).toBe(0);
   });
 
-  it('reads the next 1,024 events of a backlog while the subscriber still holds the first frame, and sends them after, 256 to a frame', async () => {
+  it('reads the next two reads of 1,024 events of a backlog while the subscriber still holds the first frame, and sends them after, 256 to a frame', async () => {
     const state = new FakeState();
     const deps = dependencies(state);
-    state.append(2999);
+    state.append(4999);
     const asked: number[] = [];
     const read = state.readJobEvents;
     state.readJobEvents = (request) => (asked.push(Number(request.afterSequence)), read(request));
@@ -196,20 +195,34 @@ describe('streamJobEvents', () => {
     const stream = streamJobEvents(deps, alice, create(StreamJobEventsRequestSchema, { jobId: JOB_ID }), { signal: stop.signal, drain: new AbortController().signal }, false);
     const first = await stream.next();
     expect(first.value?.frame.case).toBe('page');
-    // The subscriber has not asked for the second frame: the next read is under way already, and no more.
-    await until(() => asked.length === 2);
+    // The subscriber has not asked for the second frame: the next two reads are under way already, and no more.
+    await until(() => asked.length === 3);
     await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(asked).toEqual([0, 1024]);
+    expect(asked).toEqual([0, 1024, 2048]);
     const pages: number[][] = [];
     for (let frame = first; !frame.done; frame = await stream.next()) {
       if (frame.value.frame.case === 'page') pages.push(frame.value.frame.value.events.map((event) => Number(event.sequence)));
-      if (pages.flat().length === 3000) break;
+      if (pages.flat().length === 5000) break;
     }
-    expect(pages.flat()).toEqual(Array.from({ length: 3000 }, (_, index) => index + 1));
-    expect(pages.map((page) => page.length)).toEqual([...Array.from({ length: 11 }, () => 256), 184]);
-    expect(asked).toEqual([0, 1024, 2048]);
+    expect(pages.flat()).toEqual(Array.from({ length: 5000 }, (_, index) => index + 1));
+    expect(pages.map((page) => page.length)).toEqual([...Array.from({ length: 19 }, () => 256), 136]);
+    expect(asked).toEqual([0, 1024, 2048, 3072, 4096]);
     stop.abort();
     await stream.return(undefined);
+    await deps.close();
+  });
+
+  it('streams a backlog whole from a state service that answers fewer events per read than asked (one from before page_count): reads ahead that miss the cursor are dropped', async () => {
+    const state = new FakeState();
+    const deps = dependencies(state);
+    state.append(2999);
+    state.terminate();
+    const read = state.readJobEvents;
+    state.readJobEvents = (request) => read({ ...request, pageCount: 1 });
+    const subscriber = tail(deps);
+    await subscriber.done;
+    expect(subscriber.sequences()).toEqual(Array.from({ length: 3001 }, (_, index) => index + 1));
+    expect(subscriber.frames.at(-1)?.frame.case).toBe('end');
     await deps.close();
   });
 

@@ -13,7 +13,7 @@ import { callerOf, sharedFrame } from '@docket/service-kit';
 import type { EventDependencies, StreamSignals } from './event-dependencies.js';
 import { parseJobPosition } from './job-position.js';
 import type { JournalPage } from './journal-page.js';
-import { EVENTS_PER_READ } from './shared-journal-reads.js';
+import { EVENTS_PER_READ, READS_AHEAD } from './shared-journal-reads.js';
 import { isTerminalStatus } from './terminal-status.js';
 import { retryTransient } from './transient-failure.js';
 import { SubscriberSession } from './subscriber-session.js';
@@ -155,25 +155,36 @@ class JobEventTail {
    * Reads and sends every event after the cursor, one read (up to
    * {@link EVENTS_PER_READ} events, sent as frames of at most 256) at a
    * time; returns the head the last read reported, or undefined when the
-   * stream is stopping. While a read's frames are being sent, the next read
-   * is already under way (a backlog streams at the pace of the slower of
-   * the two, not of their sum); a read left behind by a stream that stops
-   * is dropped with its answer.
+   * stream is stopping. While a read's frames are being sent, the next
+   * {@link READS_AHEAD} reads are already under way: a read reports the
+   * journal's latest sequence, and every read but the last answers exactly
+   * {@link EVENTS_PER_READ} events, so where each next read starts is known
+   * before the one before it arrives. The state service then always has the
+   * next read to work on (its database round trip overlaps the previous
+   * read's work), and a backlog streams at the pace of the slowest stage,
+   * not of their sum. A read that does not start at the cursor when its
+   * turn comes is dropped and read again from the cursor; reads left behind
+   * by a stream that stops are dropped with their answers.
    */
   async *#catchUp(): AsyncGenerator<StreamJobEventsResponse, JournalHead | undefined, undefined> {
-    let next: Promise<JournalPage> | undefined;
+    const ahead: { readonly after: bigint; readonly page: Promise<JournalPage> }[] = [];
     for (;;) {
       if (this.#session.stopping) return undefined;
-      const page = await (next ?? this.#readAfter(this.#cursor));
-      next = undefined;
+      const read = ahead.shift();
+      const page = await (read?.after === this.#cursor ? read.page : this.#readAfter(this.#cursor));
+      if (read && read.after !== this.#cursor) ahead.length = 0;
       this.#proven = true;
       const last = page.lastSequence;
       if (last === undefined || last >= page.latestSequence) {
         yield* this.#frames(page);
         return { latestSequence: page.latestSequence, status: page.status };
       }
-      next = this.#readAfter(last);
-      next.catch(() => undefined);
+      let after = ahead.length > 0 ? ahead.at(-1)!.after + BigInt(EVENTS_PER_READ) : last;
+      for (; ahead.length < READS_AHEAD && after < page.latestSequence; after += BigInt(EVENTS_PER_READ)) {
+        const next = { after, page: this.#readAfter(after) };
+        next.page.catch(() => undefined);
+        ahead.push(next);
+      }
       yield* this.#frames(page);
     }
   }

@@ -6,8 +6,9 @@ import { ReadJobEventsResponseSchema } from '@docket/proto/docket/state/v1/state
 import { frameOf } from '@docket/service-kit';
 import { describe, expect, it } from 'vitest';
 import { JournalPage } from './journal-page.js';
+import { encodedAnswer } from '../testing/encoded-answer.js';
 
-/** A state answer of `count` events from `first`, payloads and all, as the state service encodes it. */
+/** A state answer of `count` events from `first`, payloads and all. */
 function stateAnswer(first: bigint, count: number) {
   return create(ReadJobEventsResponseSchema, {
     events: Array.from({ length: count }, (_, index) =>
@@ -32,7 +33,7 @@ function stateAnswer(first: bigint, count: number) {
 describe('JournalPage', () => {
   it('reads the head and each event’s sequence off the encoded answer, sequences past 2^53 included', () => {
     const answer = stateAnswer(2n ** 60n, 3);
-    const page = JournalPage.fromResponseBytes(toBinary(ReadJobEventsResponseSchema, answer));
+    const page = new JournalPage(encodedAnswer(answer));
     expect(page.sequences).toEqual([2n ** 60n, 2n ** 60n + 1n, 2n ** 60n + 2n]);
     expect(page.lastSequence).toBe(2n ** 60n + 2n);
     expect(page.latestSequence).toBe(2n ** 60n + 13n);
@@ -42,7 +43,7 @@ describe('JournalPage', () => {
 
   it('frames a read of up to four pages as frames of 256 events, from the events’ own bytes exactly as encoding the decoded frames would, once for every tail', () => {
     const answer = stateAnswer(1n, 600);
-    const page = JournalPage.fromResponseBytes(toBinary(ReadJobEventsResponseSchema, answer));
+    const page = new JournalPage(encodedAnswer(answer));
     const decoded = page.frames(false);
     const encoded = page.frames(true);
     expect(page.frames(true)).toBe(encoded);
@@ -64,9 +65,9 @@ describe('JournalPage', () => {
   });
 
   it('reads an event without a sequence as 0 and refuses bytes that are not protobuf', () => {
-    const page = JournalPage.fromResponseBytes(toBinary(ReadJobEventsResponseSchema, create(ReadJobEventsResponseSchema, { events: [create(EventSchema, { type: 'x' })] })));
+    const page = new JournalPage(encodedAnswer(create(ReadJobEventsResponseSchema, { events: [create(EventSchema, { type: 'x' })] })));
     expect(page.sequences).toEqual([0n]);
-    // Field 1 of the answer holding one event whose only tag claims a length past its end.
-    expect(() => JournalPage.fromResponseBytes(Uint8Array.from([0x0a, 0x02, 0x12, 0x05]))).toThrow('not valid protobuf');
+    // An event whose only tag claims a length past its end.
+    expect(() => new JournalPage(create(ReadJobEventsResponseSchema, { encodedEvents: [Uint8Array.from([0x12, 0x05])] }))).toThrow('not valid protobuf');
   });
 });

@@ -1,47 +1,11 @@
-import { create, createFileRegistry, fromBinary, type DescMessage, type DescMethodUnary, type MessageInitShape } from '@bufbuild/protobuf';
-import type { Transport } from '@connectrpc/connect';
-import { FieldDescriptorProto_Label as Label, FieldDescriptorProto_Type as Type, FileDescriptorProtoSchema } from '@bufbuild/protobuf/wkt';
+import { create, fromBinary, type MessageInitShape } from '@bufbuild/protobuf';
+import type { Client } from '@connectrpc/connect';
 import { EventSchema, type Event } from '@docket/proto/docket/common/v1/event_pb.js';
 import type { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { StreamJobEventsResponseSchema, type StreamJobEventsResponse } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import { StateService, type ReadJobEventsRequestSchema } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import type { ReadJobEventsRequestSchema, ReadJobEventsResponse, StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { LIMITS } from '@docket/contracts';
 import { encodedFrame } from '@docket/service-kit';
-
-/**
- * `docket.state.v1.ReadJobEventsResponse` as the events service reads it:
- * the same fields with each event left encoded (`bytes` and an embedded
- * message share the wire format, and an enum is an int32 on the wire), so
- * a page crosses this process without being decoded and encoded again.
- * Defined here rather than in the public protos: it is a way of reading
- * one internal message, not a message of its own.
- */
-const rawPageFile = create(FileDescriptorProtoSchema, {
-  name: 'docket/events/internal/raw_page.proto',
-  package: 'docket.events.internal',
-  syntax: 'proto3',
-  messageType: [
-    {
-      name: 'RawJournalPage',
-      field: [
-        { name: 'events', number: 1, type: Type.BYTES, label: Label.REPEATED, jsonName: 'events' },
-        { name: 'latest_sequence', number: 2, type: Type.INT64, label: Label.OPTIONAL, jsonName: 'latestSequence' },
-        { name: 'status', number: 3, type: Type.INT32, label: Label.OPTIONAL, jsonName: 'status' },
-        { name: 'request_digest', number: 4, type: Type.STRING, label: Label.OPTIONAL, jsonName: 'requestDigest' },
-      ],
-    },
-  ],
-});
-const RawJournalPageSchema = createFileRegistry(rawPageFile, () => undefined).getMessage('docket.events.internal.RawJournalPage') as DescMessage;
-
-interface RawJournalPage {
-  readonly events: Uint8Array[];
-  readonly latestSequence: bigint;
-  readonly status: number;
-}
-
-/** StateService.ReadJobEvents, answered as a {@link RawJournalPage}. */
-const readRawPage = { ...StateService.method.readJobEvents, output: RawJournalPageSchema } as unknown as DescMethodUnary<typeof ReadJobEventsRequestSchema, DescMessage>;
 
 /** What a journal read asks the state service. */
 export type JournalPageRequest = MessageInitShape<typeof ReadJobEventsRequestSchema>;
@@ -49,12 +13,9 @@ export type JournalPageRequest = MessageInitShape<typeof ReadJobEventsRequestSch
 /** Reads one journal page from the state service. */
 export type JournalPageReader = (request: JournalPageRequest, options: { signal?: AbortSignal; timeoutMs: number }) => Promise<JournalPage>;
 
-/** A {@link JournalPageReader} over the state service's transport: ReadJobEvents, its events kept encoded. */
-export function journalPageReader(transport: Transport): JournalPageReader {
-  return async (request, options) => {
-    const answer = await transport.unary(readRawPage, options.signal, options.timeoutMs, undefined, request);
-    return new JournalPage(answer.message as unknown as RawJournalPage);
-  };
+/** A {@link JournalPageReader} over the state service's client: ReadJobEvents, its events answered encoded. */
+export function journalPageReader(state: Client<typeof StateService>): JournalPageReader {
+  return async (request, options) => new JournalPage(await state.readJobEvents({ ...request, encoded: true }, options));
 }
 
 /**
@@ -74,16 +35,12 @@ export class JournalPage {
   #frames: JournalFrame[] | undefined;
   #encodedFrames: JournalFrame[] | undefined;
 
-  constructor(raw: RawJournalPage) {
-    this.latestSequence = raw.latestSequence;
-    this.status = raw.status as JobStatus;
-    this.#events = raw.events;
-    this.sequences = raw.events.map(sequenceOf);
-  }
-
-  /** A page as a `docket.state.v1.ReadJobEventsResponse`'s encoding reads (for a state service that is not a transport away). */
-  static fromResponseBytes(bytes: Uint8Array): JournalPage {
-    return new JournalPage(fromBinary(RawJournalPageSchema, bytes) as unknown as RawJournalPage);
+  /** `response` holds the events encoded (`ReadJobEventsRequest.encoded`). */
+  constructor(response: ReadJobEventsResponse) {
+    this.latestSequence = response.latestSequence;
+    this.status = response.status;
+    this.#events = response.encodedEvents;
+    this.sequences = response.encodedEvents.map(sequenceOf);
   }
 
   get lastSequence(): bigint | undefined {

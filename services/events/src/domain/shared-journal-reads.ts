@@ -4,6 +4,23 @@ import type { JournalPage, JournalPageReader } from './journal-page.js';
 import { STATE_CALL_TIMEOUT_MS } from './transient-failure.js';
 
 /**
+ * Pages of 256 events one read asks the state service for: a backlog then
+ * costs a quarter of the round trips, and each page is still sent as a
+ * frame of its own (`JournalPage.frames`).
+ */
+export const PAGES_PER_READ = 4;
+
+/** The most events one read answers. */
+export const EVENTS_PER_READ = LIMITS.eventPageMax * PAGES_PER_READ;
+
+/**
+ * Reads a tail catching up on a backlog has under way while it sends the
+ * one before them: enough that the state service always has the next one
+ * to work on, few enough that a tail holds at most three reads' events.
+ */
+export const READS_AHEAD = 2;
+
+/**
  * Journal pages read from the state service for the tails of this process,
  * shared: when a job changes, every subscriber of it wakes at once and asks
  * for the page after the same cursor, and one ReadJobEvents then serves
@@ -18,16 +35,6 @@ import { STATE_CALL_TIMEOUT_MS } from './transient-failure.js';
  * It runs under its own deadline, not under any one subscriber's
  * cancellation, so a subscriber leaving does not fail the others' read.
  */
-/**
- * Pages of 256 events one read asks the state service for: a backlog then
- * costs a quarter of the round trips, and each page is still sent as a
- * frame of its own (`JournalPage.frames`).
- */
-export const PAGES_PER_READ = 4;
-
-/** The most events one read answers. */
-export const EVENTS_PER_READ = LIMITS.eventPageMax * PAGES_PER_READ;
-
 export class SharedJournalReads {
   readonly #inFlight = new Map<string, Promise<JournalPage>>();
 

@@ -13,7 +13,8 @@ import type { ApprovalHistory } from '../db/approval-history.js';
 
 /** A verified page of a job's journal. */
 export interface JournalPage {
-  readonly events: Event[];
+  /** The events as stored, verified: answered as messages ({@link eventOf}) or encoded (`encodeEvents`). */
+  readonly rows: JobEventRow[];
   readonly latestSequence: bigint;
   readonly status: JobStatusName;
   /** The job's submission digest, for clients that recompute hashes. */
@@ -50,7 +51,7 @@ export async function readJobEvents(
   }
   const page = verifyJournalPage(job, afterSequence, window.rows, pageSize);
   await verifyJournaledApprovals(approvals, jobId, window.decided);
-  return { events: page.map(eventOf), latestSequence, status: job.status, requestDigest: job.request_digest };
+  return { rows: page, latestSequence, status: job.status, requestDigest: job.request_digest };
 }
 
 /** The largest sequence a journal row can hold (Postgres `bigint`). */

@@ -207,6 +207,7 @@ export function parseReadJobEventsRequest(request: ReadJobEventsRequest) {
     jobId: parseJobId(request.jobId),
     afterSequence: request.afterSequence,
     pageSize: coerceEventPageSize(request.pageSize) * Math.min(Math.max(request.pageCount, 1), READ_PAGE_COUNT_MAX),
+    encoded: request.encoded,
   };
 }
 

@@ -50,7 +50,8 @@ import { runMaintenance } from '../domain/maintenance.js';
 import type { QuarantineReport } from '../domain/job-quarantine.js';
 import type { ExecutionSettings } from '../domain/register-worker.js';
 import { readJobChanges } from '../domain/read-job-changes.js';
-import { readJobEvents } from '../domain/read-job-events.js';
+import { eventOf, readJobEvents } from '../domain/read-job-events.js';
+import { encodeEvents } from '../domain/event-encoding.js';
 import { getJob, listJobs } from '../domain/read-jobs.js';
 import {
   parseAdmitJobRequest,
@@ -139,8 +140,9 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
       },
       async readJobEvents(request) {
         const query = parseReadJobEventsRequest(request);
-        const page = await readJobEvents(deps.db, deps.approvals, query.viewer, query.jobId, query.afterSequence, query.pageSize);
-        return create(ReadJobEventsResponseSchema, { ...page, status: JobStatus[page.status] });
+        const { rows, latestSequence, status, requestDigest } = await readJobEvents(deps.db, deps.approvals, query.viewer, query.jobId, query.afterSequence, query.pageSize);
+        const events = query.encoded ? { encodedEvents: encodeEvents(rows) } : { events: rows.map(eventOf) };
+        return create(ReadJobEventsResponseSchema, { ...events, latestSequence, status: JobStatus[status], requestDigest });
       },
       async *watchJob(request, ctx) {
         const signals = watchJobSignals(deps.db, deps.changes, viewerOf(request.caller), parseJobId(request.jobId), untilDrainOrCancel(ctx));

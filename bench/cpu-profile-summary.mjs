@@ -1,0 +1,28 @@
+// The heaviest functions of the `.cpuprofile` files a service wrote under
+// `node --cpu-prof`, by self time: what bench/profile.mjs and
+// bench/profile-replay.mjs print per service.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * Prints, for each profile in `directory`, its busy time, that time per
+ * `unit` (`{ count, name }`) and its `top` functions by self time.
+ */
+export function printCpuProfiles(directory, unit, top = Number(process.env.PROFILE_TOP ?? 18)) {
+  for (const file of readdirSync(directory).filter((name) => name.endsWith('.cpuprofile'))) {
+    const profile = JSON.parse(readFileSync(join(directory, file), 'utf8'));
+    const self = new Map();
+    const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+    const interval = (profile.endTime - profile.startTime) / profile.samples.length / 1000;
+    let busy = 0;
+    for (const id of profile.samples) {
+      const { callFrame } = byId.get(id);
+      if (callFrame.functionName === '(idle)' || callFrame.functionName === '(program)') continue;
+      busy += interval;
+      const key = `${callFrame.functionName || '(anonymous)'} ${callFrame.url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/(services|packages)\//, '$1/')}:${callFrame.lineNumber}`;
+      self.set(key, (self.get(key) ?? 0) + interval);
+    }
+    console.log(`\n${file}: ${Math.round(busy)} ms busy, ${((busy / unit.count) * 1000).toFixed(1)} µs per ${unit.name}`);
+    for (const [key, ms] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${ms.toFixed(0).padStart(6)} ms  ${key}`);
+  }
+}
