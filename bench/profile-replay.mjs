@@ -1,4 +1,4 @@
-// `node bench/profile-replay.mjs [events] [rounds]`: where a backlog replay's
+// `node bench/profile-replay.mjs [events] [rounds] [root]`: where a backlog replay's
 // time goes. Starts the durable PostgreSQL and state + admission + events,
 // writes one journal of `events` events (default 5,000), starts the
 // services again with `node --cpu-prof` (so the profiles hold the replays
@@ -8,7 +8,8 @@
 // the CPU time per replayed event of state and events (from /proc) and of
 // this process (the client), and, once the services stop, each one's
 // heaviest functions by self time. PROFILE=0 runs without --cpu-prof (the
-// profiler slows what it watches).
+// profiler slows what it watches). `root` runs the services of another
+// built checkout (a commit to compare with).
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +27,7 @@ import { quantile } from './stats.mjs';
 
 const backlog = Number(process.argv[2] ?? 5000);
 const rounds = Number(process.argv[3] ?? 9);
+const root = process.argv[4] ?? new URL('..', import.meta.url).pathname;
 const profiling = process.env.PROFILE !== '0';
 const profiles = mkdtempSync(join(tmpdir(), 'docket-profile-replay-'));
 
@@ -37,7 +39,7 @@ function cpuMsOf(pid) {
 
 const postgres = await startDurablePostgres();
 const databaseUrl = await postgres.createDatabase('profile_replay');
-const launch = (nodeOptions) => launchDocket({ root: new URL('..', import.meta.url).pathname, databaseUrl, names: ['state', 'admission', 'events'], nodeOptions });
+const launch = (nodeOptions) => launchDocket({ root, databaseUrl, names: ['state', 'admission', 'events'], nodeOptions });
 const writer = await launch([]);
 let jobId;
 try {

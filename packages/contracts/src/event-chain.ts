@@ -1,6 +1,7 @@
 import { canonicalJson, type JsonValue } from './canonical-json.js';
 import { isSha256Hex, sha256Hex } from './sha256.js';
 import { assertWellFormed } from './well-formed.js';
+import { writeUtf8 } from './utf8.js';
 
 /** The `previous_hash` of sequence 1: 32 zero bytes as hex (SPEC §6). */
 export const GENESIS_HASH = '0'.repeat(64);
@@ -171,8 +172,6 @@ let scratchView = new DataView(scratch.buffer);
  * bytes, encoded straight into {@link scratch} once it holds the worst
  * case (three bytes per UTF-16 unit): no encoding per field and no buffer
  * per event, which is what makes verifying a page of the journal cheap.
- * Slicing a field at a surrogate pair cannot happen: the copy stops at the
- * first unit of 0x80 or above, and a pair's first unit is one.
  * Returns a view of the scratch buffer, valid until the next call.
  */
 function lengthPrefixed(fields: readonly string[]): Uint8Array {
@@ -185,17 +184,9 @@ function lengthPrefixed(fields: readonly string[]): Uint8Array {
   scratch.set(HEADER);
   let offset = HEADER.length;
   for (const field of fields) {
-    // ASCII is copied unit by unit (most fields are hex, ids and decimal); the rest is encoded from the first other unit on.
-    let at = offset + 4;
-    let i = 0;
-    for (; i < field.length; i++) {
-      const unit = field.charCodeAt(i);
-      if (unit >= 0x80) break;
-      scratch[at++] = unit;
-    }
-    if (i < field.length) at += encoder.encodeInto(i === 0 ? field : field.slice(i), scratch.subarray(at)).written;
-    scratchView.setUint32(offset, at - offset - 4);
-    offset = at;
+    const written = writeUtf8(field, scratch, offset + 4);
+    scratchView.setUint32(offset, written);
+    offset += 4 + written;
   }
   return scratch.subarray(0, offset);
 }

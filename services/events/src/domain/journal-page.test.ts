@@ -64,6 +64,16 @@ describe('JournalPage', () => {
     });
   });
 
+  it('takes a page of decoded events, as a state service from before `encoded` answers, as the same page', () => {
+    const answer = stateAnswer(5n, 300);
+    const fromOlder = new JournalPage(answer);
+    const encoded = new JournalPage(encodedAnswer(answer));
+    expect(fromOlder.sequences).toEqual(encoded.sequences);
+    expect(fromOlder.events()).toEqual(answer.events);
+    const bytes = (page: JournalPage) => page.frames(true).map((frame) => Buffer.from(frameOf(frame.response, () => Buffer.alloc(0))).toString('hex'));
+    expect(bytes(fromOlder)).toEqual(bytes(encoded));
+  });
+
   it('reads an event without a sequence as 0 and refuses bytes that are not protobuf', () => {
     const page = new JournalPage(encodedAnswer(create(ReadJobEventsResponseSchema, { events: [create(EventSchema, { type: 'x' })] })));
     expect(page.sequences).toEqual([0n]);

@@ -1,4 +1,4 @@
-import { create, fromBinary, type MessageInitShape } from '@bufbuild/protobuf';
+import { create, fromBinary, toBinary, type MessageInitShape } from '@bufbuild/protobuf';
 import type { Client } from '@connectrpc/connect';
 import { EventSchema, type Event } from '@docket/proto/docket/common/v1/event_pb.js';
 import type { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
@@ -35,12 +35,16 @@ export class JournalPage {
   #frames: JournalFrame[] | undefined;
   #encodedFrames: JournalFrame[] | undefined;
 
-  /** `response` holds the events encoded (`ReadJobEventsRequest.encoded`). */
+  /**
+   * `response` holds the events encoded (`ReadJobEventsRequest.encoded`),
+   * or, from a state service that predates `encoded` (a rolling upgrade),
+   * decoded: those are encoded here, so a page is never mistaken for empty.
+   */
   constructor(response: ReadJobEventsResponse) {
     this.latestSequence = response.latestSequence;
     this.status = response.status;
-    this.#events = response.encodedEvents;
-    this.sequences = response.encodedEvents.map(sequenceOf);
+    this.#events = response.encodedEvents.length > 0 ? response.encodedEvents : response.events.map((event) => toBinary(EventSchema, event));
+    this.sequences = this.#events.map(sequenceOf);
   }
 
   get lastSequence(): bigint | undefined {

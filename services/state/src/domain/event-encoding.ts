@@ -1,3 +1,4 @@
+import { writeUtf8 } from '@docket/contracts';
 import type { JobEventRow } from '../db/queries/job-events.js';
 import type { JsonValue } from '../db/tables/index.js';
 
@@ -111,23 +112,14 @@ class EventWriter {
     else this.#bigVarint(BigInt.asUintN(64, value));
   }
 
-  /** A string field (omitted when empty unless `always`): its UTF-8, ASCII written directly. */
+  /** A string field (omitted when empty unless `always`): its UTF-8. */
   #string(field: number, text: string, always = false): void {
     if (text.length === 0 && !always) return;
     this.#tag(field, LENGTH_DELIMITED);
     this.#reserve(5 + 3 * text.length);
-    const bytes = this.bytes;
-    // An optimistic one-byte length, widened below when the string is longer.
+    // An optimistic one-byte length, widened by #close when the string is longer.
     const lengthAt = this.#at;
-    let at = lengthAt + 1;
-    let i = 0;
-    for (; i < text.length; i++) {
-      const unit = text.charCodeAt(i);
-      if (unit >= 0x80) break;
-      bytes[at++] = unit;
-    }
-    if (i < text.length) at += encoder.encodeInto(text.slice(i), bytes.subarray(at)).written;
-    this.#at = at;
+    this.#at = lengthAt + 1 + writeUtf8(text, this.bytes, lengthAt + 1);
     this.#close(lengthAt);
   }
 
@@ -199,7 +191,6 @@ const FIXED64 = 1;
 const LENGTH_DELIMITED = 2;
 /** The largest int64 written through a number (exactly) rather than a bigint. */
 const SMALL_MAX = BigInt(Number.MAX_SAFE_INTEGER);
-const encoder = new TextEncoder();
 
 function varintLength(value: number): number {
   let length = 1;
