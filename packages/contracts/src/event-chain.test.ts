@@ -165,6 +165,20 @@ describe('eventChainPreimage / computeEventHash', () => {
 });
 
 describe('formatOccurredAt', () => {
+  it('writes what toISOString writes for any date of the years 0000-9999, in any order, many in one second or not', () => {
+    const date = fc.oneof(
+      fc.date({ min: new Date('0000-01-01T00:00:00.000Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true }),
+      fc.integer({ min: -2_000, max: 2_000 }).map((ms) => new Date(1_764_000_000_000 + ms)),
+      fc.integer({ min: -2_000, max: 2_000 }).map((ms) => new Date(ms)),
+    );
+    fc.assert(
+      fc.property(fc.array(date, { maxLength: 20 }), (dates) => {
+        for (const d of dates) expect(formatOccurredAt(d)).toBe(d.toISOString());
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('writes RFC 3339 UTC with exactly millisecond precision', () => {
     expect(formatOccurredAt(new Date('2026-11-29T10:31:25.123Z'))).toBe('2026-11-29T10:31:25.123Z');
     expect(formatOccurredAt(new Date('2026-11-29T11:31:25+01:00'))).toBe('2026-11-29T10:31:25.000Z');
