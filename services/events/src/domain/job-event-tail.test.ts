@@ -23,7 +23,7 @@ import { JobSignalHub } from './job-signal-hub.js';
 import { SharedChangeFeed } from './shared-change-feed.js';
 import { JournalPage } from './journal-page.js';
 import { encodedAnswer } from '../testing/encoded-answer.js';
-import { SharedJournalReads } from './shared-journal-reads.js';
+import { SECOND_READS_AHEAD_MAX, SharedJournalReads } from './shared-journal-reads.js';
 import { SubscriberGauge } from './subscriber-gauge.js';
 
 const JOB_ID = 'job_aaaaaaaaaaaaaaaaaaaaaaaaaa';
@@ -199,6 +199,7 @@ describe('streamJobEvents', () => {
     await until(() => asked.length === 3);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(asked).toEqual([0, 1024, 2048]);
+    expect(deps.reads.secondReadsAhead).toBe(1);
     const pages: number[][] = [];
     for (let frame = first; !frame.done; frame = await stream.next()) {
       if (frame.value.frame.case === 'page') pages.push(frame.value.frame.value.events.map((event) => Number(event.sequence)));
@@ -207,6 +208,7 @@ describe('streamJobEvents', () => {
     expect(pages.flat()).toEqual(Array.from({ length: 5000 }, (_, index) => index + 1));
     expect(pages.map((page) => page.length)).toEqual([...Array.from({ length: 19 }, () => 256), 136]);
     expect(asked).toEqual([0, 1024, 2048, 3072, 4096]);
+    expect(deps.reads.secondReadsAhead).toBe(0);
     stop.abort();
     await stream.return(undefined);
     await deps.close();
@@ -223,6 +225,28 @@ describe('streamJobEvents', () => {
     await subscriber.done;
     expect(subscriber.sequences()).toEqual(Array.from({ length: 3001 }, (_, index) => index + 1));
     expect(subscriber.frames.at(-1)?.frame.case).toBe('end');
+    await deps.close();
+  });
+
+  it('holds at most SECOND_READS_AHEAD_MAX second reads ahead over all its tails, and gives every one back when the tails stop', async () => {
+    const state = new FakeState();
+    const deps = dependencies(state);
+    state.append(4999);
+    const open = (afterSequence: bigint) => {
+      const stop = new AbortController();
+      const stream = streamJobEvents(deps, alice, create(StreamJobEventsRequestSchema, { jobId: JOB_ID, afterSequence }), { signal: stop.signal, drain: new AbortController().signal }, false);
+      return { stop, stream };
+    };
+    // Tails at distinct cursors, each holding its first frame: none shares a read with another.
+    const tails = Array.from({ length: SECOND_READS_AHEAD_MAX + 16 }, (_, index) => open(BigInt(index)));
+    await Promise.all(tails.map(({ stream }) => stream.next()));
+    await until(() => deps.reads.inFlight === 0);
+    expect(deps.reads.secondReadsAhead).toBe(SECOND_READS_AHEAD_MAX);
+    for (const { stop, stream } of tails) {
+      stop.abort();
+      await stream.return(undefined);
+    }
+    expect(deps.reads.secondReadsAhead).toBe(0);
     await deps.close();
   });
 

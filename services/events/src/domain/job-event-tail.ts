@@ -162,30 +162,42 @@ class JobEventTail {
    * before the one before it arrives. The state service then always has the
    * next read to work on (its database round trip overlaps the previous
    * read's work), and a backlog streams at the pace of the slowest stage,
-   * not of their sum. A read that does not start at the cursor when its
-   * turn comes is dropped and read again from the cursor; reads left behind
-   * by a stream that stops are dropped with their answers.
+   * not of their sum. The second read ahead is one of the process's
+   * (`SECOND_READS_AHEAD_MAX`), taken only while one is free and given back
+   * when its turn comes or it is dropped. A read that does not start at the
+   * cursor when its turn comes is dropped and read again from the cursor;
+   * reads left behind by a stream that stops are dropped with their answers.
    */
   async *#catchUp(): AsyncGenerator<StreamJobEventsResponse, JournalHead | undefined, undefined> {
-    const ahead: { readonly after: bigint; readonly page: Promise<JournalPage> }[] = [];
-    for (;;) {
-      if (this.#session.stopping) return undefined;
-      const read = ahead.shift();
-      const page = await (read?.after === this.#cursor ? read.page : this.#readAfter(this.#cursor));
-      if (read && read.after !== this.#cursor) ahead.length = 0;
-      this.#proven = true;
-      const last = page.lastSequence;
-      if (last === undefined || last >= page.latestSequence) {
+    const ahead: ReadAhead[] = [];
+    const drop = (read: ReadAhead): void => {
+      if (read.second) this.deps.reads.giveBackSecondReadAhead();
+    };
+    try {
+      for (;;) {
+        if (this.#session.stopping) return undefined;
+        const read = ahead.shift();
+        if (read) drop(read);
+        const page = await (read?.after === this.#cursor ? read.page : this.#readAfter(this.#cursor));
+        if (read && read.after !== this.#cursor) ahead.splice(0).forEach(drop);
+        this.#proven = true;
+        const last = page.lastSequence;
+        if (last === undefined || last >= page.latestSequence) {
+          yield* this.#frames(page);
+          return { latestSequence: page.latestSequence, status: page.status };
+        }
+        let after = ahead.length > 0 ? ahead.at(-1)!.after + BigInt(EVENTS_PER_READ) : last;
+        for (; ahead.length < READS_AHEAD && after < page.latestSequence; after += BigInt(EVENTS_PER_READ)) {
+          const second = ahead.length > 0;
+          if (second && !this.deps.reads.takeSecondReadAhead()) break;
+          const next = { after, page: this.#readAfter(after), second };
+          next.page.catch(() => undefined);
+          ahead.push(next);
+        }
         yield* this.#frames(page);
-        return { latestSequence: page.latestSequence, status: page.status };
       }
-      let after = ahead.length > 0 ? ahead.at(-1)!.after + BigInt(EVENTS_PER_READ) : last;
-      for (; ahead.length < READS_AHEAD && after < page.latestSequence; after += BigInt(EVENTS_PER_READ)) {
-        const next = { after, page: this.#readAfter(after) };
-        next.page.catch(() => undefined);
-        ahead.push(next);
-      }
-      yield* this.#frames(page);
+    } finally {
+      ahead.splice(0).forEach(drop);
     }
   }
 
@@ -213,6 +225,13 @@ class JobEventTail {
     this.#session.sent();
     return create(StreamJobEventsResponseSchema, { frame });
   }
+}
+
+/** A read a catching-up tail started before its turn; `second` when it holds one of the process's second reads ahead. */
+interface ReadAhead {
+  readonly after: bigint;
+  readonly page: Promise<JournalPage>;
+  readonly second: boolean;
 }
 
 type StreamJobEventsResponseFrame = MessageInitShape<typeof StreamJobEventsResponseSchema>['frame'];

@@ -17,8 +17,18 @@ export const EVENTS_PER_READ = LIMITS.eventPageMax * PAGES_PER_READ;
  * Reads a tail catching up on a backlog has under way while it sends the
  * one before them: enough that the state service always has the next one
  * to work on, few enough that a tail holds at most three reads' events.
+ * The first is the tail's own; the second is one of the process's
+ * {@link SECOND_READS_AHEAD_MAX}.
  */
 export const READS_AHEAD = 2;
+
+/**
+ * Second reads ahead the tails of one process hold at most (each up to
+ * 1,024 events, about 0.35 MB of a typical journal): however many tails
+ * catch up at once, the extra depth costs the process a fixed amount of
+ * memory; a tail that finds them all taken keeps one read ahead.
+ */
+export const SECOND_READS_AHEAD_MAX = 64;
 
 /**
  * Journal pages read from the state service for the tails of this process,
@@ -37,6 +47,7 @@ export const READS_AHEAD = 2;
  */
 export class SharedJournalReads {
   readonly #inFlight = new Map<string, Promise<JournalPage>>();
+  #secondReadsAhead = 0;
 
   constructor(private readonly reader: JournalPageReader) {}
 
@@ -58,6 +69,23 @@ export class SharedJournalReads {
       page.then(forget, forget);
     }
     return abandonOnAbort(page, signal);
+  }
+
+  /** Takes one of the process's {@link SECOND_READS_AHEAD_MAX} second reads ahead; false when all are held. */
+  takeSecondReadAhead(): boolean {
+    if (this.#secondReadsAhead >= SECOND_READS_AHEAD_MAX) return false;
+    this.#secondReadsAhead += 1;
+    return true;
+  }
+
+  /** Gives back a second read ahead taken with {@link takeSecondReadAhead}, once it is sent or dropped. */
+  giveBackSecondReadAhead(): void {
+    this.#secondReadsAhead -= 1;
+  }
+
+  /** Second reads ahead held now (for tests). */
+  get secondReadsAhead(): number {
+    return this.#secondReadsAhead;
   }
 
   /** Reads in flight (for tests). */
