@@ -39,6 +39,9 @@ describe('JournalPage', () => {
     expect(page.latestSequence).toBe(2n ** 60n + 13n);
     expect(page.status).toBe(JobStatus.RUNNING);
     expect(page.events()).toEqual(answer.events);
+    for (const first of [1n, 127n, 16_383n, 2n ** 49n - 2n, 2n ** 53n - 2n]) {
+      expect(new JournalPage(encodedAnswer(stateAnswer(first, 4))).sequences).toEqual([first, first + 1n, first + 2n, first + 3n]);
+    }
   });
 
   it('frames a read of up to four pages as frames of 256 events, from the events’ own bytes exactly as encoding the decoded frames would, once for every tail', () => {

@@ -110,9 +110,32 @@ function pageFrameBytes(events: readonly Uint8Array[]): Uint8Array {
 const FIELD_1_LEN = (1 << 3) | 2;
 /** `docket.common.v1.Event.sequence`. */
 const SEQUENCE_FIELD = 2;
+/** Its tag (a varint). */
+const SEQUENCE_TAG = SEQUENCE_FIELD << 3;
 
-/** An encoded Event's `sequence` (0 when absent, as proto3 reads it). */
+/**
+ * An encoded Event's `sequence` (0 when absent, as proto3 reads it). The
+ * state service writes `job_id` (field 1, under 128 bytes) then `sequence`
+ * first, so the sequence is read right there; any other layout is scanned
+ * field by field, which also checks that the event is well formed.
+ */
 function sequenceOf(event: Uint8Array): bigint {
+  const afterJobId = event[0] === FIELD_1_LEN && event[1]! < 0x80 ? 2 + event[1]! : -1;
+  if (afterJobId > 0 && event[afterJobId] === SEQUENCE_TAG) {
+    let value = 0;
+    let scale = 1;
+    for (let at = afterJobId + 1; at < event.byteLength && at < afterJobId + 8; at += 1) {
+      const byte = event[at]!;
+      value += (byte & 0x7f) * scale;
+      if ((byte & 0x80) === 0) return BigInt(value);
+      scale *= 0x80;
+    }
+  }
+  return scanSequence(event);
+}
+
+/** {@link sequenceOf} the long way: every field read, the event's bytes checked to end where its last field does. */
+function scanSequence(event: Uint8Array): bigint {
   let at = 0;
   let sequence = 0n;
   while (at < event.byteLength) {
