@@ -23,6 +23,7 @@ export { delay } from './delay.js';
 export { LIMITS, QUEUE_NAME_PATTERN, isValidQueueName, type LimitName } from './limits.js';
 export { isSha256Hex, sha256Hex } from './sha256.js';
 export { writeUtf8 } from './utf8.js';
+export { varintLength, writeVarint } from './varint.js';
 export { coerceEventPageSize, coerceListPageSize } from './page-size.js';
 export { ID_PATTERN, ID_PREFIXES, isIdOf, isValidId, newId, type IdPrefix } from './ids.js';
 export { IdempotencyKey, keyFingerprint, parseIdempotencyKey } from './idempotency-key.js';

@@ -4,7 +4,7 @@ import { EventSchema, type Event } from '@docket/proto/docket/common/v1/event_pb
 import type { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { StreamJobEventsResponseSchema, type StreamJobEventsResponse } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import type { ReadJobEventsRequestSchema, ReadJobEventsResponse, StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { LIMITS } from '@docket/contracts';
+import { LIMITS, varintLength, writeVarint } from '@docket/contracts';
 import { encodedFrame } from '@docket/service-kit';
 
 /** What a journal read asks the state service. */
@@ -198,22 +198,4 @@ function readVarint(bytes: Uint8Array, from: number): { value: bigint; next: num
 
 function invalidEvent(): Error {
   return new Error('an event of the journal page is not valid protobuf');
-}
-
-function varintLength(value: number): number {
-  let length = 1;
-  while (value >= 0x80) {
-    value = Math.floor(value / 0x80);
-    length += 1;
-  }
-  return length;
-}
-
-function writeVarint(out: Uint8Array, at: number, value: number): number {
-  while (value >= 0x80) {
-    out[at++] = (value % 0x80) | 0x80;
-    value = Math.floor(value / 0x80);
-  }
-  out[at++] = value;
-  return at;
 }

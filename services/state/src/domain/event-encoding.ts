@@ -1,4 +1,4 @@
-import { writeUtf8 } from '@docket/contracts';
+import { varintLength, writeUtf8, writeVarint } from '@docket/contracts';
 import type { JobEventRow } from '../db/queries/job-events.js';
 import type { JsonValue } from '../db/tables/index.js';
 
@@ -158,12 +158,7 @@ class EventWriter {
   /** A varint of a non-negative safe integer. */
   #varint(value: number): void {
     this.#reserve(8);
-    const bytes = this.bytes;
-    while (value >= 0x80) {
-      bytes[this.#at++] = (value % 0x80) | 0x80;
-      value = Math.floor(value / 0x80);
-    }
-    bytes[this.#at++] = value;
+    this.#at = writeVarint(this.bytes, this.#at, value);
   }
 
   /** A varint of a 64-bit unsigned value (negative int64s as their two's complement: ten bytes). */
@@ -191,12 +186,3 @@ const FIXED64 = 1;
 const LENGTH_DELIMITED = 2;
 /** The largest int64 written through a number (exactly) rather than a bigint. */
 const SMALL_MAX = BigInt(Number.MAX_SAFE_INTEGER);
-
-function varintLength(value: number): number {
-  let length = 1;
-  while (value >= 0x80) {
-    value = Math.floor(value / 0x80);
-    length += 1;
-  }
-  return length;
-}
