@@ -31,15 +31,21 @@ export function frameOf(message: object, encode: () => Buffer): Buffer {
 }
 
 /**
- * Marks `message` as one whose encoding is `encoded` (a protobuf message's
- * bytes, such as ones put together from fields already encoded upstream):
- * a stream that writes encoded frames sends those bytes, whatever
- * `message` itself holds, so it may be a placeholder. Only for streams
- * whose handler sees {@link writesEncodedFrames}; the message must not
- * reach any other stream. Returns `message`.
+ * Marks `message` as one whose encoding is `length` bytes that `write`
+ * puts into the array it is given (a protobuf message's bytes, such as
+ * ones put together from fields already encoded upstream), written once,
+ * straight into the gRPC frame that carries them: a stream that writes
+ * encoded frames sends those bytes, whatever `message` itself holds, so it
+ * may be a placeholder. Only for streams whose handler sees
+ * {@link writesEncodedFrames}; the message must not reach any other
+ * stream. Returns `message`.
  */
-export function encodedFrame<T extends object>(message: T, encoded: Uint8Array): T {
-  frames.set(message, grpcFrame(encoded));
+export function encodedFrame<T extends object>(message: T, length: number, write: (into: Uint8Array) => void): T {
+  const frame = Buffer.allocUnsafe(5 + length);
+  frame[0] = 0;
+  frame.writeUInt32BE(length, 1);
+  write(frame.subarray(5));
+  frames.set(message, frame);
   return message;
 }
 

@@ -65,7 +65,12 @@ export class JournalPage {
    * Either is made once per page and shared by every tail.
    */
   frames(encoded: boolean): readonly JournalFrame[] {
-    if (encoded) return (this.#encodedFrames ??= this.#split((from, to) => encodedFrame(create(StreamJobEventsResponseSchema), pageFrameBytes(this.#events.slice(from, to)))));
+    if (encoded) {
+      return (this.#encodedFrames ??= this.#split((from, to) => {
+        const events = this.#events.slice(from, to);
+        return encodedFrame(create(StreamJobEventsResponseSchema), pageFrameLength(events), (into) => writePageFrame(events, into));
+      }));
+    }
     return (this.#frames ??= this.#split((from, to) => create(StreamJobEventsResponseSchema, { frame: { case: 'page', value: { events: this.events().slice(from, to) } } })));
   }
 
@@ -88,22 +93,31 @@ export interface JournalFrame {
 /**
  * The encoding of `StreamJobEventsResponse { page: EventPage { events } }`
  * from the encoded events: field 1 (page) holding field 1 (events) once per
- * event.
+ * event. {@link pageFrameLength} is its length, {@link writePageFrame}
+ * writes it.
  */
-function pageFrameBytes(events: readonly Uint8Array[]): Uint8Array {
-  let pageLength = 0;
-  for (const event of events) pageLength += 1 + varintLength(event.byteLength) + event.byteLength;
-  const out = new Uint8Array(1 + varintLength(pageLength) + pageLength);
+function pageFrameLength(events: readonly Uint8Array[]): number {
+  const pageLength = eventsLength(events);
+  return 1 + varintLength(pageLength) + pageLength;
+}
+
+function writePageFrame(events: readonly Uint8Array[], out: Uint8Array): void {
   let at = 0;
   out[at++] = FIELD_1_LEN;
-  at = writeVarint(out, at, pageLength);
+  at = writeVarint(out, at, eventsLength(events));
   for (const event of events) {
     out[at++] = FIELD_1_LEN;
     at = writeVarint(out, at, event.byteLength);
     out.set(event, at);
     at += event.byteLength;
   }
-  return out;
+}
+
+/** The length of the page's content: each event as a length-delimited field 1. */
+function eventsLength(events: readonly Uint8Array[]): number {
+  let length = 0;
+  for (const event of events) length += 1 + varintLength(event.byteLength) + event.byteLength;
+  return length;
 }
 
 /** The tag of field 1, length-delimited. */
