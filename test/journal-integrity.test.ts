@@ -1,8 +1,9 @@
-import type { MessageInitShape } from '@bufbuild/protobuf';
+import { fromBinary, type MessageInitShape } from '@bufbuild/protobuf';
 import { Code, type Client } from '@connectrpc/connect';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GENESIS_HASH, canonicalJsonByteLength, verifyChainSegment, type JsonValue } from '@docket/contracts';
+import { EventSchema } from '@docket/proto/docket/common/v1/event_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { StateService, type NewEventSchema } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
@@ -274,6 +275,26 @@ describe('ReadJobEvents pages', () => {
   });
 
   const read = (afterSequence: bigint, pageSize = 0, pageCount = 0) => state.readJobEvents({ caller, jobId, afterSequence, pageSize, pageCount });
+
+  it('answer the same events encoded when asked (`encoded`): each the bytes of its Event, whatever the payload', async () => {
+    const varied = await newJob();
+    const payloads: { [key: string]: JsonValue }[] = [
+      { text: 'ünïcode ✓ 😀', empty: '', nothing: null, yes: true, no: false },
+      { nested: { list: [1, 'two', null, [3.5, { deep: {} }]], big: 2 ** 53, negative: -0.25 }, empty: {}, none: [] },
+      { long: 'é'.repeat(5_000) },
+      {},
+    ];
+    await state.transitionJob({ caller, jobId: varied, events: payloads.map((payload) => ({ type: 'worker.step', payload })) });
+    for (const afterSequence of [0n, 2n]) {
+      const plain = await state.readJobEvents({ caller, jobId: varied, afterSequence, pageSize: 256 });
+      const encoded = await state.readJobEvents({ caller, jobId: varied, afterSequence, pageSize: 256, encoded: true });
+      expect(encoded.events).toEqual([]);
+      expect(plain.encodedEvents).toEqual([]);
+      expect(encoded.encodedEvents.map((bytes) => fromBinary(EventSchema, bytes))).toEqual(plain.events);
+      expect({ ...encoded, events: [], encodedEvents: [] }).toEqual({ ...plain, events: [], encodedEvents: [] });
+    }
+    expect((await state.readJobEvents({ caller, jobId: varied, afterSequence: 0n, encoded: true })).encodedEvents).toHaveLength(payloads.length + 1);
+  });
 
   it('use 100 events for page_size 0 and at most 256 for larger sizes', async () => {
     expect(latest).toBe(321n);
