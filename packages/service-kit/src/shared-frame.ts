@@ -41,9 +41,7 @@ export function frameOf(message: object, encode: () => Buffer): Buffer {
  * stream. Returns `message`.
  */
 export function encodedFrame<T extends object>(message: T, length: number, write: (into: Uint8Array) => void): T {
-  const frame = Buffer.allocUnsafe(5 + length);
-  frame[0] = 0;
-  frame.writeUInt32BE(length, 1);
+  const frame = frameFor(length);
   write(frame.subarray(5));
   frames.set(message, frame);
   return message;
@@ -51,10 +49,16 @@ export function encodedFrame<T extends object>(message: T, length: number, write
 
 /** One uncompressed gRPC message frame: the flag byte, the length, `encoded`. */
 export function grpcFrame(encoded: Uint8Array): Buffer {
-  const frame = Buffer.allocUnsafe(5 + encoded.byteLength);
-  frame[0] = 0;
-  frame.writeUInt32BE(encoded.byteLength, 1);
+  const frame = frameFor(encoded.byteLength);
   frame.set(encoded, 5);
+  return frame;
+}
+
+/** An uncompressed gRPC message frame's flag byte and length, followed by room for the `length` bytes of the message. */
+function frameFor(length: number): Buffer {
+  const frame = Buffer.allocUnsafe(5 + length);
+  frame[0] = 0;
+  frame.writeUInt32BE(length, 1);
   return frame;
 }
 
