@@ -10,7 +10,7 @@
 // heaviest functions by self time. PROFILE=0 runs without --cpu-prof (the
 // profiler slows what it watches). `root` runs the services of another
 // built checkout (a commit to compare with).
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -22,6 +22,7 @@ import { printCpuProfiles } from './cpu-profile-summary.mjs';
 import { clientWith } from './docket/clients.mjs';
 import { launchDocket } from './docket/instance.mjs';
 import { startDurablePostgres } from './postgres.mjs';
+import { cpuMsOf } from './process-cpu.mjs';
 import { keysetSelectRate, replayRate, writeBacklog } from './replay.mjs';
 import { quantile } from './stats.mjs';
 
@@ -30,12 +31,6 @@ const rounds = Number(process.argv[3] ?? 9);
 const root = process.argv[4] ?? new URL('..', import.meta.url).pathname;
 const profiling = process.env.PROFILE !== '0';
 const profiles = mkdtempSync(join(tmpdir(), 'docket-profile-replay-'));
-
-/** CPU time (user + system) of process `pid` so far, in milliseconds. */
-function cpuMsOf(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-}
 
 const postgres = await startDurablePostgres();
 const databaseUrl = await postgres.createDatabase('profile_replay');

@@ -19,12 +19,17 @@
 //   same client library) and a
 //   bare LISTEN/NOTIFY round trip on the same PostgreSQL (node-postgres);
 // - the PauseJob/ResumeJob call latency with no subscriber and with all of
-//   them open;
+//   them open, and the CPU each process (events, state, admission,
+//   PostgreSQL, the subscriber processes, the orchestrator) used per call
+//   meanwhile, from /proc;
 // - backlog replay: a 5,000-event journal streamed from sequence 0, next
 //   to a bare keyset SELECT of the same rows from job_events.
 // The idle subscribers live in forked processes (bench/generators/subscribe.mjs),
 // so the orchestrator's own streams do not distort the events process's
-// figures. Sizes: BENCH_SUBSCRIBERS (10,000; 2,000 with --quick),
+// figures, at the lowest CPU priority (nice 19, BENCH_SUBSCRIBER_NICE), as
+// clients on machines of their own would not take the services' cores; the
+// CPU they use per call is reported beside the PauseJob/ResumeJob figures.
+// Sizes: BENCH_SUBSCRIBERS (10,000; 2,000 with --quick),
 // BENCH_STREAM_JOBS (1,000), BENCH_WATCHERS (a tenth of the subscribers),
 // BENCH_BACKLOG (5,000), BENCH_LATENCY_ROUNDS (200), BENCH_CHURN_MS (5,000),
 // BENCH_STREAMS_PER_PROCESS (2,500), BENCH_LATENCY_BUDGET_MS (60,000: a
@@ -43,6 +48,7 @@ import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_se
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { forkGenerator } from './generator-host.mjs';
+import { cpuByRole, cpuSnapshot } from './process-cpu.mjs';
 import { keysetSelectRate, replayRate, writeBacklog } from './replay.mjs';
 import { REPO_ROOT, clientWith, quantile, runConcurrently, startSystem } from './support.mjs';
 
@@ -75,6 +81,7 @@ function sizesFrom(env, quick) {
     rounds: 2 * Math.ceil(Number(env.BENCH_LATENCY_ROUNDS ?? 200) / 2),
     churnMs: Number(env.BENCH_CHURN_MS ?? 5000),
     perProcess: Number(env.BENCH_STREAMS_PER_PROCESS ?? 2500),
+    subscriberNice: Number(env.BENCH_SUBSCRIBER_NICE ?? 19),
     budgetMs: Number(env.BENCH_LATENCY_BUDGET_MS ?? 60_000),
   };
 }
@@ -273,7 +280,7 @@ export async function benchStreams(options = {}) {
     };
     const openSubscribers = async (configs) => {
       const started = performance.now();
-      const opened = configs.map((config) => forkGenerator('subscribe.mjs', { url: probed.url, token: userToken, ...config }));
+      const opened = configs.map((config) => forkGenerator('subscribe.mjs', { url: probed.url, token: userToken, niceness: sizes.subscriberNice, ...config }));
       children.push(...opened);
       await Promise.all(opened.map((child) => child.ready));
       return performance.now() - started;
@@ -369,6 +376,23 @@ export async function benchStreams(options = {}) {
       }
       return { calls: summary(calls), toFrame: withTail ? summary(toFrame) : undefined, toWatch: withTail && watch ? summary(toWatch) : undefined, failed, lost, early, firstError };
     };
+    /** Who the machine's processes are, for saying where a phase's CPU went. */
+    const roleOf = (pid, command) => {
+      if (pid === probed.pid) return 'events';
+      if (pid === process.pid) return 'orchestrator';
+      for (const [name, pids] of Object.entries(system.pids ?? {})) if (pids.includes(pid)) return name;
+      if (command.includes('generators/subscribe.mjs')) return 'subscriber processes';
+      if (/^(\S*\/)?postgres[: ]/.test(command)) return 'postgres';
+      return undefined;
+    };
+    /** The calls of `mutations(false)` with the CPU ms per call each role used meanwhile. */
+    const mutationsWithCpu = async () => {
+      const before = cpuSnapshot();
+      const measured = await mutations(false);
+      const used = cpuByRole(before, cpuSnapshot(), roleOf);
+      const calls = Math.max(1, measured.calls.samples + measured.failed);
+      return { ...measured, cpuPerCall: Object.fromEntries(Object.entries(used).map(([role, total]) => [role, total / calls])) };
+    };
     const measureLevel = async (label) => {
       const brokenCount = () => tail.broken.count + (watch?.broken.count ?? 0);
       const brokenBefore = brokenCount();
@@ -384,7 +408,7 @@ export async function benchStreams(options = {}) {
     await openSubscribers([{ jobIds: jobIds.slice(0, 50) }]);
     await Promise.all(children.splice(0).map((child) => child.stop()));
     await bare();
-    const quiet = (m.quiet = await mutations(false));
+    const quiet = (m.quiet = await mutationsWithCpu());
     log(`PauseJob/ResumeJob with no subscriber: median ${ms(quiet.calls.median)} ms${trouble(quiet)}`);
 
     const { stages, levels, opening } = m;
@@ -418,7 +442,7 @@ export async function benchStreams(options = {}) {
       stages.push(await footprint(`${everyone} idle`));
       levels.push(await measureLevel(`${everyone} subscribers`));
     }
-    const loaded = (m.loaded = await mutations(false));
+    const loaded = (m.loaded = await mutationsWithCpu());
     log(`PauseJob/ResumeJob with ${everyone} (${loaded.calls.samples} calls): median ${ms(loaded.calls.median)} ms${trouble(loaded)}`);
 
     // The 1,000 jobs change: each caller pauses then resumes the next job, for churnMs; the events process's RSS is sampled.
@@ -499,6 +523,14 @@ const ms = (value) => (value === undefined ? '?' : value.toFixed(2));
 /** Calls that failed and frames that never came, when there were any. */
 const trouble = ({ failed, lost, tailBroken = 0, firstError }) =>
   failed || lost || tailBroken ? `; ${failed} calls failed, ${lost} frames lost, measured stream broke ${tailBroken}x${firstError ? ` (first: ${firstError.slice(0, 80)})` : ''}` : '';
+/** The CPU each role used per call of a mutations phase, largest first. */
+const cpuSpent = ({ cpuPerCall }) =>
+  cpuPerCall
+    ? `; CPU per call: ${Object.entries(cpuPerCall)
+        .sort(([, a], [, b]) => b - a)
+        .map(([role, each]) => `${role} ${ms(each)} ms`)
+        .join(', ')}`
+    : '';
 const times = (ratio) => `${ratio.toFixed(2)}x`;
 const met = (ok) => (ok ? 'yes' : 'no');
 
@@ -568,11 +600,11 @@ function report({ sizes, stages, levels, opening, quiet, loaded, churn, received
     });
   });
   }
-  if (quiet) rows.push({ measurement: `PauseJob/ResumeJob through admission, no subscriber (${quiet.calls.samples} calls)`, figure: `median ${ms(quiet.calls.median)} ms, p99 ${ms(quiet.calls.p99)} ms${trouble(quiet)}` });
+  if (quiet) rows.push({ measurement: `PauseJob/ResumeJob through admission, no subscriber (${quiet.calls.samples} calls)`, figure: `median ${ms(quiet.calls.median)} ms, p99 ${ms(quiet.calls.p99)} ms${trouble(quiet)}${cpuSpent(quiet)}` });
   const slowdown = loaded && quiet ? loaded.calls.median / quiet.calls.median : undefined;
   if (loaded) rows.push({
     measurement: `PauseJob/ResumeJob through admission, ${levels.at(-1).label} (${loaded.calls.samples} calls)`,
-    figure: `median ${ms(loaded.calls.median)} ms, p99 ${ms(loaded.calls.p99)} ms${trouble(loaded)}`,
+    figure: `median ${ms(loaded.calls.median)} ms, p99 ${ms(loaded.calls.p99)} ms${trouble(loaded)}${cpuSpent(loaded)}`,
     ratio: `${times(slowdown)} of no subscriber`,
     goal: `<= ${GOALS.mutationSlowdown}x`,
     met: met(slowdown <= GOALS.mutationSlowdown),

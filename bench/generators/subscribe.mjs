@@ -9,7 +9,15 @@
 // reports ready. The streams read and drop every frame until stop.
 // start: reports {streams, watchers, openMs, frames, ended, failed} so far
 // (may be asked more than once). stop: cancels every stream and exits.
+//
+// The process runs at the lowest CPU priority (nice 19; `niceness` in the
+// config, BENCH_SUBSCRIBER_NICE in bench/streams.mjs, says otherwise): in a
+// deployment the subscribers' clients run on their own machines, while here
+// they share the cores with the services whose latency is measured, and at
+// 1,000 WatchJobs streams they decode a thousand frames per change. At nice
+// 19 they still read and decode every frame, with the CPU the services leave.
 import { setMaxListeners } from 'node:events';
+import { setPriority } from 'node:os';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { clientWith } from '../docket/clients.mjs';
 import { serveGenerator } from './protocol.mjs';
@@ -17,7 +25,11 @@ import { serveGenerator } from './protocol.mjs';
 /** Below the events service's 1,000 concurrent streams per HTTP/2 session. */
 const DEFAULT_STREAMS_PER_SESSION = 500;
 
-serveGenerator(async ({ url, token, jobIds = [], watchers = 0, streamsPerSession = DEFAULT_STREAMS_PER_SESSION, openConcurrency = 50 }) => {
+/** The lowest CPU priority (see the header). */
+const LOWEST_PRIORITY = 19;
+
+serveGenerator(async ({ url, token, jobIds = [], watchers = 0, streamsPerSession = DEFAULT_STREAMS_PER_SESSION, openConcurrency = 50, niceness = LOWEST_PRIORITY }) => {
+  setPriority(niceness);
   const abort = new AbortController();
   setMaxListeners(0, abort.signal);
   const total = jobIds.length + watchers;

@@ -19,6 +19,7 @@ import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, un
 import { LIMITS, type LimitName } from '@docket/contracts';
 import { isBinaryGrpc, serveGrpcServerStream, type GrpcServerStreamOptions, type ServerStreamSpec } from './grpc-server-stream.js';
 import { requestDecodeFailure, type ChainReached } from './request-bounds.js';
+import type { SignalRelay } from './signal-relay.js';
 
 /** Where the adapter leaves its {@link ChainReached} mark for the outermost interceptor. */
 export const chainReachedKey = createContextKey<ChainReached | undefined>(undefined, { description: 'docket chain reached' });
@@ -48,12 +49,15 @@ export function chainReachedMarker(): Interceptor {
 const ANSWERS_UNCOMPRESSED = Number.POSITIVE_INFINITY;
 
 /** What {@link boundedNodeAdapter} needs. */
-export interface BoundedNodeAdapterOptions extends Omit<ConnectRouterOptions, 'readMaxBytes' | 'acceptCompression'> {
+export interface BoundedNodeAdapterOptions extends Omit<ConnectRouterOptions, 'readMaxBytes' | 'acceptCompression' | 'shutdownSignal'> {
   readonly routes: (router: ConnectRouter) => void;
+  /** The hard stop: Connect's handlers link to its signal, binary gRPC streams each follow it. */
+  readonly shutdown?: SignalRelay;
   /** The service's request-size limit (its `LIMITS` entry), compressed and decompressed. */
   readonly requestBytes: LimitName;
   readonly fallback: (request: http.IncomingMessage, response: http.ServerResponse) => void;
-  readonly contextValues: (request: http.IncomingMessage | http2.Http2ServerRequest) => ContextValues;
+  /** A call's context values; `response` emits `close` when the call is over. */
+  readonly contextValues: (request: http.IncomingMessage | http2.Http2ServerRequest, response: http.ServerResponse | http2.Http2ServerResponse) => ContextValues;
 }
 
 type NodeHandler = (
@@ -83,6 +87,7 @@ type NodeHandler = (
 export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHandler {
   const router = createConnectRouter({
     ...options,
+    shutdownSignal: options.shutdown?.signal,
     readMaxBytes: LIMITS[options.requestBytes],
     acceptCompression: [compressionGzip, compressionBrotli],
     compressMinBytes: ANSWERS_UNCOMPRESSED,
@@ -95,13 +100,13 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHand
     interceptors: options.interceptors ?? [],
     readMaxBytes: LIMITS[options.requestBytes],
     acceptCompression: [compressionGzip, compressionBrotli],
-    shutdownSignal: options.shutdownSignal,
+    shutdown: options.shutdown,
   };
   return (request, response) => {
     const path = request.url?.split('?', 2)[0] ?? '';
     const serverStream = 'stream' in request && request.method === 'POST' ? serverStreams.get(path) : undefined;
     if (serverStream && isBinaryGrpc(request.headers['content-type'])) {
-      const universal = universalRequestFromNodeRequest(request as never, response as never, undefined, options.contextValues(request));
+      const universal = universalRequestFromNodeRequest(request as never, response as never, undefined, options.contextValues(request, response));
       finishUnreadUpload(request as http2.Http2ServerRequest);
       serveGrpcServerStream(serverStream, streamOptions, universal, response as http2.Http2ServerResponse).catch(() => {
         // The client went away while the answer was written: nothing to tell anyone.
@@ -117,7 +122,7 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHand
       request as http.IncomingMessage,
       response as http.ServerResponse,
       undefined,
-      options.contextValues(request),
+      options.contextValues(request, response),
     );
     if ('stream' in request) finishUnreadUpload(request);
     handler(universal)

@@ -10,7 +10,8 @@ export const drainSignalKey = createContextKey<AbortSignal>(new AbortController(
  * streams (live tails, change feeds) should watch it, send their final frame
  * and return, so they end cleanly within the grace period instead of being
  * cut off when it expires. Unlike `ctx.signal`, it does not fire when the
- * call itself ends.
+ * call itself ends. Each call has a signal of its own (see `SignalRelay`),
+ * so listening on it costs the same however many calls are open.
  */
 export function drainSignalOf(ctx: HandlerContext): AbortSignal {
   return ctx.values.get(drainSignalKey);

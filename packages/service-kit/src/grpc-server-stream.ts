@@ -23,6 +23,7 @@ import {
 } from '@connectrpc/connect/protocol';
 import { contentTypeProto, grpcStatusOk, headerAcceptEncoding, headerEncoding, headerGrpcStatus, headerTimeout, parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import { frameOf, grpcFrame } from './shared-frame.js';
+import type { SignalRelay } from './signal-relay.js';
 import { streamSinkKey, type StreamSink } from './stream-sink.js';
 
 /** A server-streaming method's implementation, as Connect's router registered it. */
@@ -33,7 +34,8 @@ export interface GrpcServerStreamOptions {
   readonly interceptors: readonly Interceptor[];
   readonly readMaxBytes: number;
   readonly acceptCompression: readonly Compression[];
-  readonly shutdownSignal?: AbortSignal;
+  /** The server's hard stop, which each call follows through a signal of its own while it runs. */
+  readonly shutdown?: SignalRelay;
 }
 
 /** Whether a request's content type is binary gRPC (`application/grpc`, `application/grpc+proto`). */
@@ -68,13 +70,14 @@ export async function serveGrpcServerStream(
   response: http2.Http2ServerResponse,
 ): Promise<void> {
   const timeout = parseTimeout(request.header.get(headerTimeout), Number.MAX_SAFE_INTEGER);
+  const shutdown = options.shutdown?.follow();
   const context = createHandlerContext({
     ...spec,
     service: spec.method.parent,
     requestMethod: request.method,
     protocolName: 'grpc',
     timeoutMs: timeout.timeoutMs,
-    shutdownSignal: options.shutdownSignal,
+    shutdownSignal: shutdown?.signal,
     requestSignal: request.signal,
     requestHeader: request.header,
     url: request.url,
@@ -136,6 +139,7 @@ export async function serveGrpcServerStream(
     setTrailerStatus(context.responseTrailer, error instanceof ConnectError ? error : new ConnectError('internal error', Code.Internal, undefined, undefined, error));
   } finally {
     context.abort();
+    shutdown?.release();
     messages?.return?.().catch(() => {});
   }
   if (response.destroyed || response.stream.closed) return;

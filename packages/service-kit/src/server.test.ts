@@ -295,6 +295,40 @@ describe('RunningServer.shutdown', () => {
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
+  it('holds nothing for a call once it has ended, unary or streaming, over gRPC, Connect or HTTP/1.1', async () => {
+    const harness = await startProbeServer();
+    const headers = { authorization: `Bearer ${await harness.token()}` };
+    const overGrpc = createClient(ProbeService, createGrpcTransport({ baseUrl: harness.url }));
+    const overConnect = createClient(ProbeService, createConnectTransport({ baseUrl: harness.url, httpVersion: '1.1' }));
+    for (const probe of [overGrpc, overConnect]) {
+      await Promise.all(Array.from({ length: 20 }, (_, n) => probe.echo({ text: `e${n}` }, { headers })));
+      for await (const _reply of probe.count({ text: 'c', count: 3 }, { headers }));
+      const cancelled = new AbortController();
+      await (async () => {
+        for await (const _reply of probe.count({ text: 'until-drained', count: 1 }, { headers, signal: cancelled.signal })) cancelled.abort();
+      })().catch(() => {});
+    }
+    // A cancelled stream's close reaches the server a moment after the client let go.
+    for (let waited = 0; harness.server.callsInFlight() > 0 && waited < 5_000; waited += 50) await sleep(50);
+    expect(harness.server.callsInFlight()).toBe(0);
+  });
+
+  it('ends a binary gRPC stream that ignores the drain when the grace period ends, with UNAVAILABLE', async () => {
+    const harness = await startProbeServer();
+    const probe = createClient(ProbeService, createGrpcTransport({ baseUrl: harness.url }));
+    const replies: string[] = [];
+    let stopped: Promise<void> | undefined;
+    const error = await (async () => {
+      for await (const reply of probe.count({ text: 'until-aborted', count: 1 }, { headers: { authorization: `Bearer ${await harness.token()}` } })) {
+        replies.push(reply.text);
+        stopped ??= harness.server.shutdown(300);
+      }
+    })().catch((e: unknown) => e);
+    await stopped;
+    expect(replies).toEqual(['until-aborted']);
+    expect(ConnectError.from(error).code).toBe(Code.Unavailable);
+  });
+
   it('aborts what is still running when the grace period ends, with UNAVAILABLE', async () => {
     const arrivals = arrivalProbe();
     const harness = await startProbeServer({ routes: arrivals.routes });

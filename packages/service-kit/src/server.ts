@@ -29,6 +29,7 @@ import { sniffProtocol } from './protocol-sniffer.js';
 import { registerReflectionService } from './reflection-service.js';
 import { requestBoundsInterceptor } from './request-bounds.js';
 import { rpcLoggingInterceptor } from './rpc-logging-interceptor.js';
+import { SignalRelay } from './signal-relay.js';
 import { tracingInterceptor } from './tracing.js';
 import { unknownRouteFallback } from './unknown-route.js';
 
@@ -123,6 +124,8 @@ export interface RunningServer {
   readonly health: HealthRegistry;
   /** The process's Prometheus metrics, served on `GET /metrics`. */
   readonly metrics: ServiceMetrics;
+  /** Calls whose answer has not ended (each follows the drain until it does). */
+  readonly callsInFlight: () => number;
   /**
    * Graceful shutdown: health turns NOT_SERVING for every name (Watch
    * streams receive it and end), the drain signal aborts, the port stops
@@ -156,11 +159,14 @@ export interface RunningServer {
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const { logger } = options;
   const health = createHealthRegistry(options.services.map((service) => service.typeName));
-  const draining = new AbortController();
-  const hardStop = new AbortController();
-  // Every in-flight handler listens on both signals: hundreds of streams are
-  // normal, not a leak.
-  setMaxListeners(0, draining.signal, hardStop.signal);
+  // Every call follows both through a signal of its own (see SignalRelay):
+  // ten thousand open streams must not make each new call walk ten
+  // thousand listeners.
+  const draining = new SignalRelay();
+  const hardStop = new SignalRelay();
+  // Connect's unary handlers still link to the hard stop's shared signal, as do
+  // streams over the Connect and gRPC-Web protocols.
+  setMaxListeners(0, hardStop.signal);
 
   const metrics = options.metrics ?? new ServiceMetrics(options.name);
   const requestBytes = options.requestBytes ?? 'admissionRequestBytes';
@@ -187,8 +193,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       ...(options.interceptors ?? []),
     ],
     fallback: unknownRouteFallback(logger),
-    shutdownSignal: hardStop.signal,
-    contextValues: () => createContextValues().set(drainSignalKey, draining.signal),
+    shutdown: hardStop,
+    contextValues: (_request, response) => {
+      const drain = draining.follow();
+      response.once('close', drain.release);
+      return createContextValues().set(drainSignalKey, drain.signal);
+    },
   });
   // The internal state service is never called from a browser.
   const cors = corsPolicy(options.corsOrigins ?? (options.name === 'state' ? [] : readCorsOrigins(process.env)));
@@ -310,6 +320,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     port,
     health,
     metrics,
+    callsInFlight: () => draining.followers,
     shutdown: (graceMs = DEFAULT_GRACE_MS) => (stopping ??= stop(graceMs)),
   };
 }

@@ -67,6 +67,11 @@ export const probeImplementation: Partial<ServiceImpl<typeof ProbeService>> = {
       }
       yield { text: 'drained', sequence: 0 };
     }
+    if (request.text === 'until-aborted') {
+      // Ignores the drain: only the hard stop ends it.
+      if (!ctx.signal.aborted) await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+      throw ctx.signal.reason;
+    }
   },
 };
 

@@ -1,4 +1,3 @@
-import { setMaxListeners } from 'node:events';
 import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { drainSignalOf, forwardDeadline, principalOf, streamSinkOf, writesEncodedFrames } from '@docket/service-kit';
@@ -19,13 +18,7 @@ export function eventServiceRoutes(deps: EventDependencies): (router: ConnectRou
   };
 }
 
-/**
- * A stream's cancel and drain signals. Every open stream listens to the one
- * server-wide drain signal, so that signal may have any number of
- * listeners (each removed when its stream ends).
- */
+/** A stream's cancel and drain signals, both the call's own (the server's drain reaches it through a `SignalRelay`). */
 function streamSignalsOf(ctx: HandlerContext): StreamSignals {
-  const drain = drainSignalOf(ctx);
-  setMaxListeners(0, drain);
-  return { signal: ctx.signal, drain };
+  return { signal: ctx.signal, drain: drainSignalOf(ctx) };
 }
