@@ -54,6 +54,7 @@ export async function startExecutionServer(config: ExecutionConfig, logger: Logg
     port: server.port,
     health: server.health,
     metrics: server.metrics,
+    callsInFlight: server.callsInFlight,
     shutdown: (graceMs) => (stopping ??= stop(graceMs)),
   };
 }
