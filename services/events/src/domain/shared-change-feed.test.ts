@@ -13,19 +13,24 @@ import { JobSignalHub } from './job-signal-hub.js';
 import { SharedChangeFeed } from './shared-change-feed.js';
 import { SubscriberGauge } from './subscriber-gauge.js';
 
-/** A feed of `entries` changes (released at once) behind the two state RPCs the shared walk uses. */
-function feedState(entries: number) {
-  const changes = Array.from({ length: entries }, (_, index) => ({
-    jobId: `job_${index}`,
-    revision: 1n,
-    position: { transactionId: 10n, entryId: BigInt(index + 1) },
-  }));
+type Position = { readonly transactionId: bigint; readonly entryId: bigint };
+
+/** Feed order: (transaction id, entry id). */
+const before = (a: Position, b: Position): boolean => a.transactionId < b.transactionId || (a.transactionId === b.transactionId && a.entryId < b.entryId);
+
+/**
+ * A feed of `entries` changes (released at once) behind the two state RPCs
+ * the shared walk uses; `positionOf(index)` places each (in feed order), by
+ * default entry `index + 1` of transaction 10.
+ */
+function feedState(entries: number, positionOf = (index: number): Position => ({ transactionId: 10n, entryId: BigInt(index + 1) })) {
+  const changes = Array.from({ length: entries }, (_, index) => ({ jobId: `job_${index}`, revision: 1n, position: positionOf(index) }));
   return {
     readJobChanges: async (request: ReadJobChangesRequest) => {
       // Without a position this is the head read: the head is before the first entry.
-      if (!request.after) return create(ReadJobChangesResponseSchema, { position: { transactionId: 10n, entryId: 0n } });
-      const after = request.after.entryId;
-      const page = changes.filter((change) => change.position.entryId > after).slice(0, request.limit);
+      if (!request.after) return create(ReadJobChangesResponseSchema, { position: { transactionId: 0n, entryId: 0n } });
+      const after = request.after;
+      const page = changes.filter((change) => before(after, change.position)).slice(0, request.limit);
       const last = page.at(-1)?.position ?? request.after;
       return create(ReadJobChangesResponseSchema, { changes: page, position: last, heldBack: false });
     },
@@ -38,6 +43,34 @@ function feedState(entries: number) {
 }
 
 describe('SharedChangeFeed', () => {
+  it('gives, after any position in the window, the feed\'s next entry', async () => {
+    // 600 entries, several to a transaction, with room between entry ids for positions no entry has.
+    const positionOf = (index: number): Position => ({ transactionId: BigInt(100 + Math.floor(index / 7)), entryId: BigInt(2 * (index % 7) + 2) });
+    const entries = Array.from({ length: 600 }, (_, index) => positionOf(index));
+    const state = feedState(entries.length, positionOf) as unknown as Client<typeof StateService>;
+    const logger = createLogger('events', () => {});
+    const hub = new JobSignalHub(state, logger, new SubscriberGauge(logger));
+    hub.start();
+    const feed = new SharedChangeFeed(state, hub, logger);
+    const unsubscribe = feed.subscribe(() => {});
+    try {
+      for (let turns = 0; feed.windowSize < entries.length && turns < 10_000; turns += 1) await new Promise((resolve) => setImmediate(resolve));
+      expect(feed.windowSize).toBe(entries.length);
+      // Every entry's own position, the positions just before and after it in its transaction, and the window's base.
+      const asked: Position[] = [{ transactionId: 0n, entryId: 0n }];
+      for (const { transactionId, entryId } of entries) asked.push({ transactionId, entryId: entryId - 1n }, { transactionId, entryId }, { transactionId, entryId: entryId + 1n });
+      for (const position of asked) {
+        const expected = entries.find((entry) => before(position, entry));
+        const step = feed.next(position);
+        if (expected === undefined) expect(step.kind).toBe('caught-up');
+        else expect(step.kind === 'entry' && step.position).toEqual(expected);
+      }
+    } finally {
+      unsubscribe();
+      await hub.close();
+    }
+  });
+
   it('wakes a thousand subscribers sixteen per turn of the event loop, so I/O is served between slices', async () => {
     const state = feedState(1) as unknown as Client<typeof StateService>;
     const logger = createLogger('events', () => {});
