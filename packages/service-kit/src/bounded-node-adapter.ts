@@ -51,13 +51,12 @@ const ANSWERS_UNCOMPRESSED = Number.POSITIVE_INFINITY;
 /** What {@link boundedNodeAdapter} needs. */
 export interface BoundedNodeAdapterOptions extends Omit<ConnectRouterOptions, 'readMaxBytes' | 'acceptCompression' | 'shutdownSignal'> {
   readonly routes: (router: ConnectRouter) => void;
-  /** The hard stop: Connect's handlers link to its signal, binary gRPC streams each follow it. */
+  /** The hard stop: Connect's handlers link to its signal, binary gRPC streams each listen to it. */
   readonly shutdown?: SignalRelay;
   /** The service's request-size limit (its `LIMITS` entry), compressed and decompressed. */
   readonly requestBytes: LimitName;
   readonly fallback: (request: http.IncomingMessage, response: http.ServerResponse) => void;
-  /** A call's context values; `response` emits `close` when the call is over. */
-  readonly contextValues: (request: http.IncomingMessage | http2.Http2ServerRequest, response: http.ServerResponse | http2.Http2ServerResponse) => ContextValues;
+  readonly contextValues: (request: http.IncomingMessage | http2.Http2ServerRequest) => ContextValues;
 }
 
 type NodeHandler = (
@@ -106,7 +105,7 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHand
     const path = request.url?.split('?', 2)[0] ?? '';
     const serverStream = 'stream' in request && request.method === 'POST' ? serverStreams.get(path) : undefined;
     if (serverStream && isBinaryGrpc(request.headers['content-type'])) {
-      const universal = universalRequestFromNodeRequest(request as never, response as never, undefined, options.contextValues(request, response));
+      const universal = universalRequestFromNodeRequest(request as never, response as never, undefined, options.contextValues(request));
       finishUnreadUpload(request as http2.Http2ServerRequest);
       serveGrpcServerStream(serverStream, streamOptions, universal, response as http2.Http2ServerResponse).catch(() => {
         // The client went away while the answer was written: nothing to tell anyone.
@@ -122,7 +121,7 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHand
       request as http.IncomingMessage,
       response as http.ServerResponse,
       undefined,
-      options.contextValues(request, response),
+      options.contextValues(request),
     );
     if ('stream' in request) finishUnreadUpload(request);
     handler(universal)

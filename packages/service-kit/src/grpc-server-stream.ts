@@ -34,7 +34,7 @@ export interface GrpcServerStreamOptions {
   readonly interceptors: readonly Interceptor[];
   readonly readMaxBytes: number;
   readonly acceptCompression: readonly Compression[];
-  /** The server's hard stop, which each call follows through a signal of its own while it runs. */
+  /** The server's hard stop, which each call listens to while it runs (it aborts the call's context). */
   readonly shutdown?: SignalRelay;
 }
 
@@ -70,14 +70,12 @@ export async function serveGrpcServerStream(
   response: http2.Http2ServerResponse,
 ): Promise<void> {
   const timeout = parseTimeout(request.header.get(headerTimeout), Number.MAX_SAFE_INTEGER);
-  const shutdown = options.shutdown?.follow();
   const context = createHandlerContext({
     ...spec,
     service: spec.method.parent,
     requestMethod: request.method,
     protocolName: 'grpc',
     timeoutMs: timeout.timeoutMs,
-    shutdownSignal: shutdown?.signal,
     requestSignal: request.signal,
     requestHeader: request.header,
     url: request.url,
@@ -85,6 +83,11 @@ export async function serveGrpcServerStream(
     responseTrailer: { [headerGrpcStatus]: grpcStatusOk },
     contextValues: request.contextValues,
   });
+  if (options.shutdown) {
+    // Until the call's context ends (its end, the client's cancel, a deadline), however long its handler takes to notice.
+    const stopListening = options.shutdown.listen((reason) => context.abort(reason));
+    context.signal.addEventListener('abort', stopListening, { once: true });
+  }
   const compression = compressionNegotiate([...options.acceptCompression], request.header.get(headerEncoding), null, headerAcceptEncoding);
   const serialization = createMethodSerializationLookup(spec.method, undefined, undefined, { readMaxBytes: options.readMaxBytes, writeMaxBytes: Number.MAX_SAFE_INTEGER });
   const input = pipe(
@@ -139,7 +142,6 @@ export async function serveGrpcServerStream(
     setTrailerStatus(context.responseTrailer, error instanceof ConnectError ? error : new ConnectError('internal error', Code.Internal, undefined, undefined, error));
   } finally {
     context.abort();
-    shutdown?.release();
     messages?.return?.().catch(() => {});
   }
   if (response.destroyed || response.stream.closed) return;

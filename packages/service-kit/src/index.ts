@@ -49,7 +49,7 @@ export {
   type ForwardedDeadline,
 } from './deadline.js';
 export { drainSignalKey, drainSignalOf } from './drain-signal.js';
-export { SignalRelay, type Following } from './signal-relay.js';
+export { SignalRelay } from './signal-relay.js';
 export { runService, runUntilSignalled, type ProcessHooks, type StartedService } from './process-lifecycle.js';
 export {
   DEFAULT_LISTEN_HOST,

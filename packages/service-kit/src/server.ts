@@ -124,7 +124,11 @@ export interface RunningServer {
   readonly health: HealthRegistry;
   /** The process's Prometheus metrics, served on `GET /metrics`. */
   readonly metrics: ServiceMetrics;
-  /** Calls whose answer has not ended (each follows the drain until it does). */
+  /**
+   * Calls that listen to the drain or the hard stop (every binary gRPC
+   * stream, and every call that asked for its drain signal) and have not
+   * ended: once they end, they hold nothing.
+   */
   readonly callsInFlight: () => number;
   /**
    * Graceful shutdown: health turns NOT_SERVING for every name (Watch
@@ -194,11 +198,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ],
     fallback: unknownRouteFallback(logger),
     shutdown: hardStop,
-    contextValues: (_request, response) => {
-      const drain = draining.follow();
-      response.once('close', drain.release);
-      return createContextValues().set(drainSignalKey, drain.signal);
-    },
+    contextValues: () => createContextValues().set(drainSignalKey, draining),
   });
   // The internal state service is never called from a browser.
   const cors = corsPolicy(options.corsOrigins ?? (options.name === 'state' ? [] : readCorsOrigins(process.env)));
@@ -320,7 +320,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     port,
     health,
     metrics,
-    callsInFlight: () => draining.followers,
+    callsInFlight: () => draining.listeners + hardStop.listeners,
     shutdown: (graceMs = DEFAULT_GRACE_MS) => (stopping ??= stop(graceMs)),
   };
 }

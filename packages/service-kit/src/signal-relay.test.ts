@@ -3,42 +3,53 @@ import { describe, expect, it } from 'vitest';
 import { SignalRelay } from './signal-relay.js';
 
 describe('SignalRelay', () => {
-  it('aborts every follower, and the shared signal, with the reason', () => {
+  it('calls every listener, and aborts the shared signal and every follower, with the reason', () => {
     const relay = new SignalRelay();
-    const followers = Array.from({ length: 3 }, () => relay.follow());
+    const heard: unknown[] = [];
+    relay.listen((reason) => heard.push(reason));
+    const call = new AbortController();
+    const followers = [relay.follow(call.signal), relay.follow(call.signal)];
     const reason = new Error('stopping');
-    expect(followers.some(({ signal }) => signal.aborted)).toBe(false);
+    expect(followers.some((signal) => signal.aborted)).toBe(false);
     relay.abort(reason);
+    expect(heard).toEqual([reason]);
     expect(relay.signal.reason).toBe(reason);
-    for (const { signal } of followers) expect(signal.reason).toBe(reason);
-    expect(relay.followers).toBe(0);
+    for (const signal of followers) expect(signal.reason).toBe(reason);
+    expect(relay.listeners).toBe(0);
   });
 
-  it('forgets a released follower, whose signal then stays as it is', () => {
+  it('forgets a listener that stopped, and a follower once its call ended', () => {
     const relay = new SignalRelay();
-    const kept = relay.follow();
-    const released = relay.follow();
-    released.release();
-    expect(relay.followers).toBe(1);
-    relay.abort();
-    expect(kept.signal.aborted).toBe(true);
-    expect(released.signal.aborted).toBe(false);
+    const heard: unknown[] = [];
+    const stop = relay.listen((reason) => heard.push(reason));
+    const ended = new AbortController();
+    const follower = relay.follow(ended.signal);
+    expect(relay.listeners).toBe(2);
+    stop();
+    ended.abort();
+    expect(relay.listeners).toBe(0);
+    relay.abort('late');
+    expect(heard).toEqual([]);
+    expect(follower.aborted).toBe(false);
   });
 
-  it('gives a follower that comes after the abort an aborted signal, held nowhere', () => {
+  it('tells a listener or follower that comes after the abort at once, and holds neither', () => {
     const relay = new SignalRelay();
     relay.abort('gone');
-    const late = relay.follow();
-    expect(late.signal.reason).toBe('gone');
-    expect(relay.followers).toBe(0);
-    late.release();
+    const heard: unknown[] = [];
+    relay.listen((reason) => heard.push(reason))();
+    expect(heard).toEqual(['gone']);
+    expect(relay.follow(new AbortController().signal).reason).toBe('gone');
+    expect(relay.listeners).toBe(0);
   });
 
-  it('adds and releases followers without listening on any shared signal', () => {
+  it('takes and drops ten thousand followers without a listener on any shared signal', () => {
     const relay = new SignalRelay();
-    const many = Array.from({ length: 10_000 }, () => relay.follow());
+    const calls = Array.from({ length: 10_000 }, () => new AbortController());
+    for (const call of calls) relay.follow(call.signal);
     expect(getEventListeners(relay.signal, 'abort')).toHaveLength(0);
-    for (const { release } of many) release();
-    expect(relay.followers).toBe(0);
+    expect(relay.listeners).toBe(10_000);
+    for (const call of calls) call.abort();
+    expect(relay.listeners).toBe(0);
   });
 });

@@ -1,13 +1,6 @@
-/** One follower of a {@link SignalRelay}: its own signal, and how to stop following. */
-export interface Following {
-  readonly signal: AbortSignal;
-  /** Forgets the follower (its call ended); its signal stays as it is. */
-  readonly release: () => void;
-}
-
 /**
  * A server-wide signal (the drain, the hard stop) that any number of calls
- * follow, each through an AbortSignal of its own.
+ * listen to, each at O(1) to start and to stop listening.
  *
  * Node's EventTarget looks through all of a signal's listeners on every
  * `addEventListener` and `removeEventListener` (to refuse duplicates), so
@@ -15,40 +8,51 @@ export interface Following {
  * and to close. With 10,000 streams open on one events process that walk
  * took more CPU than anything else the process did, and every other call
  * linked to the same signal paid it too: a Health/Check took 8 ms instead
- * of 2. Here a follower is one entry of a Set, added and removed in O(1),
- * and {@link abort} aborts every follower.
+ * of 2.5. Here a listener is one entry of a Set, and a call that wants an
+ * AbortSignal of its own gets one that follows the relay ({@link follow}).
  */
 export class SignalRelay {
   readonly #source = new AbortController();
-  readonly #followers = new Set<AbortController>();
+  readonly #listeners = new Set<(reason: unknown) => void>();
 
   /** The shared signal itself, for holders that are few (a router's unary calls, a background loop). */
   get signal(): AbortSignal {
     return this.#source.signal;
   }
 
-  /** A signal of its own that aborts when the relay does (at once if it has), until released. */
-  follow(): Following {
-    const follower = new AbortController();
+  /**
+   * Calls `listener` with the reason when the relay aborts (at once if it
+   * has); returns the function that stops listening.
+   */
+  listen(listener: (reason: unknown) => void): () => void {
     if (this.#source.signal.aborted) {
-      follower.abort(this.#source.signal.reason);
-      return { signal: follower.signal, release: () => {} };
+      listener(this.#source.signal.reason);
+      return () => {};
     }
-    this.#followers.add(follower);
-    return { signal: follower.signal, release: () => void this.#followers.delete(follower) };
+    this.#listeners.add(listener);
+    return () => void this.#listeners.delete(listener);
   }
 
-  /** How many followers are held (for tests). */
-  get followers(): number {
-    return this.#followers.size;
+  /** An AbortSignal of its own that aborts with the relay, until `until` aborts (the call's end). */
+  follow(until: AbortSignal): AbortSignal {
+    const follower = new AbortController();
+    const stop = this.listen((reason) => follower.abort(reason));
+    if (until.aborted) stop();
+    else until.addEventListener('abort', stop, { once: true });
+    return follower.signal;
   }
 
-  /** Aborts the shared signal and every follower's, with `reason`. */
+  /** How many listeners are held (for tests and `callsInFlight`). */
+  get listeners(): number {
+    return this.#listeners.size;
+  }
+
+  /** Aborts the shared signal and calls every listener, with `reason`. */
   abort(reason?: unknown): void {
     if (this.#source.signal.aborted) return;
     this.#source.abort(reason);
-    const followers = [...this.#followers];
-    this.#followers.clear();
-    for (const follower of followers) follower.abort(this.#source.signal.reason);
+    const listeners = [...this.#listeners];
+    this.#listeners.clear();
+    for (const listener of listeners) listener(this.#source.signal.reason);
   }
 }
