@@ -9,6 +9,18 @@ export const drainSignalKey = createContextKey<SignalRelay>(new SignalRelay(), {
 /** Where a call keeps the drain signal `drainSignalOf` made for it. */
 const callDrainKey = createContextKey<AbortSignal | undefined>(undefined, { description: 'docket call drain signal' });
 
+/** The server's drain to listen to directly: see {@link drainOf}. */
+export type Drain = Pick<SignalRelay, 'aborted' | 'listen'>;
+
+/**
+ * The server's drain itself, for a long-lived stream that stops listening
+ * when it ends: `listen` costs a Set entry and no AbortSignal (about a
+ * kilobyte of heap each, which ten thousand open streams notice).
+ */
+export function drainOf(ctx: HandlerContext): Drain {
+  return ctx.values.get(drainSignalKey);
+}
+
 /**
  * A signal that aborts when the server begins a graceful shutdown. Long-lived
  * streams (live tails, change feeds) should watch it, send their final frame

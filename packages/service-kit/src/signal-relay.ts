@@ -15,6 +15,11 @@ export class SignalRelay {
   readonly #source = new AbortController();
   readonly #listeners = new Set<(reason: unknown) => void>();
 
+  /** Whether the relay has aborted. */
+  get aborted(): boolean {
+    return this.#source.signal.aborted;
+  }
+
   /** The shared signal itself, for holders that are few (a router's unary calls, a background loop). */
   get signal(): AbortSignal {
     return this.#source.signal;

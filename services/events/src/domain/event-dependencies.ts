@@ -1,6 +1,6 @@
 import type { Client } from '@connectrpc/connect';
 import type { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import type { FeedCursorCodec } from '@docket/service-kit';
+import type { Drain, FeedCursorCodec } from '@docket/service-kit';
 import type { JobSignalHub } from './job-signal-hub.js';
 import type { SharedChangeFeed } from './shared-change-feed.js';
 import type { SharedJournalReads } from './shared-journal-reads.js';
@@ -22,6 +22,6 @@ export interface EventDependencies {
 export interface StreamSignals {
   /** Aborts when the client cancels or its deadline passes (and when the call ends). */
   readonly signal: AbortSignal;
-  /** Aborts when the server begins a graceful shutdown: send a final frame and return. */
-  readonly drain: AbortSignal;
+  /** Fires when the server begins a graceful shutdown: send a final frame and return. */
+  readonly drain: Drain;
 }

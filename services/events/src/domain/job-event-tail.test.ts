@@ -15,7 +15,7 @@ import {
   type WatchChangesRequest,
   type WatchChangesResponse,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { FeedCursorCodec, WakeSignal, createLogger } from '@docket/service-kit';
+import { FeedCursorCodec, SignalRelay, WakeSignal, createLogger } from '@docket/service-kit';
 import { describe, expect, it } from 'vitest';
 import type { EventDependencies } from './event-dependencies.js';
 import { streamJobEvents } from './job-event-tail.js';
@@ -150,7 +150,7 @@ function tail(deps: EventDependencies) {
       deps,
       alice,
       create(StreamJobEventsRequestSchema, { jobId: JOB_ID }),
-      { signal: stop.signal, drain: new AbortController().signal },
+      { signal: stop.signal, drain: new SignalRelay() },
       false,
     );
     for await (const frame of stream) frames.push(frame);
@@ -192,7 +192,7 @@ describe('streamJobEvents', () => {
     const read = state.readJobEvents;
     state.readJobEvents = (request) => (asked.push(Number(request.afterSequence)), read(request));
     const stop = new AbortController();
-    const stream = streamJobEvents(deps, alice, create(StreamJobEventsRequestSchema, { jobId: JOB_ID }), { signal: stop.signal, drain: new AbortController().signal }, false);
+    const stream = streamJobEvents(deps, alice, create(StreamJobEventsRequestSchema, { jobId: JOB_ID }), { signal: stop.signal, drain: new SignalRelay() }, false);
     const first = await stream.next();
     expect(first.value?.frame.case).toBe('page');
     // The subscriber has not asked for the second frame: the next two reads are under way already, and no more.
@@ -234,7 +234,7 @@ describe('streamJobEvents', () => {
     state.append(4999);
     const open = (afterSequence: bigint) => {
       const stop = new AbortController();
-      const stream = streamJobEvents(deps, alice, create(StreamJobEventsRequestSchema, { jobId: JOB_ID, afterSequence }), { signal: stop.signal, drain: new AbortController().signal }, false);
+      const stream = streamJobEvents(deps, alice, create(StreamJobEventsRequestSchema, { jobId: JOB_ID, afterSequence }), { signal: stop.signal, drain: new SignalRelay() }, false);
       return { stop, stream };
     };
     // Tails at distinct cursors, each holding its first frame: none shares a read with another.

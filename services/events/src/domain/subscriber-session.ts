@@ -25,6 +25,7 @@ export class SubscriberSession {
   #stopped = false;
   #heartbeatDue = false;
   readonly #heartbeat: NodeJS.Timeout;
+  readonly #stopListeningToDrain: () => void;
   readonly #onStop = (): void => {
     this.#stopped = true;
     clearTimeout(this.#heartbeat);
@@ -39,10 +40,10 @@ export class SubscriberSession {
       this.#heartbeatDue = true;
       this.wake.ring();
     }, heartbeatMs);
-    for (const signal of [signals.signal, signals.drain]) {
-      signal.addEventListener('abort', this.#onStop, { once: true });
-      if (signal.aborted) this.#onStop();
-    }
+    signals.signal.addEventListener('abort', this.#onStop, { once: true });
+    if (signals.signal.aborted) this.#onStop();
+    // Called at once if the server is already draining.
+    this.#stopListeningToDrain = signals.drain.listen(this.#onStop);
   }
 
   /** Whether the client cancelled or the server is draining. */
@@ -73,9 +74,10 @@ export class SubscriberSession {
     return 'heartbeat';
   }
 
-  /** Removes the listeners on the client's and the server's signals and releases the heartbeat timer. */
+  /** Stops listening to the client's signal and the server's drain and releases the heartbeat timer. */
   close(): void {
-    for (const signal of [this.signals.signal, this.signals.drain]) signal.removeEventListener('abort', this.#onStop);
+    this.signals.signal.removeEventListener('abort', this.#onStop);
+    this.#stopListeningToDrain();
     this.#onStop();
   }
 

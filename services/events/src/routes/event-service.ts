@@ -1,6 +1,6 @@
 import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import { drainSignalOf, forwardDeadline, principalOf, streamSinkOf, writesEncodedFrames } from '@docket/service-kit';
+import { drainOf, forwardDeadline, principalOf, streamSinkOf, writesEncodedFrames } from '@docket/service-kit';
 import { watchJobs } from '../domain/change-feed.js';
 import type { EventDependencies, StreamSignals } from '../domain/event-dependencies.js';
 import { streamJobEvents } from '../domain/job-event-tail.js';
@@ -18,7 +18,7 @@ export function eventServiceRoutes(deps: EventDependencies): (router: ConnectRou
   };
 }
 
-/** A stream's cancel and drain signals, both the call's own (the server's drain reaches it through a `SignalRelay`). */
+/** A stream's cancel signal and the server's drain (listened to directly: see `drainOf`). */
 function streamSignalsOf(ctx: HandlerContext): StreamSignals {
-  return { signal: ctx.signal, drain: drainSignalOf(ctx) };
+  return { signal: ctx.signal, drain: drainOf(ctx) };
 }
