@@ -2,7 +2,7 @@ import { createContextKey, type HandlerContext } from '@connectrpc/connect';
 import { SignalRelay } from './signal-relay.js';
 
 /** Context key holding the server's drain relay; the default never aborts. */
-export const drainSignalKey = createContextKey<SignalRelay>(new SignalRelay(), {
+export const drainRelayKey = createContextKey<SignalRelay>(new SignalRelay(), {
   description: 'docket drain relay',
 });
 
@@ -18,7 +18,7 @@ export type Drain = Pick<SignalRelay, 'aborted' | 'listen'>;
  * kilobyte of heap each, which ten thousand open streams notice).
  */
 export function drainOf(ctx: HandlerContext): Drain {
-  return ctx.values.get(drainSignalKey);
+  return ctx.values.get(drainRelayKey);
 }
 
 /**
@@ -35,6 +35,6 @@ export function drainOf(ctx: HandlerContext): Drain {
  */
 export function drainSignalOf(ctx: HandlerContext): AbortSignal {
   let signal = ctx.values.get(callDrainKey);
-  if (!signal) ctx.values.set(callDrainKey, (signal = ctx.values.get(drainSignalKey).follow(ctx.signal)));
+  if (!signal) ctx.values.set(callDrainKey, (signal = ctx.values.get(drainRelayKey).follow(ctx.signal)));
   return signal;
 }

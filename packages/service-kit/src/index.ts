@@ -48,7 +48,7 @@ export {
   remainingTimeoutMs,
   type ForwardedDeadline,
 } from './deadline.js';
-export { drainOf, drainSignalKey, drainSignalOf, type Drain } from './drain-signal.js';
+export { drainOf, drainRelayKey, drainSignalOf, type Drain } from './drain-signal.js';
 export { SignalRelay } from './signal-relay.js';
 export { runService, runUntilSignalled, type ProcessHooks, type StartedService } from './process-lifecycle.js';
 export {

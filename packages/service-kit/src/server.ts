@@ -18,7 +18,7 @@ import { authenticationInterceptor, type AuthPolicy } from './authentication.js'
 import { boundedNodeAdapter, chainReachedMarker } from './bounded-node-adapter.js';
 import { corsPolicy, readCorsOrigins } from './cors.js';
 import { deadlineInterceptor } from './deadline.js';
-import { drainSignalKey } from './drain-signal.js';
+import { drainRelayKey } from './drain-signal.js';
 import { errorMappingInterceptor } from './error-interceptor.js';
 import { createHealthRegistry, type HealthRegistry } from './health-registry.js';
 import { registerHealthService } from './health-service.js';
@@ -163,9 +163,9 @@ export interface RunningServer {
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const { logger } = options;
   const health = createHealthRegistry(options.services.map((service) => service.typeName));
-  // Every call follows both through a signal of its own (see SignalRelay):
-  // ten thousand open streams must not make each new call walk ten
-  // thousand listeners.
+  // Calls listen to both through a Set (see SignalRelay), not as listeners
+  // of one AbortSignal: ten thousand open streams must not make each new
+  // call walk ten thousand listeners.
   const draining = new SignalRelay();
   const hardStop = new SignalRelay();
   // Connect's unary handlers still link to the hard stop's shared signal, as do
@@ -198,7 +198,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ],
     fallback: unknownRouteFallback(logger),
     shutdown: hardStop,
-    contextValues: () => createContextValues().set(drainSignalKey, draining),
+    contextValues: () => createContextValues().set(drainRelayKey, draining),
   });
   // The internal state service is never called from a browser.
   const cors = corsPolicy(options.corsOrigins ?? (options.name === 'state' ? [] : readCorsOrigins(process.env)));
