@@ -1,12 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { JobStatusName } from '@docket/contracts';
-import {
-  changesHeldBack,
-  feedHorizon,
-  readJobChangesBelow,
-  type FeedPosition,
-  type JobChangeRow,
-} from '../db/queries/job-changes.js';
+import { feedHorizon, readFeedAfter, type FeedPosition, type JobChangeRow } from '../db/queries/job-changes.js';
 import type { Viewer } from '../db/queries/jobs.js';
 import type { Database } from '../db/tables/index.js';
 
@@ -42,9 +36,8 @@ export async function readJobChanges(
   filter: ChangeFilterQuery,
   limit: number,
 ): Promise<ChangeBatch> {
-  const horizon = await feedHorizon(db);
-  if (!after) return { changes: [], position: { transactionId: horizon, entryId: 0n }, heldBack: false };
-  const rows = await readJobChangesBelow(db, after, horizon, limit);
+  if (!after) return { changes: [], position: { transactionId: await feedHorizon(db), entryId: 0n }, heldBack: false };
+  const { rows, heldBack } = await readFeedAfter(db, after, limit);
   const last = rows.at(-1);
   const position = last ? positionOf(last) : after;
   const changes = rows
@@ -52,7 +45,6 @@ export async function readJobChanges(
     .filter((row) => filter.statuses.length === 0 || filter.statuses.includes(row.status))
     .filter((row) => filter.queue === '' || row.queue === filter.queue)
     .map((row) => ({ ...row, position: positionOf(row) }));
-  const heldBack = rows.length < limit && (await changesHeldBack(db, position, horizon));
   return { changes, position, heldBack };
 }
 

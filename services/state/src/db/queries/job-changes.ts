@@ -90,48 +90,70 @@ export async function feedHorizon(db: Queryable): Promise<bigint> {
   return BigInt(result.rows[0]?.horizon ?? '0');
 }
 
-/**
- * Up to `limit` entries after `after`, in (transaction_id, entry_id) order,
- * all below `horizon`.
- *
- * ```sql
- * select * from job_changes
- * where (transaction_id, entry_id) > ($xid::xid8, $entry) and transaction_id < $horizon::xid8
- * order by transaction_id, entry_id limit $limit
- * ```
- */
-export async function readJobChangesBelow(
-  db: Queryable,
-  after: FeedPosition,
-  horizon: bigint,
-  limit: number,
-): Promise<JobChangeRow[]> {
-  return db
-    .selectFrom('job_changes')
-    .selectAll()
-    .where(sql<boolean>`(transaction_id, entry_id) > (${after.transactionId.toString()}::xid8, ${after.entryId.toString()}::bigint)`)
-    .where(sql<boolean>`transaction_id < ${horizon.toString()}::xid8`)
-    .orderBy('transaction_id')
-    .orderBy('entry_id')
-    .limit(limit)
-    .execute();
+/** A batch of the feed as one statement reads it: see {@link readFeedAfter}. */
+export interface FeedRead {
+  /** The horizon of the statement's snapshot: every transaction below it had ended. */
+  readonly horizon: bigint;
+  /** Up to `limit` entries after the position, all below the horizon, in feed order. */
+  readonly rows: JobChangeRow[];
+  /** Whether, with fewer than `limit` entries read, entries after the last one are held back by the horizon. */
+  readonly heldBack: boolean;
 }
 
 /**
- * Whether entries exist after `after` that the horizon still holds back.
+ * The horizon, up to `limit` entries after `after` below it in
+ * (transaction_id, entry_id) order, and, when fewer than `limit` came,
+ * whether entries after the last of them (or `after`) are held back, in
+ * one statement: one round trip and one snapshot, whose horizon is the
+ * snapshot's own (every entry below it is visible to the statement). The
+ * horizon comes as the first row (its entry columns null), then the
+ * entries.
  *
  * ```sql
- * select exists (select 1 from job_changes
- *   where (transaction_id, entry_id) > ($xid::xid8, $entry) and transaction_id >= $horizon::xid8)
+ * with h as (select pg_snapshot_xmin(pg_current_snapshot()) as horizon),
+ * page as (select * from job_changes
+ *   where (transaction_id, entry_id) > ($xid::xid8, $entry) and transaction_id < (select horizon from h)
+ *   order by transaction_id, entry_id limit $limit)
+ * select horizon, held_back, null... from h
+ * union all select null, null, page.* from page
+ * order by transaction_id nulls first, entry_id
  * ```
  */
-export async function changesHeldBack(db: Queryable, after: FeedPosition, horizon: bigint): Promise<boolean> {
-  const result = await sql<{ held: boolean }>`
-    select exists (select 1 from job_changes
-      where (transaction_id, entry_id) > (${after.transactionId.toString()}::xid8, ${after.entryId.toString()}::bigint)
-        and transaction_id >= ${horizon.toString()}::xid8) as held`.execute(db);
-  return result.rows[0]?.held === true;
+export async function readFeedAfter(db: Queryable, after: FeedPosition, limit: number): Promise<FeedRead> {
+  const transactionId = after.transactionId.toString();
+  const entryId = after.entryId.toString();
+  const { rows } = await sql<FeedReadRow>`
+    with h as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as horizon),
+    page as materialized (
+      select * from job_changes
+      where (transaction_id, entry_id) > (${transactionId}::xid8, ${entryId}::bigint) and transaction_id < (select horizon from h)
+      order by transaction_id, entry_id
+      limit ${limit}
+    ),
+    last as (select transaction_id, entry_id from page order by transaction_id desc, entry_id desc limit 1)
+    select h.horizon::text as horizon,
+           (select count(*) from page) < ${limit} and exists (
+             select 1 from job_changes c
+             where (c.transaction_id, c.entry_id) > (coalesce((select transaction_id from last), ${transactionId}::xid8),
+                                                     coalesce((select entry_id from last), ${entryId}::bigint))
+               and c.transaction_id >= h.horizon
+           ) as held_back,
+           null::xid8 as transaction_id, null::bigint as entry_id, null as job_id, null as owner, null as queue,
+           null::bigint as revision, null as status, null as lifecycle, null::timestamptz as changed_at
+    from h
+    union all
+    select null, null, transaction_id, entry_id, job_id, owner, queue, revision, status, lifecycle, changed_at from page
+    order by transaction_id nulls first, entry_id`.execute(db);
+  const [head, ...entries] = rows;
+  return {
+    horizon: BigInt(head!.horizon!),
+    heldBack: head!.held_back === true,
+    rows: entries.map(({ horizon: _horizon, held_back: _heldBack, ...row }) => row as JobChangeRow),
+  };
 }
+
+/** A row of {@link readFeedAfter}'s statement: the horizon's, or an entry's. */
+type FeedReadRow = { horizon: string | null; held_back: boolean | null } & { [K in keyof JobChangeRow]: JobChangeRow[K] | null };
 
 /**
  * Announces a progress report (not a journal event, no feed entry): live
