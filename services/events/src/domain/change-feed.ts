@@ -66,6 +66,8 @@ export async function* watchJobs(
 /** One subscriber's walk along the change feed. */
 class ChangeFeedSubscription {
   #position: FeedCursorPosition | undefined;
+  /** The walk index after the window entry taken last (`SharedChangeFeed.next`'s hint). */
+  #hint = -1;
   #readNeeded = true;
   readonly #bindingKey: string;
   /** Whether the loop waits at the head with nothing yielded and unsent, so the walk may send new entries through the sink. */
@@ -141,11 +143,12 @@ class ChangeFeedSubscription {
   #offerNews(): boolean {
     for (;;) {
       if (this.#session.stopping) return true;
-      const step = this.deps.feed.next(this.#position!);
+      const step = this.deps.feed.next(this.#position!, this.#hint);
       if (step.kind === 'caught-up') return true;
       if (step.kind === 'behind') return false;
       if (this.#admits(step.change) && !this.sink!.offer(this.#changed(step.change, step.position))) return false;
       this.#position = step.position;
+      this.#hint = step.index + 1;
     }
   }
 
@@ -162,12 +165,13 @@ class ChangeFeedSubscription {
   async *#catchUp(): AsyncGenerator<WatchJobsResponse, void, undefined> {
     for (;;) {
       if (this.#session.stopping) return;
-      const step = this.deps.feed.next(this.#position!);
+      const step = this.deps.feed.next(this.#position!, this.#hint);
       switch (step.kind) {
         case 'caught-up':
           return;
         case 'entry':
           this.#position = step.position;
+          this.#hint = step.index + 1;
           if (this.#admits(step.change)) {
             const frame = this.#changed(step.change, step.position);
             if (!this.sink?.offer(frame)) yield frame;

@@ -43,7 +43,7 @@ function feedState(entries: number, positionOf = (index: number): Position => ({
 }
 
 describe('SharedChangeFeed', () => {
-  it('gives, after any position in the window, the feed\'s next entry', async () => {
+  it('gives, after any position in the window, the feed\'s next entry, whatever the hint', async () => {
     // 600 entries, several to a transaction, with room between entry ids for positions no entry has.
     const positionOf = (index: number): Position => ({ transactionId: BigInt(100 + Math.floor(index / 7)), entryId: BigInt(2 * (index % 7) + 2) });
     const entries = Array.from({ length: 600 }, (_, index) => positionOf(index));
@@ -61,10 +61,19 @@ describe('SharedChangeFeed', () => {
       for (const { transactionId, entryId } of entries) asked.push({ transactionId, entryId: entryId - 1n }, { transactionId, entryId }, { transactionId, entryId: entryId + 1n });
       for (const position of asked) {
         const expected = entries.find((entry) => before(position, entry));
-        const step = feed.next(position);
-        if (expected === undefined) expect(step.kind).toBe('caught-up');
-        else expect(step.kind === 'entry' && step.position).toEqual(expected);
+        const index = expected === undefined ? entries.length : entries.indexOf(expected);
+        // Whatever the hint says, right, stale or absurd, the answer is the same entry.
+        for (const hint of [undefined, -1, 0, index - 1, index, index + 1, entries.length, 10_000]) {
+          const step = feed.next(position, hint);
+          if (expected === undefined) expect(step.kind).toBe('caught-up');
+          else expect(step.kind === 'entry' && [step.position, step.index]).toEqual([expected, index]);
+        }
       }
+      // Walking with each step's hint takes every entry once, in order.
+      const walked: Position[] = [];
+      let position: Position = { transactionId: 0n, entryId: 0n };
+      for (let step = feed.next(position); step.kind === 'entry'; step = feed.next(position, step.index + 1)) walked.push((position = step.position));
+      expect(walked).toEqual(entries);
     } finally {
       unsubscribe();
       await hub.close();

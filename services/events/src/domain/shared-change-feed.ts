@@ -39,7 +39,13 @@ const FEED_READER: Caller = { $typeName: 'docket.state.v1.Caller', subject: 'doc
 
 /** What {@link SharedChangeFeed.next} found after a position. */
 export type FeedStep =
-  | { readonly kind: 'entry'; readonly change: JobChange; readonly position: FeedCursorPosition }
+  | {
+      readonly kind: 'entry';
+      readonly change: JobChange;
+      readonly position: FeedCursorPosition;
+      /** Where the entry sits in the walk (it only grows): `index + 1` is the hint that finds the entry after it at once. */
+      readonly index: number;
+    }
   | { readonly kind: 'caught-up' }
   | { readonly kind: 'behind' };
 
@@ -62,6 +68,8 @@ export class SharedChangeFeed {
   readonly #entries: JobChange[] = [];
   /** The position just before the first entry of the window; the window covers (base, head]. */
   #base: FeedCursorPosition | undefined;
+  /** Entries dropped from the window's start since the walk began: the walk index of `#entries[0]`. */
+  #dropped = 0;
   #head: FeedCursorPosition | undefined;
   readonly #subscribers = new Set<() => void>();
   #dirty = false;
@@ -101,13 +109,20 @@ export class SharedChangeFeed {
     return this.#head;
   }
 
-  /** The entry right after `position`, or that it is the head (`caught-up`), or before the window (`behind`). */
-  next(position: FeedCursorPosition): FeedStep {
+  /**
+   * The entry right after `position`, or that it is the head (`caught-up`),
+   * or before the window (`behind`). `hint`, the `index + 1` of the entry
+   * a subscriber took last, finds the next one without a search when
+   * nothing came between (checked: a stale hint only costs the search).
+   */
+  next(position: FeedCursorPosition, hint = -1): FeedStep {
     if (!this.#base || !this.#head || compare(position, this.#head) >= 0) return { kind: 'caught-up' };
     if (compare(position, this.#base) < 0) return { kind: 'behind' };
     // The window holds every entry in (base, head], so the first one after any position in it is the feed's next entry.
-    const change = this.#entries[this.#firstAfter(position)];
-    return change ? { kind: 'entry', change, position: positionOf(change) } : { kind: 'caught-up' };
+    const hinted = hint - this.#dropped;
+    const at = this.#isFirstAfter(hinted, position) ? hinted : this.#firstAfter(position);
+    const change = this.#entries[at];
+    return change ? { kind: 'entry', change, position: positionOf(change), index: this.#dropped + at } : { kind: 'caught-up' };
   }
 
   /** A subscriber's own read of the feed, for when it is behind the window. */
@@ -138,6 +153,7 @@ export class SharedChangeFeed {
     this.#unwatch = undefined;
     this.#stop?.abort();
     this.#entries.length = 0;
+    this.#dropped = 0;
     this.#base = undefined;
     this.#head = undefined;
   }
@@ -213,7 +229,10 @@ export class SharedChangeFeed {
     const before = this.#head;
     if (batch.position) this.#head = positionOf(batch);
     const excess = this.#entries.length - FEED_WINDOW;
-    if (excess > 0) this.#base = positionOf(this.#entries.splice(0, excess).at(-1)!);
+    if (excess > 0) {
+      this.#base = positionOf(this.#entries.splice(0, excess).at(-1)!);
+      this.#dropped += excess;
+    }
     return !before || !this.#head || compare(before, this.#head) !== 0;
   }
 
@@ -234,10 +253,17 @@ export class SharedChangeFeed {
     let high = this.#entries.length;
     while (low < high) {
       const middle = (low + high) >>> 1;
-      if (compare(positionOf(this.#entries[middle]!), position) <= 0) low = middle + 1;
+      if (compare(this.#entries[middle]!.position!, position) <= 0) low = middle + 1;
       else high = middle;
     }
     return low;
+  }
+
+  /** Whether the entry at window index `at` is the first after `position`: `position` is at or after the one before it (or the base) and before it. */
+  #isFirstAfter(at: number, position: FeedCursorPosition): boolean {
+    if (at < 0 || at >= this.#entries.length) return false;
+    const previous = at === 0 ? this.#base! : this.#entries[at - 1]!.position!;
+    return compare(position, previous) >= 0 && compare(position, this.#entries[at]!.position!) < 0;
   }
 }
 
