@@ -34,8 +34,10 @@
 // BENCH_BACKLOG (5,000), BENCH_LATENCY_ROUNDS (200), BENCH_CHURN_MS (5,000),
 // BENCH_STREAMS_PER_PROCESS (2,500), BENCH_LATENCY_BUDGET_MS (60,000: a
 // latency figure stops taking rounds past it, with at least 10). Only with
-// `--only streams`. BENCH_EVENTS_PROFILE_DIR=<dir> runs the events process
-// with `--cpu-prof` into that directory (written when it stops).
+// `--only streams`. BENCH_PROFILE_DIR=<dir> runs the events, state and
+// admission processes with `--cpu-prof` into that directory (written when
+// they stop), and prints each one's heaviest functions during the two
+// PauseJob/ResumeJob phases.
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -47,6 +49,7 @@ import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import { printCpuProfiles } from './cpu-profile-summary.mjs';
 import { forkGenerator } from './generator-host.mjs';
 import { cpuByRole, cpuSnapshot } from './process-cpu.mjs';
 import { keysetSelectRate, replayRate, writeBacklog } from './replay.mjs';
@@ -126,7 +129,7 @@ async function startProbedEvents(root, stateUrl, system) {
   const complaints = [];
   const events = launchService({
     name: 'events',
-    nodeOptions: process.env.BENCH_EVENTS_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_EVENTS_PROFILE_DIR}`] : [],
+    nodeOptions: PROFILING,
     entry: serviceEntryPath(root, 'events'),
     env: {
       PATH: process.env.PATH ?? '',
@@ -247,6 +250,11 @@ function liveWatch(events, jobId) {
   );
 }
 
+/** Where the services write their CPU profiles, if they are profiled (see the header). */
+const PROFILES = process.env.BENCH_PROFILE_DIR;
+const PROFILING = PROFILES ? ['--cpu-prof', `--cpu-prof-dir=${PROFILES}`] : [];
+/** Now, on the clock a `.cpuprofile`'s timestamps use. */
+const hrtimeMicros = () => Number(process.hrtime.bigint() / 1000n);
 const summary = (values) => ({ median: quantile(values, 0.5), p99: quantile(values, 0.99), samples: values.length });
 
 export async function benchStreams(options = {}) {
@@ -254,7 +262,7 @@ export async function benchStreams(options = {}) {
   const began = performance.now();
   const log = (message) => console.log(`  streams ${((performance.now() - began) / 1000).toFixed(0).padStart(4)} s  ${message}`);
   log(`sizes ${JSON.stringify(sizes)}`);
-  const system = await startSystem(['state', 'admission'], options);
+  const system = await startSystem(['state', 'admission'], { ...options, nodeOptions: PROFILING });
   const statePid = system.pids?.state?.[0];
   const probed = await startProbedEvents(options.root ?? REPO_ROOT, system.urls.state[0], system);
   const pools = [];
@@ -388,10 +396,12 @@ export async function benchStreams(options = {}) {
     /** The calls of `mutations(false)` with the CPU ms per call each role used meanwhile. */
     const mutationsWithCpu = async () => {
       const before = cpuSnapshot();
+      const from = hrtimeMicros();
       const measured = await mutations(false);
+      const window = { from, to: hrtimeMicros() };
       const used = cpuByRole(before, cpuSnapshot(), roleOf);
       const calls = Math.max(1, measured.calls.samples + measured.failed);
-      return { ...measured, cpuPerCall: Object.fromEntries(Object.entries(used).map(([role, total]) => [role, total / calls])) };
+      return { ...measured, window, cpuPerCall: Object.fromEntries(Object.entries(used).map(([role, total]) => [role, total / calls])) };
     };
     const measureLevel = async (label) => {
       const brokenCount = () => tail.broken.count + (watch?.broken.count ?? 0);
@@ -513,6 +523,12 @@ export async function benchStreams(options = {}) {
     await system.stop();
   }
   for (const line of probed.complaints) log(`events process said: ${line}`);
+  const labels = { [probed.pid]: 'events', ...Object.fromEntries(Object.entries(system.pids ?? {}).flatMap(([name, pids]) => pids.map((pid) => [pid, name]))) };
+  for (const [name, phase] of Object.entries({ 'no subscriber': m.quiet, 'all subscribers open': m.loaded })) {
+    if (!PROFILES || !phase) continue;
+    console.log(`\n  the services during PauseJob/ResumeJob, ${name} (process.hrtime µs ${phase.window.from}-${phase.window.to}):`);
+    printCpuProfiles(PROFILES, { count: Math.max(1, phase.calls.samples), name: 'call' }, undefined, phase.window, labels);
+  }
   const rows = report({ ...m, complaints: probed.complaints, wallMs: performance.now() - began });
   if (m.error) throw Object.assign(new Error(`streams stopped early: ${m.error.message ?? m.error}`), { rows });
   return rows;

@@ -20,12 +20,12 @@ let databases = 0;
  * `launchDocket`). Returns their URLs, `databaseUrl`, `token(subject, role)`
  * and `stop()`.
  */
-export async function startSystem(names = ['state', 'admission'], { server, root = REPO_ROOT, replicas = {}, env = {} } = {}) {
+export async function startSystem(names = ['state', 'admission'], { server, root = REPO_ROOT, replicas = {}, env = {}, nodeOptions = [] } = {}) {
   const own = server ? undefined : await startDurablePostgres();
   const postgres = server ?? own;
   databases += 1;
   const databaseUrl = await postgres.createDatabase(`extra_${process.pid}_${databases}`);
-  const docket = await launchDocket({ root, databaseUrl, names, replicas, env });
+  const docket = await launchDocket({ root, databaseUrl, names, replicas, env, nodeOptions });
   return {
     ...docket,
     async stop() {
