@@ -92,8 +92,6 @@ export async function feedHorizon(db: Queryable): Promise<bigint> {
 
 /** A batch of the feed as one statement reads it: see {@link readFeedAfter}. */
 export interface FeedRead {
-  /** The horizon of the statement's snapshot: every transaction below it had ended. */
-  readonly horizon: bigint;
   /** Up to `limit` entries after the position, all below the horizon, in feed order. */
   readonly rows: JobChangeRow[];
   /** Whether, with fewer than `limit` entries read, entries after the last one are held back by the horizon. */
@@ -101,21 +99,21 @@ export interface FeedRead {
 }
 
 /**
- * The horizon, up to `limit` entries after `after` below it in
+ * Up to `limit` entries after `after` below the horizon, in
  * (transaction_id, entry_id) order, and, when fewer than `limit` came,
  * whether entries after the last of them (or `after`) are held back, in
  * one statement: one round trip and one snapshot, whose horizon is the
  * snapshot's own (every entry below it is visible to the statement). The
- * horizon comes as the first row (its entry columns null), then the
- * entries.
+ * held-back answer comes as the first row (its entry columns null), then
+ * the entries.
  *
  * ```sql
  * with h as (select pg_snapshot_xmin(pg_current_snapshot()) as horizon),
  * page as (select * from job_changes
  *   where (transaction_id, entry_id) > ($xid::xid8, $entry) and transaction_id < (select horizon from h)
  *   order by transaction_id, entry_id limit $limit)
- * select horizon, held_back, null... from h
- * union all select null, null, page.* from page
+ * select held_back, null... from h
+ * union all select null, page.* from page
  * order by transaction_id nulls first, entry_id
  * ```
  */
@@ -131,8 +129,7 @@ export async function readFeedAfter(db: Queryable, after: FeedPosition, limit: n
       limit ${limit}
     ),
     last as (select transaction_id, entry_id from page order by transaction_id desc, entry_id desc limit 1)
-    select h.horizon::text as horizon,
-           (select count(*) from page) < ${limit} and exists (
+    select (select count(*) from page) < ${limit} and exists (
              select 1 from job_changes c
              where (c.transaction_id, c.entry_id) > (coalesce((select transaction_id from last), ${transactionId}::xid8),
                                                      coalesce((select entry_id from last), ${entryId}::bigint))
@@ -142,18 +139,17 @@ export async function readFeedAfter(db: Queryable, after: FeedPosition, limit: n
            null::bigint as revision, null as status, null as lifecycle, null::timestamptz as changed_at
     from h
     union all
-    select null, null, transaction_id, entry_id, job_id, owner, queue, revision, status, lifecycle, changed_at from page
+    select null, transaction_id, entry_id, job_id, owner, queue, revision, status, lifecycle, changed_at from page
     order by transaction_id nulls first, entry_id`.execute(db);
   const [head, ...entries] = rows;
   return {
-    horizon: BigInt(head!.horizon!),
     heldBack: head!.held_back === true,
-    rows: entries.map(({ horizon: _horizon, held_back: _heldBack, ...row }) => row as JobChangeRow),
+    rows: entries.map(({ held_back: _heldBack, ...row }) => row as JobChangeRow),
   };
 }
 
-/** A row of {@link readFeedAfter}'s statement: the horizon's, or an entry's. */
-type FeedReadRow = { horizon: string | null; held_back: boolean | null } & { [K in keyof JobChangeRow]: JobChangeRow[K] | null };
+/** A row of {@link readFeedAfter}'s statement: the held-back answer's, or an entry's. */
+type FeedReadRow = { held_back: boolean | null } & { [K in keyof JobChangeRow]: JobChangeRow[K] | null };
 
 /**
  * Announces a progress report (not a journal event, no feed entry): live
