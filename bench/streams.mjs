@@ -26,8 +26,9 @@
 //   to a bare keyset SELECT of the same rows from job_events.
 // The idle subscribers live in forked processes (bench/generators/subscribe.mjs),
 // so the orchestrator's own streams do not distort the events process's
-// figures, at the lowest CPU priority (nice 19, BENCH_SUBSCRIBER_NICE), as
-// clients on machines of their own would not take the services' cores; the
+// figures, at the lowest CPU priority (nice 19, BENCH_SUBSCRIBER_NICE) and
+// under SCHED_IDLE (BENCH_SUBSCRIBER_POLICY), as clients on machines of
+// their own would not take the services' cores; the
 // CPU they use per call is reported beside the PauseJob/ResumeJob figures.
 // Sizes: BENCH_SUBSCRIBERS (10,000; 2,000 with --quick),
 // BENCH_STREAM_JOBS (1,000), BENCH_WATCHERS (a tenth of the subscribers),
@@ -85,6 +86,7 @@ function sizesFrom(env, quick) {
     churnMs: Number(env.BENCH_CHURN_MS ?? 5000),
     perProcess: Number(env.BENCH_STREAMS_PER_PROCESS ?? 2500),
     subscriberNice: Number(env.BENCH_SUBSCRIBER_NICE ?? 19),
+    subscriberPolicy: env.BENCH_SUBSCRIBER_POLICY ?? 'idle',
     budgetMs: Number(env.BENCH_LATENCY_BUDGET_MS ?? 60_000),
   };
 }
@@ -288,7 +290,7 @@ export async function benchStreams(options = {}) {
     };
     const openSubscribers = async (configs) => {
       const started = performance.now();
-      const opened = configs.map((config) => forkGenerator('subscribe.mjs', { url: probed.url, token: userToken, niceness: sizes.subscriberNice, ...config }));
+      const opened = configs.map((config) => forkGenerator('subscribe.mjs', { url: probed.url, token: userToken, niceness: sizes.subscriberNice, policy: sizes.subscriberPolicy, ...config }));
       children.push(...opened);
       await Promise.all(opened.map((child) => child.ready));
       return performance.now() - started;
@@ -414,9 +416,13 @@ export async function benchStreams(options = {}) {
       return level;
     };
 
-    // Warm up code paths and connections once (50 streams, a few mutations), so level 0 is not a cold process.
+    // Warm up code paths and connections once (50 streams, then PauseJob/ResumeJob as many rounds as a measurement), so neither
+    // level 0 nor the call latency with no subscriber times a cold process; and vacuum what the set-up wrote, so no autovacuum
+    // of it runs during that measurement (by the loaded one, 40 s of opening later, it would have finished).
     await openSubscribers([{ jobIds: jobIds.slice(0, 50) }]);
     await Promise.all(children.splice(0).map((child) => child.stop()));
+    await mutations(false);
+    await notifier.query('vacuum analyze');
     await bare();
     const quiet = (m.quiet = await mutationsWithCpu());
     log(`PauseJob/ResumeJob with no subscriber: median ${ms(quiet.calls.median)} ms${trouble(quiet)}`);
@@ -583,7 +589,7 @@ function report({ sizes, stages, levels, opening, quiet, loaded, churn, received
   const failed = received.reduce((sum, child) => sum + child.failed + child.ended, 0);
   rows.push({
     measurement: 'frames the subscriber processes received (all levels)',
-    figure: `${frames.toLocaleString('en-US')}; streams failed or ended early: ${failed}${received.find((child) => child.firstError) ? ` (${received.find((child) => child.firstError).firstError})` : ''}`,
+    figure: `${frames.toLocaleString('en-US')}; streams failed or ended early: ${failed}${received.find((child) => child.firstError) ? ` (${received.find((child) => child.firstError).firstError})` : ''}; scheduling policy: ${[...new Set(received.map((child) => child.scheduling))].join(', ')}`,
   });
 
   const reference = levels[0]?.bare;
