@@ -1,4 +1,5 @@
 import type * as http from 'node:http';
+import type { DescMethod } from '@bufbuild/protobuf';
 import * as http2 from 'node:http2';
 import {
   Code,
@@ -17,7 +18,7 @@ import { findTrailerError, setTrailerStatus } from '@connectrpc/connect/protocol
 import { trailerFlag, trailerParse, trailerSerialize } from '@connectrpc/connect/protocol-grpc-web';
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from '@connectrpc/connect-node';
 import { LIMITS, type LimitName } from '@docket/contracts';
-import { isBinaryGrpc, serveGrpcServerStream, type GrpcServerStreamOptions, type ServerStreamSpec } from './grpc-server-stream.js';
+import { isBinaryGrpc, serveBinaryGrpc, type BinaryGrpcOptions, type WrittenCallSpec } from './binary-grpc-call.js';
 import { requestDecodeFailure, type ChainReached } from './request-bounds.js';
 import type { SignalRelay } from './signal-relay.js';
 
@@ -57,6 +58,8 @@ export interface BoundedNodeAdapterOptions extends Omit<ConnectRouterOptions, 'r
   readonly requestBytes: LimitName;
   readonly fallback: (request: http.IncomingMessage, response: http.ServerResponse) => void;
   readonly contextValues: (request: http.IncomingMessage | http2.Http2ServerRequest) => ContextValues;
+  /** Unary methods whose binary gRPC calls are served by `serveBinaryGrpc` (see `ServerOptions.writtenAnswers`). */
+  readonly writtenAnswers?: readonly DescMethod[];
 }
 
 type NodeHandler = (
@@ -91,23 +94,24 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHand
     acceptCompression: [compressionGzip, compressionBrotli],
     compressMinBytes: ANSWERS_UNCOMPRESSED,
   });
-  const serverStreams = new Map<string, ServerStreamSpec>();
-  options.routes(recordingServerStreams(router, serverStreams));
+  const written = new Map<string, WrittenCallSpec>();
+  options.routes(recordingWrittenCalls(router, written, new Set(options.writtenAnswers ?? [])));
   const paths = new Map<string, UniversalHandler>();
   for (const handler of router.handlers) paths.set(handler.requestPath, guardPreChainFailures(handler, options.requestBytes));
-  const streamOptions: GrpcServerStreamOptions = {
+  const writtenOptions: BinaryGrpcOptions = {
     interceptors: options.interceptors ?? [],
     readMaxBytes: LIMITS[options.requestBytes],
+    requestBytes: options.requestBytes,
     acceptCompression: [compressionGzip, compressionBrotli],
     shutdown: options.shutdown,
   };
   return (request, response) => {
     const path = request.url?.split('?', 2)[0] ?? '';
-    const serverStream = 'stream' in request && request.method === 'POST' ? serverStreams.get(path) : undefined;
-    if (serverStream && isBinaryGrpc(request.headers['content-type'])) {
+    const writtenCall = 'stream' in request && request.method === 'POST' ? written.get(path) : undefined;
+    if (writtenCall && isBinaryGrpc(request.headers['content-type'])) {
       const universal = universalRequestFromNodeRequest(request as never, response as never, undefined, options.contextValues(request));
       finishUnreadUpload(request as http2.Http2ServerRequest);
-      serveGrpcServerStream(serverStream, streamOptions, universal, response as http2.Http2ServerResponse).catch(() => {
+      serveBinaryGrpc(writtenCall, writtenOptions, universal, response as http2.Http2ServerResponse).catch(() => {
         // The client went away while the answer was written: nothing to tell anyone.
       });
       return;
@@ -138,13 +142,13 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHand
 }
 
 /**
- * `router`, noting the server-streaming methods registered through it (by
- * request path) so that binary gRPC calls of them are served by
- * {@link serveGrpcServerStream}; every other protocol and method goes
- * through Connect's own handlers. A service registered with options of its
- * own is left to Connect entirely.
+ * `router`, noting the server-streaming methods registered through it, and
+ * the unary ones in `unary` (by request path), so that binary gRPC calls
+ * of them are served by {@link serveBinaryGrpc}; every other protocol and
+ * method goes through Connect's own handlers. A service registered with
+ * options of its own is left to Connect entirely.
  */
-function recordingServerStreams(router: ConnectRouter, streams: Map<string, ServerStreamSpec>): ConnectRouter {
+function recordingWrittenCalls(router: ConnectRouter, calls: Map<string, WrittenCallSpec>, unary: ReadonlySet<DescMethod>): ConnectRouter {
   const recording: ConnectRouter = {
     get handlers() {
       return router.handlers;
@@ -152,7 +156,7 @@ function recordingServerStreams(router: ConnectRouter, streams: Map<string, Serv
     service(service, implementation, serviceOptions) {
       if (!serviceOptions) {
         for (const spec of Object.values(createServiceImplSpec(service, implementation).methods)) {
-          if (spec.kind === 'server_streaming') streams.set(createMethodUrl('/', spec.method), spec);
+          if (spec.kind === 'server_streaming' || (spec.kind === 'unary' && unary.has(spec.method))) calls.set(createMethodUrl('/', spec.method), spec);
         }
       }
       router.service(service, implementation, serviceOptions);

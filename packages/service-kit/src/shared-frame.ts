@@ -1,5 +1,4 @@
-import type { HandlerContext } from '@connectrpc/connect';
-import { streamSinkOf } from './stream-sink.js';
+import { createContextKey, type HandlerContext } from '@connectrpc/connect';
 
 /**
  * Response messages marked as sent unchanged on many streams, each with its
@@ -34,11 +33,11 @@ export function frameOf(message: object, encode: () => Buffer): Buffer {
  * Marks `message` as one whose encoding is `length` bytes that `write`
  * puts into the array it is given (a protobuf message's bytes, such as
  * ones put together from fields already encoded upstream), written once,
- * straight into the gRPC frame that carries them: a stream that writes
+ * straight into the gRPC frame that carries them: a call that writes
  * encoded frames sends those bytes, whatever `message` itself holds, so it
- * may be a placeholder. Only for streams whose handler sees
+ * may be a placeholder. Only for calls whose handler sees
  * {@link writesEncodedFrames}; the message must not reach any other
- * stream. Returns `message`.
+ * call. Returns `message`.
  */
 export function encodedFrame<T extends object>(message: T, length: number, write: (into: Uint8Array) => void): T {
   const frame = frameFor(length);
@@ -62,11 +61,15 @@ function frameFor(length: number): Buffer {
   return frame;
 }
 
+/** Set (true) for the calls whose response messages `serveBinaryGrpc` writes as frames. */
+export const encodedFramesKey = createContextKey<boolean>(false, { description: 'docket encoded frames' });
+
 /**
  * Whether this call's response messages are written as encoded frames
- * (`serveGrpcServerStream`), so an {@link encodedFrame} may be sent: the
- * calls that writer serves are the ones with a stream sink.
+ * (`serveBinaryGrpc`: binary gRPC server streams, and the unary methods a
+ * server names in `writtenAnswers`), so an {@link encodedFrame} may be
+ * sent.
  */
 export function writesEncodedFrames(ctx: HandlerContext): boolean {
-  return streamSinkOf(ctx) !== undefined;
+  return ctx.values.get(encodedFramesKey);
 }

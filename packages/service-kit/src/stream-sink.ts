@@ -19,7 +19,7 @@ import { createContextKey, type HandlerContext } from '@connectrpc/connect';
  * message. A refused message is then the handler's to yield as usual,
  * so back-pressure and ordering stay the writer's.
  *
- * Only binary gRPC streams have one (`serveGrpcServerStream`); on any
+ * Only binary gRPC streams have one (`serveBinaryGrpc`); on any
  * other protocol {@link streamSinkOf} is undefined and the handler yields
  * everything. An interceptor that ends or filters a stream's messages must
  * guard offers the same way it guards yields ({@link guardedSink}; see the

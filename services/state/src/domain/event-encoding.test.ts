@@ -1,10 +1,12 @@
-import { fromBinary, toBinary } from '@bufbuild/protobuf';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { EventSchema } from '@docket/proto/docket/common/v1/event_pb.js';
+import { ReadJobEventsResponseSchema } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import { frameOf } from '@docket/service-kit';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { JobEventRow } from '../db/queries/job-events.js';
 import type { JsonObject } from '../db/tables/index.js';
-import { encodeEvents } from './event-encoding.js';
+import { encodeEvents, encodedJournalAnswer } from './event-encoding.js';
 import { eventOf } from './read-job-events.js';
 
 /** Journal rows as node-postgres reads them: any JSON payload, unicode text, nulls, long strings, dates on either side of 1970. */
@@ -52,5 +54,28 @@ describe('encodeEvents', () => {
       expect(Buffer.from(encoded[index]!).equals(Buffer.from(toBinary(EventSchema, eventOf(one))))).toBe(true);
     });
     expect(fromBinary(EventSchema, encoded[2]!).payload).toEqual(rows[2]!.payload);
+  });
+});
+
+describe('encodedJournalAnswer', () => {
+  it('frames exactly the bytes of the ReadJobEvents answer with those events encoded, whatever the rows and head', () => {
+    fc.assert(
+      fc.property(
+        fc.array(rowArbitrary, { maxLength: 12 }),
+        fc.bigInt({ min: 0n, max: 2n ** 63n - 1n }),
+        fc.integer({ min: 0, max: 7 }),
+        fc.oneof(fc.constant(''), fc.stringMatching(/^[0-9a-f]{64}$/)),
+        (rows, latestSequence, status, requestDigest) => {
+          const answer = encodedJournalAnswer(rows, { latestSequence, status, requestDigest });
+          const frame = frameOf(answer, () => {
+            throw new Error('the answer has no frame of its own');
+          });
+          const expected = toBinary(ReadJobEventsResponseSchema, create(ReadJobEventsResponseSchema, { encodedEvents: encodeEvents(rows), latestSequence, status, requestDigest }));
+          expect(frame.readUInt32BE(1)).toBe(expected.byteLength);
+          expect(Buffer.from(frame.subarray(5)).equals(Buffer.from(expected))).toBe(true);
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });

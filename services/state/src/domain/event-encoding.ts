@@ -1,4 +1,7 @@
+import { create } from '@bufbuild/protobuf';
 import { varintLength, writeUtf8, writeVarint } from '@docket/contracts';
+import { encodedFrame } from '@docket/service-kit';
+import { ReadJobEventsResponseSchema, type ReadJobEventsResponse } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { JobEventRow } from '../db/queries/job-events.js';
 import type { JsonValue } from '../db/tables/index.js';
 
@@ -22,6 +25,39 @@ export function encodeEvents(rows: readonly JobEventRow[]): Uint8Array[] {
     return bytes;
   });
 }
+
+/** What a ReadJobEvents answer says besides its events. */
+export interface JournalAnswerHead {
+  readonly latestSequence: bigint;
+  /** `docket.common.v1.JobStatus`, as its number. */
+  readonly status: number;
+  readonly requestDigest: string;
+}
+
+/**
+ * A ReadJobEvents answer with the events encoded (`encoded_events`), for a
+ * call whose answer is written as an encoded frame (`writesEncodedFrames`):
+ * a placeholder message whose frame holds the bytes
+ * `toBinary(ReadJobEventsResponseSchema, ...)` gives (fields in number
+ * order), the events written once, each as it is read, into one buffer
+ * then copied once into the frame, where Connect would copy each event
+ * into a growing protobuf writer, then the whole into a frame.
+ */
+export function encodedJournalAnswer(rows: readonly JobEventRow[], head: JournalAnswerHead): ReadJobEventsResponse {
+  const writer = new EventWriter(rows.length * 448 + 128);
+  writer.int64(LATEST_SEQUENCE_FIELD, head.latestSequence);
+  writer.enum(STATUS_FIELD, head.status);
+  writer.string(REQUEST_DIGEST_FIELD, head.requestDigest);
+  for (const row of rows) writer.eventField(ENCODED_EVENTS_FIELD, row);
+  const answer = writer.bytes.subarray(0, writer.length);
+  return encodedFrame(create(ReadJobEventsResponseSchema), answer.byteLength, (into) => into.set(answer));
+}
+
+/** `docket.state.v1.ReadJobEventsResponse` field numbers. */
+const LATEST_SEQUENCE_FIELD = 2;
+const STATUS_FIELD = 3;
+const REQUEST_DIGEST_FIELD = 4;
+const ENCODED_EVENTS_FIELD = 5;
 
 /** Writes Events into a buffer grown as needed. */
 class EventWriter {
@@ -49,6 +85,35 @@ class EventWriter {
     if (row.fence !== null) this.#int64(7, BigInt(row.fence), true);
     this.#string(8, row.previous_hash);
     this.#string(9, row.hash);
+    return this.#at;
+  }
+
+  /** `row` as an Event in message field `field` (the next element of a repeated one). */
+  eventField(field: number, row: JobEventRow): void {
+    const at = this.#open(field);
+    this.event(row);
+    this.#close(at);
+  }
+
+  /** An int64 field, omitted when 0 (proto3). */
+  int64(field: number, value: bigint): void {
+    this.#int64(field, value);
+  }
+
+  /** An enum field of a non-negative number, omitted when 0 (proto3). */
+  enum(field: number, value: number): void {
+    if (value === 0) return;
+    this.#tag(field, VARINT);
+    this.#varint(value);
+  }
+
+  /** A string field, omitted when empty (proto3). */
+  string(field: number, text: string): void {
+    this.#string(field, text);
+  }
+
+  /** How many bytes are written. */
+  get length(): number {
     return this.#at;
   }
 

@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/connect';
-import { drainSignalOf, statusOfFailure, type Logger, type SubmitOptions } from '@docket/service-kit';
+import { drainSignalOf, statusOfFailure, writesEncodedFrames, type Logger, type SubmitOptions } from '@docket/service-kit';
 import { invalidField, notFound } from '@docket/contracts';
 import type { Kysely } from 'kysely';
 import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
@@ -51,7 +51,7 @@ import type { QuarantineReport } from '../domain/job-quarantine.js';
 import type { ExecutionSettings } from '../domain/register-worker.js';
 import { readJobChanges } from '../domain/read-job-changes.js';
 import { eventOf, readJobEvents } from '../domain/read-job-events.js';
-import { encodeEvents } from '../domain/event-encoding.js';
+import { encodeEvents, encodedJournalAnswer } from '../domain/event-encoding.js';
 import { getJob, listJobs } from '../domain/read-jobs.js';
 import {
   parseAdmitJobRequest,
@@ -138,9 +138,11 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
         const outcome = await transitionJob(deps.db, parseTransitionJobRequest(request));
         return create(TransitionJobResponseSchema, outcome);
       },
-      async readJobEvents(request) {
+      async readJobEvents(request, ctx) {
         const query = parseReadJobEventsRequest(request);
         const { rows, latestSequence, status, requestDigest } = await readJobEvents(deps.db, deps.approvals, query.viewer, query.jobId, query.afterSequence, query.pageSize);
+        // Binary gRPC (the events service): the answer is written as one frame, the events straight into it.
+        if (query.encoded && writesEncodedFrames(ctx)) return encodedJournalAnswer(rows, { latestSequence, status: JobStatus[status], requestDigest });
         const events = query.encoded ? { encodedEvents: encodeEvents(rows) } : { events: rows.map(eventOf) };
         return create(ReadJobEventsResponseSchema, { ...events, latestSequence, status: JobStatus[status], requestDigest });
       },

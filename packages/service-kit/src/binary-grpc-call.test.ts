@@ -1,14 +1,17 @@
+import * as http2 from 'node:http2';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
-import { createClient } from '@connectrpc/connect';
+import { createClient, type HandlerContext } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node';
+import { LIMITS } from '@docket/contracts';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isBinaryGrpc } from './grpc-server-stream.js';
-import { frameOf, sharedFrame } from './shared-frame.js';
-import { startProbeServer, type ProbeHarness } from './testing/probe-server.js';
+import { isBinaryGrpc } from './binary-grpc-call.js';
+import { encodedFrame, frameOf, sharedFrame, writesEncodedFrames } from './shared-frame.js';
+import { grpcJsProbe } from './testing/grpc-js-probe.js';
+import { probeImplementation, startProbeServer, type ProbeHarness } from './testing/probe-server.js';
 import { rawGrpcStream } from './testing/raw-grpc-stream.js';
 import { streamSinkOf } from './stream-sink.js';
-import { ProbeReplySchema, ProbeRequestSchema, ProbeService } from './testing/probe-service.js';
+import { ProbeReplySchema, ProbeRequestSchema, ProbeService, type ProbeRequest } from './testing/probe-service.js';
 
 let harness: ProbeHarness | undefined;
 afterEach(async () => {
@@ -183,5 +186,145 @@ describe('sharedFrame', () => {
     expect([frameOf(once, encode), frameOf(once, encode)].map((frame) => frame[0])).toEqual([1, 1]);
     const every = { kind: 'heartbeat' };
     expect([frameOf(every, encode), frameOf(every, encode)].map((frame) => frame[0])).toEqual([2, 3]);
+  });
+});
+
+/**
+ * The probe's Echo, plus `encoded`: answered with an `encodedFrame` (a
+ * reply that says `from-frame`) when the call writes encoded frames, and
+ * with a plain message (`from-message`) otherwise.
+ */
+function echoWithEncoded(request: ProbeRequest, ctx: HandlerContext) {
+  if (request.text !== 'encoded') return probeImplementation.echo!(request, ctx);
+  if (!writesEncodedFrames(ctx)) return Promise.resolve({ text: 'from-message' });
+  const bytes = toBinary(ProbeReplySchema, create(ProbeReplySchema, { text: 'from-frame', sequence: 9 }));
+  return Promise.resolve(encodedFrame(create(ProbeReplySchema), bytes.byteLength, (into) => into.set(bytes)));
+}
+
+/** A probe server with Echo as {@link echoWithEncoded}, answered by the writer when `written`, by Connect otherwise. */
+async function echoServer(written: boolean): Promise<ProbeHarness> {
+  return startProbeServer({
+    routes: (router) => router.service(ProbeService, { ...probeImplementation, echo: echoWithEncoded }),
+    ...(written ? { writtenAnswers: [ProbeService.method.echo] } : {}),
+  });
+}
+
+/** A gRPC message envelope of `message`. */
+function envelope(message: Uint8Array, declaredLength = message.byteLength): Buffer {
+  const frame = Buffer.alloc(5 + message.byteLength);
+  frame.writeUInt32BE(declaredLength, 1);
+  frame.set(message, 5);
+  return frame;
+}
+
+/** What a client sees of a unary answer: its status, message and details, and the replies it carried. */
+interface SeenAnswer {
+  readonly status: string | undefined;
+  readonly message: string | undefined;
+  readonly details: string | undefined;
+  readonly replies: { text: string; sequence: number }[];
+}
+
+/** A binary gRPC call of Echo whose request stream is exactly `body`, over its own HTTP/2 session. */
+async function rawEcho(url: string, body: Uint8Array, headers: Record<string, string>): Promise<SeenAnswer> {
+  const session = http2.connect(url);
+  session.on('error', () => {});
+  try {
+    const stream = session.request({ ':method': 'POST', ':path': '/docket.testing.v1.ProbeService/Echo', 'content-type': 'application/grpc', te: 'trailers', ...headers });
+    stream.on('error', () => {});
+    stream.end(body);
+    const chunks: Buffer[] = [];
+    stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+    const trailers = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
+      let headersOnly: http2.IncomingHttpHeaders | undefined;
+      stream.on('response', (answer) => {
+        if (answer['grpc-status'] !== undefined) headersOnly = answer;
+      });
+      stream.on('trailers', resolve);
+      stream.on('close', () => (headersOnly ? resolve(headersOnly) : reject(new Error('the stream closed without trailers'))));
+    });
+    let data = Buffer.concat(chunks);
+    const replies: SeenAnswer['replies'] = [];
+    while (data.byteLength >= 5) {
+      const reply = fromBinary(ProbeReplySchema, data.subarray(5, 5 + data.readUInt32BE(1)));
+      replies.push({ text: reply.text, sequence: reply.sequence });
+      data = data.subarray(5 + data.readUInt32BE(1));
+    }
+    const text = (name: string) => trailers[name] as string | undefined;
+    return { status: text('grpc-status'), message: text('grpc-message'), details: text('grpc-status-details-bin'), replies };
+  } finally {
+    session.close();
+  }
+}
+
+describe('binary gRPC unary calls a server writes itself (writtenAnswers)', () => {
+  const servers: ProbeHarness[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((server) => server.server.shutdown(1_000)));
+  });
+
+  it('answer every request, and refuse every bad one, exactly as Connect answers it', async () => {
+    const [connect, written] = [await echoServer(false), await echoServer(true)];
+    servers.push(connect, written);
+    const token = await connect.token();
+    const auth = { authorization: `Bearer ${token}` };
+    const request = (text: string, count = 0) => toBinary(ProbeRequestSchema, create(ProbeRequestSchema, { text, count }));
+    const cases: Record<string, { body: Uint8Array; headers: Record<string, string> }> = {
+      answered: { body: envelope(request('hello', 7)), headers: auth },
+      'a DocketError with field violations': { body: envelope(request('docket-error')), headers: auth },
+      'an unexpected Error': { body: envelope(request('bug')), headers: auth },
+      'no token': { body: envelope(request('hello')), headers: {} },
+      'a body that is not the request': { body: envelope(Uint8Array.of(0xff, 0xff, 0xff, 0xff)), headers: auth },
+      'no message': { body: new Uint8Array(0), headers: auth },
+      'a message cut short': { body: envelope(request('hello')).subarray(0, 8), headers: auth },
+      'two messages': { body: Buffer.concat([envelope(request('a')), envelope(request('b'))]), headers: auth },
+      'a length prefix over the limit': { body: envelope(request('hello'), LIMITS.admissionRequestBytes + 1), headers: auth },
+      'an unparsable grpc-timeout': { body: envelope(request('hello')), headers: { ...auth, 'grpc-timeout': 'soon' } },
+      'a deadline that passes': { body: envelope(request('sleep:2000')), headers: { ...auth, 'grpc-timeout': '100m' } },
+      'an unsupported compression': { body: envelope(request('hello')), headers: { ...auth, 'grpc-encoding': 'snappy' } },
+    };
+    for (const [name, { body, headers }] of Object.entries(cases)) {
+      const [byConnect, byWriter] = await Promise.all([rawEcho(connect.url, body, headers), rawEcho(written.url, body, headers)]);
+      expect(byWriter, name).toEqual(byConnect);
+    }
+    // The cases reach every outcome, not one failure many times.
+    const statuses = await Promise.all(Object.values(cases).map(({ body, headers }) => rawEcho(written.url, body, headers).then((seen) => seen.status)));
+    expect(new Set(statuses)).toEqual(new Set(['0', '3', '4', '12', '13', '16']));
+  });
+
+  it('log each call once, as Connect does, and pass the deadline to the handler', async () => {
+    const written = await echoServer(true);
+    servers.push(written);
+    const client = createClient(ProbeService, createGrpcTransport({ baseUrl: written.url }));
+    const headers = { authorization: `Bearer ${await written.token()}` };
+    const remaining = Number((await client.echo({ text: 'deadline' }, { headers, timeoutMs: 5_000 })).text);
+    expect(remaining).toBeGreaterThan(4_000);
+    expect(remaining).toBeLessThanOrEqual(5_000);
+    await client.echo({ text: 'docket-error' }, { headers }).catch(() => undefined);
+    expect(written.rpcLines().map((line) => [line['rpc'], line['code'], line['reason']])).toEqual([
+      ['/docket.testing.v1.ProbeService/Echo', 'ok', undefined],
+      ['/docket.testing.v1.ProbeService/Echo', 'invalid_argument', 'INVALID_FIELD'],
+    ]);
+  });
+
+  it('send an encodedFrame answer as its bytes to gRPC clients (grpc-js and Connect), and a message on every other protocol or method', async () => {
+    const [connect, written] = [await echoServer(false), await echoServer(true)];
+    servers.push(connect, written);
+    const headers = { authorization: `Bearer ${await written.token()}` };
+    const grpcJs = grpcJsProbe(written.url);
+    try {
+      expect(await grpcJs.echo('encoded', headers)).toMatchObject({ text: 'from-frame', sequence: 9 });
+    } finally {
+      grpcJs.close();
+    }
+    const echo = (url: string, transport: 'grpc' | 'connect') =>
+      createClient(ProbeService, transport === 'grpc' ? createGrpcTransport({ baseUrl: url }) : createConnectTransport({ baseUrl: url, httpVersion: '2' }))
+        .echo({ text: 'encoded' }, { headers })
+        .then((reply) => [reply.text, reply.sequence]);
+    expect(await Promise.all([echo(written.url, 'grpc'), echo(written.url, 'connect'), echo(connect.url, 'grpc')])).toEqual([
+      ['from-frame', 9],
+      ['from-message', 0],
+      ['from-message', 0],
+    ]);
   });
 });

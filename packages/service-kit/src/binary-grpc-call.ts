@@ -1,0 +1,308 @@
+import type * as http2 from 'node:http2';
+import { create, isMessage, toBinary, type DescMessage } from '@bufbuild/protobuf';
+import {
+  Code,
+  ConnectError,
+  createHandlerContext,
+  type HandlerContext,
+  type Interceptor,
+  type MethodImplSpec,
+  type StreamRequest,
+  type StreamResponse,
+  type UnaryRequest,
+  type UnaryResponse,
+} from '@connectrpc/connect';
+import {
+  compressionNegotiate,
+  createMethodSerializationLookup,
+  pipe,
+  transformDecompressEnvelope,
+  transformParseEnvelope,
+  transformPrepend,
+  transformSplitEnvelope,
+  type Compression,
+  type UniversalServerRequest,
+} from '@connectrpc/connect/protocol';
+import { contentTypeProto, grpcStatusOk, headerAcceptEncoding, headerEncoding, headerGrpcStatus, headerTimeout, parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
+import type { LimitName } from '@docket/contracts';
+import { requestDecodeFailure } from './request-bounds.js';
+import { encodedFramesKey, frameOf, grpcFrame } from './shared-frame.js';
+import type { SignalRelay } from './signal-relay.js';
+import { streamSinkKey, type StreamSink } from './stream-sink.js';
+
+/** A server-streaming method's implementation, as Connect's router registered it. */
+export type ServerStreamSpec = Extract<MethodImplSpec, { kind: 'server_streaming' }>;
+
+/** A unary method's implementation, as Connect's router registered it. */
+export type UnarySpec = Extract<MethodImplSpec, { kind: 'unary' }>;
+
+/** The calls {@link serveBinaryGrpc} writes itself. */
+export type WrittenCallSpec = ServerStreamSpec | UnarySpec;
+
+/** A call's context as the writer holds it: the handler's, plus ending it. */
+type CallContext = ReturnType<typeof createHandlerContext>;
+
+/** What {@link serveBinaryGrpc} needs besides the call. */
+export interface BinaryGrpcOptions {
+  readonly interceptors: readonly Interceptor[];
+  readonly readMaxBytes: number;
+  /** The service's request-size limit, for the refusal of a unary request that cannot be read (`requestDecodeFailure`). */
+  readonly requestBytes: LimitName;
+  readonly acceptCompression: readonly Compression[];
+  /** The server's hard stop, which each call listens to while it runs (it aborts the call's context). */
+  readonly shutdown?: SignalRelay;
+}
+
+/** Whether a request's content type is binary gRPC (`application/grpc`, `application/grpc+proto`). */
+export function isBinaryGrpc(contentType: string | undefined): boolean {
+  return contentType !== undefined && /^application\/grpc(?:\+proto)?(?:;|$)/i.test(contentType);
+}
+
+/**
+ * A binary gRPC call, served as Connect's gRPC handler serves it (the
+ * same handler context, request decoding, interceptors and trailers) but
+ * with each response message written straight to the HTTP/2 stream:
+ * Connect's output pipeline passes every message through about ten
+ * down-levelled async generators (serialize, compress, join, catch, the
+ * adapter's write loop), which cost more CPU per frame than the frame's
+ * own encoding and make most of a stream's garbage. A stream serving a
+ * thousand subscribers of one change pays that a thousand times, and a
+ * unary answer put together from bytes encoded upstream
+ * (`encodedFrame`) would be copied message by message into a new buffer.
+ *
+ * Server streams: back-pressure is HTTP/2's: a message is written only
+ * once the previous one fitted the stream's buffer (or drained), so a
+ * subscriber that stops reading holds at most one message here; its
+ * handler waits meanwhile. While the writer waits for the handler's next
+ * message, the handler may also write one straight away through the
+ * call's {@link StreamSink} (`streamSinkOf`); the sink refuses while a
+ * write waits for the client to drain, and once the call is ending.
+ *
+ * Unary calls: the request message is read and decoded before the
+ * interceptors run, as Connect does, and a failure to read or decode it
+ * is answered as `requestDecodeFailure` says (as `boundedNodeAdapter`
+ * answers Connect's own).
+ *
+ * Answers are never compressed (see `boundedNodeAdapter`).
+ */
+export async function serveBinaryGrpc(spec: WrittenCallSpec, options: BinaryGrpcOptions, request: UniversalServerRequest, response: http2.Http2ServerResponse): Promise<void> {
+  const timeout = parseTimeout(request.header.get(headerTimeout), Number.MAX_SAFE_INTEGER);
+  const context = createHandlerContext({
+    ...spec,
+    service: spec.method.parent,
+    requestMethod: request.method,
+    protocolName: 'grpc',
+    timeoutMs: timeout.timeoutMs,
+    requestSignal: request.signal,
+    requestHeader: request.header,
+    url: request.url,
+    responseHeader: { 'content-type': contentTypeProto },
+    responseTrailer: { [headerGrpcStatus]: grpcStatusOk },
+    contextValues: request.contextValues,
+  });
+  if (options.shutdown) {
+    // Until the call's context ends (its end, the client's cancel, a deadline), however long its handler takes to notice.
+    const stopListening = options.shutdown.listen((reason) => context.abort(reason));
+    context.signal.addEventListener('abort', stopListening, { once: true });
+  }
+  const compression = compressionNegotiate([...options.acceptCompression], request.header.get(headerEncoding), null, headerAcceptEncoding);
+  const serialization = createMethodSerializationLookup(spec.method, undefined, undefined, { readMaxBytes: options.readMaxBytes, writeMaxBytes: Number.MAX_SAFE_INTEGER });
+  const input = pipe(
+    request.body as AsyncIterable<Uint8Array>,
+    transformPrepend<Uint8Array>(() => {
+      // Raised inside the chain, as Connect does, so they end as trailer statuses.
+      if (compression.error) throw compression.error;
+      if (timeout.error) throw timeout.error;
+      return undefined;
+    }),
+    transformSplitEnvelope(options.readMaxBytes),
+    transformDecompressEnvelope(compression.request, options.readMaxBytes),
+    transformParseEnvelope(serialization.getI(true)),
+  );
+  const writeHead = (): void => {
+    if (!response.headersSent) response.writeHead(200, nodeHeaders(context.responseHeader));
+  };
+  request.contextValues?.set(encodedFramesKey, true);
+  try {
+    const answered = spec.kind === 'unary' ? await answerUnary(spec, options, context, input, response, writeHead) : await streamAnswers(spec, options, context, input, response, writeHead);
+    if (!answered) return;
+  } catch (error) {
+    setTrailerStatus(context.responseTrailer, error instanceof ConnectError ? error : new ConnectError('internal error', Code.Internal, undefined, undefined, error));
+  } finally {
+    context.abort();
+  }
+  if (response.destroyed || response.stream.closed) return;
+  writeHead();
+  response.addTrailers(nodeHeaders(context.responseTrailer));
+  response.end();
+}
+
+/** Writes a unary call's answer; false when the client went away first. */
+async function answerUnary(
+  spec: UnarySpec,
+  options: BinaryGrpcOptions,
+  context: HandlerContext,
+  input: AsyncIterable<unknown>,
+  response: http2.Http2ServerResponse,
+  writeHead: () => void,
+): Promise<boolean> {
+  let message: unknown;
+  try {
+    message = await single(input, 'unary');
+  } catch (error) {
+    const failure = error instanceof ConnectError ? error : new ConnectError('internal error', Code.Internal, undefined, undefined, error);
+    throw requestDecodeFailure(failure, options.requestBytes);
+  }
+  const answer = await invokeUnary(spec, context, options.interceptors, message);
+  copyHeaders(answer.header, context.responseHeader);
+  writeHead();
+  const written = write(response, envelope(spec.method.output, answer.message));
+  if (written !== true && !(await written)) return false;
+  copyHeaders(answer.trailer, context.responseTrailer);
+  return true;
+}
+
+/** Writes a server stream's messages, as they come or as they are offered; false when the client went away first. */
+async function streamAnswers(
+  spec: ServerStreamSpec,
+  options: BinaryGrpcOptions,
+  context: CallContext,
+  input: AsyncIterable<unknown>,
+  response: http2.Http2ServerResponse,
+  writeHead: () => void,
+): Promise<boolean> {
+  const output = spec.method.output;
+  /** Whether the writer is waiting for the handler's next message, so an offered one goes out in its place. */
+  let awaiting = false;
+  const sink: StreamSink = {
+    offer(message) {
+      if (!awaiting || response.destroyed || response.stream.closed || response.stream.writableNeedDrain) return false;
+      writeHead();
+      response.write(envelope(output, message));
+      return true;
+    },
+  };
+  context.values.set(streamSinkKey, sink);
+  const nextMessage = async (): Promise<IteratorResult<unknown>> => {
+    awaiting = true;
+    try {
+      return await messages!.next();
+    } finally {
+      awaiting = false;
+    }
+  };
+  let messages: AsyncIterator<unknown> | undefined;
+  try {
+    const answer = await invokeStream(spec, context, options.interceptors, input);
+    copyHeaders(answer.header, context.responseHeader);
+    messages = answer.message[Symbol.asyncIterator]();
+    // Headers wait for the first message, so the chain may still set some.
+    let next = await nextMessage();
+    writeHead();
+    for (; next.done !== true; next = await nextMessage()) {
+      const written = write(response, envelope(output, next.value));
+      if (written !== true && !(await written)) return false;
+    }
+    copyHeaders(answer.trailer, context.responseTrailer);
+    return true;
+  } finally {
+    // The call's context ends before the handler is told to stop, as Connect does.
+    context.abort();
+    messages?.return?.().catch(() => {});
+  }
+}
+
+/** Runs the interceptor chain around the implementation, as Connect does for a unary method. */
+function invokeUnary(spec: UnarySpec, context: HandlerContext, interceptors: readonly Interceptor[], message: unknown): Promise<UnaryResponse> {
+  const output = spec.method.output;
+  let next = async (req: UnaryRequest): Promise<UnaryResponse> => {
+    const impl = spec.impl as (message: unknown, context: HandlerContext) => Promise<unknown>;
+    const answer = await impl(req.message, implementationContext(context, req));
+    return { ...responseCommon(spec, context), stream: false, message: isMessage(answer, output) ? answer : create(output, answer as never) } as UnaryResponse;
+  };
+  for (const interceptor of [...interceptors].reverse()) next = interceptor(next as never) as typeof next;
+  return next({ ...requestCommon(spec, context), stream: false, message } as UnaryRequest);
+}
+
+/** Runs the interceptor chain around the implementation, as Connect does for a server-streaming method. */
+function invokeStream(spec: ServerStreamSpec, context: HandlerContext, interceptors: readonly Interceptor[], input: AsyncIterable<unknown>): Promise<StreamResponse> {
+  let next = async (req: StreamRequest): Promise<StreamResponse> => {
+    const message = await single(req.message, 'server-streaming');
+    const impl = spec.impl as (message: unknown, context: HandlerContext) => AsyncIterable<unknown>;
+    return { ...responseCommon(spec, context), stream: true, message: impl(message, implementationContext(context, req)) } as StreamResponse;
+  };
+  for (const interceptor of [...interceptors].reverse()) next = interceptor(next as never) as typeof next;
+  return next({ ...requestCommon(spec, context), stream: true, message: input } as StreamRequest);
+}
+
+/** What every request the chain sees carries, from the call's context. */
+function requestCommon(spec: WrittenCallSpec, context: HandlerContext) {
+  return {
+    method: spec.method,
+    requestMethod: context.requestMethod,
+    url: context.url,
+    signal: context.signal,
+    header: context.requestHeader,
+    service: spec.method.parent,
+    contextValues: context.values,
+  };
+}
+
+/** What every answer the chain returns carries: the call's own headers and trailers. */
+function responseCommon(spec: WrittenCallSpec, context: HandlerContext) {
+  return { method: spec.method, service: spec.method.parent, header: context.responseHeader, trailer: context.responseTrailer };
+}
+
+/** The context the implementation sees: the call's, as the chain passed the request on. */
+function implementationContext(context: HandlerContext, req: UnaryRequest | StreamRequest): HandlerContext {
+  return { ...context, service: req.service, requestHeader: req.header, signal: req.signal, values: req.contextValues };
+}
+
+/** The one request message of a unary or server-streaming call (Connect's own refusals when there is none or more). */
+async function single(messages: AsyncIterable<unknown>, kind: 'unary' | 'server-streaming'): Promise<unknown> {
+  const it = messages[Symbol.asyncIterator]();
+  const first = await it.next();
+  if (first.done === true) throw new ConnectError(`protocol error: missing input message for ${kind} method`, Code.Unimplemented);
+  const second = await it.next();
+  if (second.done !== true) throw new ConnectError(`protocol error: received extra input message for ${kind} method`, Code.Unimplemented);
+  return first.value;
+}
+
+/** One uncompressed gRPC message frame of `message` (encoded once for all streams if it is a `sharedFrame`). */
+function envelope(schema: DescMessage, message: unknown): Buffer {
+  return typeof message === 'object' && message !== null ? frameOf(message, () => encodeFrame(schema, message)) : encodeFrame(schema, message);
+}
+
+function encodeFrame(schema: DescMessage, message: unknown): Buffer {
+  return grpcFrame(toBinary(schema, isMessage(message, schema) ? message : create(schema, message as never)));
+}
+
+/** Writes a frame; resolves false when the stream closed instead of taking it (the client went away). */
+function write(response: http2.Http2ServerResponse, frame: Buffer): Promise<boolean> | boolean {
+  if (response.destroyed || response.stream.closed) return false;
+  if (response.write(frame)) return true;
+  return new Promise((resolve) => {
+    const done = (taken: boolean) => () => {
+      response.off('drain', onDrain);
+      response.off('close', onClose);
+      resolve(taken);
+    };
+    const onDrain = done(true);
+    const onClose = done(false);
+    response.once('drain', onDrain);
+    response.once('close', onClose);
+  });
+}
+
+function copyHeaders(from: Headers, to: Headers): void {
+  if (from === to) return;
+  from.forEach((value, key) => to.set(key, value));
+}
+
+function nodeHeaders(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((value, key) => {
+    out[key] = value;
+  });
+  return out;
+}
