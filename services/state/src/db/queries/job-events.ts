@@ -39,60 +39,88 @@ export interface JournalWindow {
  * through `to` (a page plus, when `from` is the page's predecessor, the
  * anchor it is verified against) and every `approval.decided` event of the
  * journal, in one statement: one round trip and one snapshot, so the row
- * and the journal agree without a transaction of their own. The job comes
- * as the first row (its event columns null), then the events by sequence;
- * the decisions outside the page come from the partial index
- * `job_events_approvals`.
+ * and the journal agree without a transaction of their own.
+ *
+ * The statement is shaped for a backlog read, where it runs once per
+ * thousand events: every row has the nine journal columns (the job's own
+ * come as one JSON object in `payload` of the one row whose sequence is
+ * null); the page comes from `job_events_pkey` in order and the decisions
+ * outside it from the partial index `job_events_approvals`, as branches of
+ * their own, so nothing is sorted and no event needs a second look. Nothing
+ * relies on the order the branches arrive in: the page is put in order if
+ * it did not come in order, and the decisions are sorted.
  */
 export async function readJournalWindow(db: Queryable, viewer: Viewer, jobId: string, from: bigint, to: bigint): Promise<JournalWindow | undefined> {
   const owner = viewer.admin ? null : viewer.subject;
+  const first = from.toString();
+  const last = to.toString();
   const { rows } = await sql<JournalWindowRow>`
     with job as materialized (
       select id, lifecycle, status, event_count, head_hash, request_digest from jobs
       where id = ${jobId} and (${owner}::text is null or owner = ${owner}::text)
     )
-    select id, lifecycle, status, event_count, head_hash, request_digest,
-           null as job_id, null::bigint as sequence, null as type, null::jsonb as payload, null::bigint as occurred_at,
-           null as attempt_id, null::bigint as fence, null as previous_hash, null as hash
+    select id as job_id, null::bigint as sequence, null as type,
+           jsonb_build_object('lifecycle', lifecycle, 'status', status, 'event_count', event_count::text, 'head_hash', head_hash, 'request_digest', request_digest) as payload,
+           null::bigint as occurred_at, null as attempt_id, null::bigint as fence, null as previous_hash, null as hash
     from job
     union all
-    select null, null, null, null, null, null, e.job_id, e.sequence, e.type, e.payload,
-           (extract(epoch from e.occurred_at) * 1000)::bigint, e.attempt_id, e.fence, e.previous_hash, e.hash
-    from job_events e
+    (select ${EVENT_COLUMNS} from job_events e
+     where e.job_id = ${jobId} and exists (select from job) and e.sequence between ${first}::bigint and ${last}::bigint
+     order by e.sequence)
+    union all
+    select ${EVENT_COLUMNS} from job_events e
     where e.job_id = ${jobId} and exists (select from job)
-      and (e.sequence between ${from.toString()}::bigint and ${to.toString()}::bigint
-           or (e.type = 'approval.decided' and e.sequence not between ${from.toString()}::bigint and ${to.toString()}::bigint))
-    order by sequence nulls first`.execute(db);
-  const [head, ...events] = rows;
-  if (head === undefined || head.sequence !== null) return undefined;
-  const job: JournalHeadRow = {
-    id: head.id!,
-    lifecycle: head.lifecycle!,
-    status: head.status!,
-    event_count: head.event_count!,
-    head_hash: head.head_hash!,
-    request_digest: head.request_digest!,
-  };
+      and e.type = 'approval.decided' and e.sequence not between ${first}::bigint and ${last}::bigint`.execute(db);
+  let job: JournalHeadRow | undefined;
   const page: JobEventRow[] = [];
   const decided: DecidedApprovalRow[] = [];
-  for (const row of events) {
-    const event = Object.assign(row, { occurred_at: new Date(Number(row.occurred_at)) }) as unknown as JobEventRow;
-    const sequence = BigInt(event.sequence);
-    if (sequence >= from && sequence <= to) page.push(event);
-    if (event.type === 'approval.decided') decided.push(event);
+  for (const row of rows) {
+    if (row.sequence === null) {
+      job = { id: row.job_id, ...(row.payload as unknown as Omit<JournalHeadRow, 'id'>) };
+      continue;
+    }
+    const event = row as unknown as JobEventRow;
+    event.occurred_at = new Date(Number(row.occurred_at));
+    // Only a decision can lie outside the page (the third branch).
+    if (event.type === 'approval.decided') {
+      decided.push(event);
+      const sequence = BigInt(event.sequence);
+      if (sequence < from || sequence > to) continue;
+    }
+    page.push(event);
   }
+  if (job === undefined) return undefined;
+  if (!ascending(page)) page.sort(bySequence);
+  if (decided.length > 1) decided.sort(bySequence);
   return { job, rows: page, decided };
 }
 
+/** The journal columns as {@link JournalWindowRow} has them: `occurred_at` as milliseconds since the epoch. */
+const EVENT_COLUMNS = sql.raw(
+  'e.job_id, e.sequence, e.type, e.payload, (extract(epoch from e.occurred_at) * 1000)::bigint as occurred_at, e.attempt_id, e.fence, e.previous_hash, e.hash',
+);
+
 /**
- * A row of {@link readJournalWindow}'s statement: the job's columns, or an
- * event's, with `occurred_at` as milliseconds since the epoch (exact: it is
- * stored at millisecond precision), which is cheaper to read than
- * timestamptz text.
+ * A row of {@link readJournalWindow}'s statement: a journal row with
+ * `occurred_at` as milliseconds since the epoch (exact: it is stored at
+ * millisecond precision), which is cheaper to read than timestamptz text,
+ * or, with a null sequence, the job (its id in `job_id`, the rest of
+ * {@link JournalHeadRow} in `payload`).
  */
-type JournalWindowRow = { [K in keyof JournalHeadRow]: JournalHeadRow[K] | null } & {
-  [K in keyof JobEventRow]: (K extends 'occurred_at' ? string : JobEventRow[K]) | null;
-};
+type JournalWindowRow = Omit<JobEventRow, 'sequence' | 'occurred_at'> & { sequence: string | null; occurred_at: string | null };
+
+/** Whether `rows` are in ascending sequence order. */
+function ascending(rows: readonly JobEventRow[]): boolean {
+  for (let i = 1; i < rows.length; i++) if (bySequence(rows[i - 1]!, rows[i]!) >= 0) return false;
+  return true;
+}
+
+/** Orders by sequence, as int8 text of positive sequences (no sign, no leading zero: the longer is the larger). */
+function bySequence(a: Pick<JobEventRow, 'sequence'>, b: Pick<JobEventRow, 'sequence'>): number {
+  const x = String(a.sequence);
+  const y = String(b.sequence);
+  return x.length - y.length || (x < y ? -1 : x > y ? 1 : 0);
+}
 
 /**
  * The job's last journal row by sequence, whatever the job row claims.
