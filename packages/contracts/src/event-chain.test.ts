@@ -83,6 +83,21 @@ function sequenceAt(a: ChainAnchor, index: number): bigint {
   return BigInt(a.previousSequence) + BigInt(index) + 1n;
 }
 
+/** The preimage as SPEC §6 lays it out, built independently of the code under test. */
+function referencePreimage(link: ChainLink): Buffer {
+  const field = (text: string) => {
+    const bytes = Buffer.from(text, 'utf8');
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(bytes.byteLength);
+    return Buffer.concat([length, bytes]);
+  };
+  const body = canonicalJson({ occurred_at: link.occurredAt.toISOString(), payload: link.payload });
+  return Buffer.concat([
+    Buffer.from(`${CHAIN_DOMAIN_TAG}\u0000\u0001`, 'latin1'),
+    ...[link.jobId, link.requestDigest, String(link.sequence), link.previousHash, link.type, body].map(field),
+  ]);
+}
+
 describe('eventChainPreimage / computeEventHash', () => {
   const first: ChainLink = {
     jobId: JOB_ID,
@@ -122,24 +137,40 @@ describe('eventChainPreimage / computeEventHash', () => {
   });
 
   it('writes any link as the tag, the version and each field’s UTF-8 after its length, whatever its characters', () => {
-    const field = (text: string) => {
-      const bytes = Buffer.from(text, 'utf8');
-      const length = Buffer.alloc(4);
-      length.writeUInt32BE(bytes.byteLength);
-      return Buffer.concat([length, bytes]);
-    };
     fc.assert(
       fc.property(draft, fc.string({ unit: 'binary', maxLength: 40 }), fc.bigInt({ min: 1n, max: 2n ** 63n - 1n }), hex64, (d, jobId, sequence, previousHash) => {
         const link: ChainLink = { jobId, requestDigest: DIGEST, sequence, previousHash, ...d };
-        const body = canonicalJson({ occurred_at: d.occurredAt.toISOString(), payload: d.payload });
-        const expected = Buffer.concat([
-          Buffer.from(`${CHAIN_DOMAIN_TAG}\u0000\u0001`, 'latin1'),
-          ...[jobId, DIGEST, sequence.toString(), previousHash, d.type, body].map(field),
-        ]);
-        expect(Buffer.from(eventChainPreimage(link)).equals(expected)).toBe(true);
+        expect(Buffer.from(eventChainPreimage(link)).equals(referencePreimage(link))).toBe(true);
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('writes each of a run of links right, whether it shares the last one’s job and digest (kept in the scratch buffer) or not', () => {
+    const link = fc.record({
+      draft,
+      jobId: fc.oneof(fc.constantFrom(JOB_ID, 'job_other00000'), fc.string({ unit: 'binary', maxLength: 40 })),
+      requestDigest: fc.oneof(fc.constant(DIGEST), hex64),
+    });
+    fc.assert(
+      fc.property(fc.array(link, { minLength: 1, maxLength: 8 }), (links) => {
+        links.forEach(({ draft: d, jobId, requestDigest }, index) => {
+          const written: ChainLink = { jobId, requestDigest, sequence: BigInt(index + 1), previousHash: GENESIS_HASH, ...d };
+          expect(Buffer.from(eventChainPreimage(written)).equals(referencePreimage(written))).toBe(true);
+        });
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('keeps the job and digest it shares with the last link when a larger payload than ever grows its buffer', () => {
+    // Each larger than any preimage written so far in this file, so each grows the buffer right after a link of the same job.
+    for (const size of [150_000, 450_000, 1_350_000]) {
+      const small = { ...first, jobId: `job_grow${size}` };
+      expect(Buffer.from(eventChainPreimage(small)).equals(referencePreimage(small))).toBe(true);
+      const large = { ...small, payload: { big: 'é'.repeat(size) } };
+      expect(Buffer.from(eventChainPreimage(large)).equals(referencePreimage(large))).toBe(true);
+    }
   });
 
   it('hashes a number sequence and the equal bigint sequence alike', () => {

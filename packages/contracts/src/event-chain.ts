@@ -96,31 +96,37 @@ export function eventChainPreimage(link: ChainLink): Uint8Array {
 
 /** `SHA-256(eventChainPreimage(link))` as 64 lowercase hex characters. */
 export function computeEventHash(link: ChainLink): string {
-  return sha256Hex(writePreimage(link));
+  return (lastComputedHash = sha256Hex(writePreimage(link)));
 }
 
 /**
  * The preimage of `link`, in {@link scratch}: valid until the next call.
  * Hashing a page of the journal writes one preimage after another, so the
- * buffer is allocated once, not per event.
+ * buffer is allocated once, not per event, and the fields every event of a
+ * job shares (the header, job_id and request_digest) are written once per
+ * job, not per event.
  */
 function writePreimage(link: ChainLink): Uint8Array {
   if (link.requestDigest !== lastValidDigest) {
     if (!isSha256Hex(link.requestDigest)) throw new TypeError('requestDigest must be 64 lowercase hex characters');
     lastValidDigest = link.requestDigest;
   }
-  if (!isSha256Hex(link.previousHash)) throw new TypeError('previousHash must be 64 lowercase hex characters');
+  // A hash this module computed is 64 lowercase hex: a journal's previous_hash mostly is the one just computed.
+  if (link.previousHash !== lastComputedHash && !isSha256Hex(link.previousHash)) throw new TypeError('previousHash must be 64 lowercase hex characters');
   const sequence = asSequence(link.sequence);
   if (sequence === undefined || sequence < 1n) throw new RangeError('sequence must be an integer from 1');
   assertWellFormed(link.jobId, 'jobId');
   assertWellFormed(link.type, 'type');
   // JCS of `{ occurred_at, payload }`: the keys in that order, the timestamp needing no escapes.
   const body = `{"occurred_at":"${formatOccurredAt(link.occurredAt)}","payload":${canonicalJson(link.payload)}}`;
-  return lengthPrefixed([link.jobId, link.requestDigest, sequence.toString(), link.previousHash, link.type, body]);
+  return lengthPrefixed(link.jobId, link.requestDigest, [sequence.toString(), link.previousHash, link.type, body]);
 }
 
 /** The request digest {@link writePreimage} last found well formed: every event of a job has the same one. */
 let lastValidDigest = '';
+
+/** The hash {@link computeEventHash} returned last. */
+let lastComputedHash = '';
 
 /** `link` with its hash: how a writer seals the next event of a journal. */
 export function sealEvent(link: ChainLink): StoredEvent {
@@ -186,26 +192,43 @@ function toAnchorSequence(value: bigint | number): bigint {
 let scratch = new Uint8Array(4096);
 let scratchView = new DataView(scratch.buffer);
 
+/** The job whose header, job_id and request_digest {@link scratch} starts with, and where they end (0: none). */
+let prefix = { jobId: '', requestDigest: '', end: 0 };
+
 /**
- * The header, then each field as a 4-byte big-endian UTF-8 length and its
- * bytes, encoded straight into {@link scratch} once it holds the worst
- * case (three bytes per UTF-16 unit): no encoding per field and no buffer
- * per event, which is what makes verifying a page of the journal cheap.
- * Returns a view of the scratch buffer, valid until the next call.
+ * The header, then job_id, request_digest and each of `fields`, each as a
+ * 4-byte big-endian UTF-8 length and its bytes, encoded straight into
+ * {@link scratch} once it holds the worst case (three bytes per UTF-16
+ * unit): no encoding per field and no buffer per event, which is what
+ * makes verifying a page of the journal cheap. The header, job_id and
+ * request_digest stay in the scratch buffer from the last call for the
+ * same job. Returns a view of the scratch buffer, valid until the next
+ * call.
  */
-function lengthPrefixed(fields: readonly string[]): Uint8Array {
-  let capacity = HEADER.length;
+function lengthPrefixed(jobId: string, requestDigest: string, fields: readonly string[]): Uint8Array {
+  const samePrefix = prefix.end > 0 && prefix.jobId === jobId && prefix.requestDigest === requestDigest;
+  let capacity = samePrefix ? prefix.end : HEADER.length + 8 + 3 * (jobId.length + requestDigest.length);
   for (const field of fields) capacity += 4 + 3 * field.length;
   if (capacity > scratch.byteLength) {
-    scratch = new Uint8Array(Math.max(capacity, 2 * scratch.byteLength));
+    const grown = new Uint8Array(Math.max(capacity, 2 * scratch.byteLength));
+    grown.set(scratch.subarray(0, prefix.end));
+    scratch = grown;
     scratchView = new DataView(scratch.buffer);
   }
-  scratch.set(HEADER);
-  let offset = HEADER.length;
-  for (const field of fields) {
-    const written = writeUtf8(field, scratch, offset + 4);
-    scratchView.setUint32(offset, written);
-    offset += 4 + written;
+  let offset = prefix.end;
+  if (!samePrefix) {
+    scratch.set(HEADER);
+    offset = writeField(HEADER.length, jobId);
+    offset = writeField(offset, requestDigest);
+    prefix = { jobId, requestDigest, end: offset };
   }
+  for (const field of fields) offset = writeField(offset, field);
   return scratch.subarray(0, offset);
+}
+
+/** Writes `field` at `offset` of {@link scratch} as its UTF-8 length and bytes; returns where it ends. */
+function writeField(offset: number, field: string): number {
+  const written = writeUtf8(field, scratch, offset + 4);
+  scratchView.setUint32(offset, written);
+  return offset + 4 + written;
 }

@@ -73,7 +73,7 @@ class EventWriter {
   /** Writes `row` as an Event; returns where it ends. */
   event(row: JobEventRow): number {
     this.#string(1, row.job_id);
-    this.#int64(2, BigInt(row.sequence));
+    this.#int64Text(2, row.sequence);
     this.#string(3, row.type);
     const payload = this.#open(4);
     this.#struct(row.payload);
@@ -82,7 +82,7 @@ class EventWriter {
     this.#timestamp(row.occurred_at.getTime());
     this.#close(occurredAt);
     this.#string(6, row.attempt_id ?? '');
-    if (row.fence !== null) this.#int64(7, BigInt(row.fence), true);
+    if (row.fence !== null) this.#int64Text(7, row.fence, true);
     this.#string(8, row.previous_hash);
     this.#string(9, row.hash);
     return this.#at;
@@ -102,9 +102,7 @@ class EventWriter {
 
   /** An enum field of a non-negative number, omitted when 0 (proto3). */
   enum(field: number, value: number): void {
-    if (value === 0) return;
-    this.#tag(field, VARINT);
-    this.#varint(value);
+    if (value !== 0) this.#varintField(field, value);
   }
 
   /** A string field, omitted when empty (proto3). */
@@ -132,8 +130,7 @@ class EventWriter {
   /** `google.protobuf.Value`: exactly one of its kinds, written even when it is the kind's zero. */
   #value(value: JsonValue): void {
     if (value === null) {
-      this.#tag(1, VARINT);
-      this.#varint(0);
+      this.#varintField(1, 0);
     } else if (typeof value === 'number') {
       this.#tag(2, FIXED64);
       this.#reserve(8);
@@ -142,8 +139,7 @@ class EventWriter {
     } else if (typeof value === 'string') {
       this.#string(3, value, true);
     } else if (typeof value === 'boolean') {
-      this.#tag(4, VARINT);
-      this.#varint(value ? 1 : 0);
+      this.#varintField(4, value ? 1 : 0);
     } else if (Array.isArray(value)) {
       const list = this.#open(6);
       for (const item of value) {
@@ -163,11 +159,25 @@ class EventWriter {
   #timestamp(ms: number): void {
     const seconds = Math.floor(ms / 1000);
     const nanos = (ms - seconds * 1000) * 1_000_000;
-    if (seconds !== 0) this.#int64(1, BigInt(seconds));
-    if (nanos !== 0) {
-      this.#tag(2, VARINT);
-      this.#varint(nanos);
+    if (seconds > 0) this.#varintField(1, seconds);
+    else if (seconds < 0) this.#int64(1, BigInt(seconds));
+    if (nanos !== 0) this.#varintField(2, nanos);
+  }
+
+  /** An int64 field from its decimal text (as node-postgres reads an int8): a number when it is one exactly, else a bigint. */
+  #int64Text(field: number, text: string, always = false): void {
+    if (text.length > 15 || text.startsWith('-')) {
+      this.#int64(field, BigInt(text), always);
+      return;
     }
+    const value = Number(text);
+    if (value !== 0 || always) this.#varintField(field, value);
+  }
+
+  /** A varint field of a non-negative safe integer. */
+  #varintField(field: number, value: number): void {
+    this.#tag(field, VARINT);
+    this.#varint(value);
   }
 
   #int64(field: number, value: bigint, always = false): void {
