@@ -122,7 +122,7 @@ export async function serveBinaryGrpc(spec: WrittenCallSpec, options: BinaryGrpc
   const writeHead = (): void => {
     if (!response.headersSent) response.writeHead(200, nodeHeaders(context.responseHeader));
   };
-  request.contextValues?.set(encodedFramesKey, true);
+  context.values.set(encodedFramesKey, true);
   try {
     const answered = spec.kind === 'unary' ? await answerUnary(spec, options, context, input, response, writeHead) : await streamAnswers(spec, options, context, input, response, writeHead);
     if (!answered) return;

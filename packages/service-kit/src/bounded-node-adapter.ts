@@ -1,6 +1,6 @@
 import type * as http from 'node:http';
-import type { DescMethod } from '@bufbuild/protobuf';
 import * as http2 from 'node:http2';
+import type { DescMethod } from '@bufbuild/protobuf';
 import {
   Code,
   ConnectError,
