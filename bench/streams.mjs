@@ -512,10 +512,15 @@ export async function benchStreams(options = {}) {
     const { replays, selects } = m;
     // One untimed replay first: nothing before it read a backlog, so the first would time the services' warm-up.
     await replayRate(events, backlogJob, latest);
+    const replayCpu = {};
     for (let round = 0; round < REPLAY_ROUNDS; round += 1) {
+      const before = cpuSnapshot();
       replays.push(await replayRate(events, backlogJob, latest));
+      for (const [role, used] of Object.entries(cpuByRole(before, cpuSnapshot(), roleOf))) replayCpu[role] = (replayCpu[role] ?? 0) + used;
       selects.push(await keysetSelectRate(reader, backlogJob, latest));
     }
+    // The CPU each process spent per replayed event, in µs: where a replay's time goes on a shared machine.
+    m.replayCpu = Object.fromEntries(Object.entries(replayCpu).map(([role, used]) => [role, (used * 1000) / (REPLAY_ROUNDS * Number(latest))]));
     log(`replay ${Math.round(quantile(replays, 0.5))} events/s; keyset SELECT ${Math.round(quantile(selects, 0.5))} rows/s`);
 
   } catch (error) {
@@ -557,7 +562,7 @@ const times = (ratio) => `${ratio.toFixed(2)}x`;
 const met = (ok) => (ok ? 'yes' : 'no');
 
 /** The rows of the streams table: measurement, figure, ratio, goal, met. */
-function report({ sizes, stages, levels, opening, quiet, loaded, churn, received, replays, selects, complaints, wallMs, error }) {
+function report({ sizes, stages, levels, opening, quiet, loaded, churn, received, replays, replayCpu, selects, complaints, wallMs, error }) {
   const rows = [{ measurement: 'sizes (BENCH_* variables)', figure: Object.entries(sizes).map(([name, value]) => `${name} ${value}`).join(', ') }];
   if (error) rows.push({ measurement: 'STOPPED EARLY: the rows below are what was measured before', figure: String(error.message ?? error).slice(0, 1500) });
   const memory = (at) =>
@@ -634,7 +639,13 @@ function report({ sizes, stages, levels, opening, quiet, loaded, churn, received
 
   const replay = quantile(replays, 0.5);
   const select = quantile(selects, 0.5);
-  if (replays.length > 0) rows.push({ measurement: `backlog replay, StreamJobEvents from 0, ${(sizes.backlog + 1).toLocaleString('en-US')} events (median of ${replays.length} after a warm-up replay)`, figure: `${Math.round(replay).toLocaleString('en-US')} events/s`, ratio: `${times(replay / select)} of the keyset SELECT`, goal: `>= ${GOALS.replayShare}x`, met: met(replay / select >= GOALS.replayShare) });
+  const replayCpuText = replayCpu
+    ? `; CPU per event: ${Object.entries(replayCpu)
+        .sort(([, a], [, b]) => b - a)
+        .map(([role, each]) => `${role} ${each.toFixed(1)} µs`)
+        .join(', ')}`
+    : '';
+  if (replays.length > 0) rows.push({ measurement: `backlog replay, StreamJobEvents from 0, ${(sizes.backlog + 1).toLocaleString('en-US')} events (median of ${replays.length} after a warm-up replay)`, figure: `${Math.round(replay).toLocaleString('en-US')} events/s${replayCpuText}`, ratio: `${times(replay / select)} of the keyset SELECT`, goal: `>= ${GOALS.replayShare}x`, met: met(replay / select >= GOALS.replayShare) });
   if (selects.length > 0) rows.push({ measurement: `bare keyset SELECT of the same rows, pages of 256, node-postgres (median of ${selects.length})`, figure: `${Math.round(select).toLocaleString('en-US')} rows/s` });
   rows.push({ measurement: 'events process warnings/errors logged; benchmark wall time', figure: `${complaints.length}${complaints[0] ? ` (first: ${complaints[0].slice(0, 300)})` : ''}; ${(wallMs / 1000).toFixed(0)} s` });
   // Every row has every column, in this order, so the table's columns do not follow the first row's shape.

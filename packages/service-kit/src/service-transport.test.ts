@@ -1,10 +1,12 @@
+import { createServer as createHttp2Server, type ServerHttp2Session } from 'node:http2';
+import type { AddressInfo } from 'node:net';
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node';
 import { mintToken } from '@docket/auth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forwardDeadline } from './deadline.js';
 import { errorInfoOf, fieldViolationsOf } from './error-mapping.js';
-import { createServiceTransport } from './service-transport.js';
+import { INTERNAL_CONNECTION_WINDOW_BYTES, createServiceTransport } from './service-transport.js';
 import { ProbeService } from './testing/probe-service.js';
 import { PROBE_SECRET, PROBE_VIOLATIONS, startProbeServer, type ProbeHarness } from './testing/probe-server.js';
 
@@ -101,6 +103,32 @@ describe('createServiceTransport', () => {
       expect(errorInfoOf(error as ConnectError)?.reason).toBe('UNAVAILABLE');
     } finally {
       await lonely.server.shutdown(100);
+    }
+  });
+
+  it('lets the next hop send up to 16 MiB on the session, not 64 KiB, before this side reads it', async () => {
+    // A bare HTTP/2 server answering every call OK with an empty message: its session says what this side lets it send.
+    const sessions: ServerHttp2Session[] = [];
+    const bare = createHttp2Server();
+    bare.on('session', (session) => sessions.push(session));
+    bare.on('stream', (stream) => {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+      stream.end(new Uint8Array(5));
+    });
+    await new Promise<void>((resolve) => bare.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = bare.address() as AddressInfo;
+      const next = createClient(ProbeService, createServiceTransport({ baseUrl: `http://127.0.0.1:${port}`, token: 'unused' }));
+      // The second call's request follows the first's window update on the wire.
+      await next.echo({ text: 'first' });
+      await next.echo({ text: 'second' });
+      expect(sessions).toHaveLength(1);
+      // What one stream may take is INTERNAL_STREAM_WINDOW_BYTES; the session now takes several streams' worth.
+      expect(sessions[0]!.state.remoteWindowSize).toBeGreaterThan(INTERNAL_CONNECTION_WINDOW_BYTES - 1024);
+    } finally {
+      for (const session of sessions) session.destroy();
+      await new Promise((resolve) => bare.close(resolve));
     }
   });
 });

@@ -49,7 +49,7 @@ export async function readJobEvents(
       metadata: { latest_sequence: latestSequence.toString() },
     });
   }
-  const page = verifyJournalPage(job, afterSequence, window.rows, pageSize);
+  const page = await verifyJournalPage(job, afterSequence, window.rows, pageSize);
   await verifyJournaledApprovals(approvals, jobId, window.decided);
   return { rows: page, latestSequence, status: job.status, requestDigest: job.request_digest };
 }
