@@ -103,11 +103,11 @@ class WideWindowSessionManager extends Http2SessionManager {
 /**
  * The receive window of each internal stream: what a peer may send on it
  * before this side has read it. HTTP/2's default, 64 KiB, splits a
- * 1,024-event journal read (about 450 KB) into waits for window updates,
- * each a turn of both processes' event loops; under 1 MiB an answer this
+ * 2,048-event journal read (about 0.9 MB) into waits for window updates,
+ * each a turn of both processes' event loops; under 4 MiB an answer this
  * side reads at once is never held back by its stream's window.
  */
-export const INTERNAL_STREAM_WINDOW_BYTES = 1024 * 1024;
+export const INTERNAL_STREAM_WINDOW_BYTES = 4 * 1024 * 1024;
 
 /**
  * The receive window of an internal session, all its streams together:

@@ -43,7 +43,7 @@ export function startStateServer(
     metrics: metrics.service,
     listen: config.listen,
     services: [StateService],
-    // A backlog read answers up to 1,024 events already encoded: written as one frame (see `encodedJournalAnswer`).
+    // A backlog read answers up to 2,048 events already encoded: written as one frame (see `encodedJournalAnswer`).
     writtenAnswers: [StateService.method.readJobEvents],
     routes: stateServiceRoutes({
       db: database.db,

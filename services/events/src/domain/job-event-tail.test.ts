@@ -23,7 +23,10 @@ import { JobSignalHub } from './job-signal-hub.js';
 import { SharedChangeFeed } from './shared-change-feed.js';
 import { JournalPage } from './journal-page.js';
 import { encodedAnswer } from '../testing/encoded-answer.js';
-import { SECOND_READS_AHEAD_MAX, SharedJournalReads } from './shared-journal-reads.js';
+import { EVENTS_PER_READ, SECOND_READS_AHEAD_MAX, SharedJournalReads } from './shared-journal-reads.js';
+
+/** The most pages the state service answers a read at once (its `READ_PAGE_COUNT_MAX`). */
+const READ_PAGE_COUNT_MAX = 8;
 import { SubscriberGauge } from './subscriber-gauge.js';
 
 const JOB_ID = 'job_aaaaaaaaaaaaaaaaaaaaaaaaaa';
@@ -82,7 +85,7 @@ class FakeState {
     await new Promise((resolve) => setTimeout(resolve, 1)); // a round trip
     const after = Number(request.afterSequence);
     return create(ReadJobEventsResponseSchema, {
-      events: this.events.slice(after, after + request.pageSize * Math.min(Math.max(request.pageCount, 1), 4)),
+      events: this.events.slice(after, after + request.pageSize * Math.min(Math.max(request.pageCount, 1), READ_PAGE_COUNT_MAX)),
       latestSequence: BigInt(this.events.length),
       status: this.status,
     });
@@ -184,10 +187,10 @@ describe('streamJobEvents', () => {
     expect(state.openWatches).toBe(0);
   });
 
-  it('reads the next two reads of 1,024 events of a backlog while the subscriber still holds the first frame, and sends them after, 256 to a frame', async () => {
+  it('reads the next two reads of a backlog (EVENTS_PER_READ events each) while the subscriber still holds the first frame, and sends them after, 256 to a frame', async () => {
     const state = new FakeState();
     const deps = dependencies(state);
-    state.append(4999);
+    state.append(2 * EVENTS_PER_READ + 903);
     const asked: number[] = [];
     const read = state.readJobEvents;
     state.readJobEvents = (request) => (asked.push(Number(request.afterSequence)), read(request));
@@ -198,16 +201,16 @@ describe('streamJobEvents', () => {
     // The subscriber has not asked for the second frame: the next two reads are under way already, and no more.
     await until(() => asked.length === 3);
     await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(asked).toEqual([0, 1024, 2048]);
+    expect(asked).toEqual([0, EVENTS_PER_READ, 2 * EVENTS_PER_READ]);
     expect(deps.reads.secondReadsAhead).toBe(1);
     const pages: number[][] = [];
     for (let frame = first; !frame.done; frame = await stream.next()) {
       if (frame.value.frame.case === 'page') pages.push(frame.value.frame.value.events.map((event) => Number(event.sequence)));
-      if (pages.flat().length === 5000) break;
+      if (pages.flat().length === 2 * EVENTS_PER_READ + 904) break;
     }
-    expect(pages.flat()).toEqual(Array.from({ length: 5000 }, (_, index) => index + 1));
-    expect(pages.map((page) => page.length)).toEqual([...Array.from({ length: 19 }, () => 256), 136]);
-    expect(asked).toEqual([0, 1024, 2048, 3072, 4096]);
+    expect(pages.flat()).toEqual(Array.from({ length: 2 * EVENTS_PER_READ + 904 }, (_, index) => index + 1));
+    expect(pages.map((page) => page.length)).toEqual([...Array.from({ length: (2 * EVENTS_PER_READ + 768) / 256 }, () => 256), 136]);
+    expect(asked).toEqual([0, EVENTS_PER_READ, 2 * EVENTS_PER_READ]);
     expect(deps.reads.secondReadsAhead).toBe(0);
     stop.abort();
     await stream.return(undefined);

@@ -44,7 +44,7 @@ describe('JournalPage', () => {
     }
   });
 
-  it('frames a read of up to four pages as frames of 256 events, from the events’ own bytes exactly as encoding the decoded frames would, once for every tail', () => {
+  it('frames a read of several pages as frames of 256 events, from the events’ own bytes exactly as encoding the decoded frames would, once for every tail', () => {
     const answer = stateAnswer(1n, 600);
     const page = new JournalPage(encodedAnswer(answer));
     const decoded = page.frames(false);

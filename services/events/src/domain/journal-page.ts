@@ -58,7 +58,7 @@ export class JournalPage {
 
   /**
    * The `page` frames of StreamJobEvents carrying these events, at most 256
-   * events each (a read answers up to four pages at once). With `encoded`,
+   * events each (a read answers up to eight pages at once). With `encoded`,
    * for a stream whose messages are written as encoded frames (binary
    * gRPC, see `encodedFrame`), a frame is its events' own bytes put
    * together, and nothing is decoded; otherwise it is a decoded message.

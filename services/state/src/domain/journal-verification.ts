@@ -16,7 +16,7 @@ export function journalCorrupt(jobId: string, sequence: bigint): DocketError {
 
 /**
  * Events verified per turn of the event loop (a page longer than this
- * yields between runs of it). A read of 1,024 events takes
+ * yields between runs of it). A read of 2,048 events takes
  * the state service milliseconds of CPU to verify; done in one go, it
  * would also hold up every other call's I/O meanwhile, including the
  * previous read's answer, still being written to its socket, so a backlog

@@ -192,7 +192,7 @@ export function parseTransitionJobRequest(request: TransitionJobRequest): Transi
 }
 
 /** The most pages one ReadJobEvents answers at once (`page_count`). */
-export const READ_PAGE_COUNT_MAX = 4;
+export const READ_PAGE_COUNT_MAX = 8;
 
 /**
  * A journal read: the cursor must not be negative; page sizes per the

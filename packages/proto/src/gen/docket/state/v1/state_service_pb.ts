@@ -604,8 +604,8 @@ export type ReadJobEventsRequest = Message<"docket.state.v1.ReadJobEventsRequest
   /**
    * Pages to answer at once, for a caller streaming a backlog that sends
    * them one by one (the events service): the response holds up to
-   * page_size x page_count events, each verified, so a backlog costs a
-   * quarter of the round trips. 0 and 1 mean one page; above 4 means 4;
+   * page_size x page_count events, each verified, so a backlog costs an
+   * eighth of the round trips. 0 and 1 mean one page; above 8 means 8;
    * negative is invalid.
    *
    * @generated from field: int32 page_count = 5;
