@@ -2,7 +2,8 @@
 // time goes. Starts the durable PostgreSQL and state + admission + events,
 // writes one journal of `events` events (default 5,000), starts the
 // services again with `node --cpu-prof` (so the profiles hold the replays
-// alone), then replays the journal through StreamJobEvents from sequence 0
+// alone), settles the backlog (`vacuum analyze`, as the streams benchmark
+// does), then replays the journal through StreamJobEvents from sequence 0
 // `rounds` times (default 9), each next to a bare keyset SELECT of the same
 // rows as the streams benchmark does. Prints the medians and their ratio,
 // the CPU time per replayed event of state and events (from /proc) and of
@@ -23,7 +24,7 @@ import { clientWith } from './docket/clients.mjs';
 import { launchDocket } from './docket/instance.mjs';
 import { startDurablePostgres } from './postgres.mjs';
 import { cpuMsOf } from './process-cpu.mjs';
-import { keysetSelectRate, replayRate, writeBacklog } from './replay.mjs';
+import { keysetSelectRate, replayRate, settleBacklog, writeBacklog } from './replay.mjs';
 import { quantile } from './stats.mjs';
 
 const backlog = Number(process.argv[2] ?? 5000);
@@ -51,6 +52,7 @@ try {
   const events = clientWith(EventService, docket.urls.events[0], await docket.token('bench'));
   const latest = BigInt(backlog + 1);
   await reader.connect();
+  await settleBacklog(reader);
   // One replay first, so the processes' start-up is not what is measured.
   await replayRate(events, jobId, latest);
   const replays = [];

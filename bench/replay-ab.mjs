@@ -2,7 +2,8 @@
 // built checkouts compared in one run. Starts the durable PostgreSQL,
 // state + admission + events from `rootA` (which writes a journal of
 // BACKLOG events, default 5,000) and state + events from `rootB` on the
-// same database, then replays the journal through each one's
+// same database, settles it (`vacuum analyze`, as the streams benchmark
+// does), then replays the journal through each one's
 // StreamJobEvents from sequence 0, alternating which goes first, `rounds`
 // times (default 21), with a bare keyset SELECT of the same rows after
 // each pair. Prints each side's median, its ratio to the SELECT, the CPU
@@ -24,7 +25,7 @@ import { clientWith } from './docket/clients.mjs';
 import { launchDocket } from './docket/instance.mjs';
 import { startDurablePostgres } from './postgres.mjs';
 import { cpuMsOf } from './process-cpu.mjs';
-import { keysetSelectRate, replayRate, writeBacklog } from './replay.mjs';
+import { keysetSelectRate, replayRate, settleBacklog, writeBacklog } from './replay.mjs';
 import { quantile } from './stats.mjs';
 
 const [rootA, rootB] = process.argv.slice(2, 4);
@@ -57,6 +58,7 @@ try {
     sides.push({ name, docket, events, rates: [], idle: 0, total: 0, cpu: { state: 0, events: 0, client: 0 } });
   }
   await reader.connect();
+  await settleBacklog(reader);
   // Warm-up replays, untimed: the first of each side would time its JIT.
   for (const side of sides) for (let warm = 0; warm < 2; warm += 1) await replayRate(side.events, jobId, latest);
   const selects = [];

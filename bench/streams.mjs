@@ -18,8 +18,9 @@
 //   unary round trip to the events process (grpc.health.v1 Health/Check,
 //   same client library) and a
 //   bare LISTEN/NOTIFY round trip on the same PostgreSQL (node-postgres);
-// - the PauseJob/ResumeJob call latency with no subscriber and with all of
-//   them open, and the CPU each process (events, state, admission,
+// - the PauseJob/ResumeJob call latency with no subscriber, with all of
+//   them open, and with none again once they are cancelled (so a baseline
+//   that drifted during the run would show), and the CPU each process (events, state, admission,
 //   PostgreSQL, the subscriber processes, the orchestrator) used per call
 //   meanwhile, from /proc;
 // - backlog replay: a 5,000-event journal streamed from sequence 0, next
@@ -53,7 +54,7 @@ import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js'
 import { printCpuProfiles } from './cpu-profile-summary.mjs';
 import { forkGenerator } from './generator-host.mjs';
 import { cpuByRole, cpuSnapshot } from './process-cpu.mjs';
-import { keysetSelectRate, replayRate, writeBacklog } from './replay.mjs';
+import { keysetSelectRate, replayRate, settleBacklog, writeBacklog } from './replay.mjs';
 import { REPO_ROOT, clientWith, quantile, runConcurrently, startSystem } from './support.mjs';
 
 const SETTLE_MS = 3000;
@@ -422,7 +423,7 @@ export async function benchStreams(options = {}) {
     await openSubscribers([{ jobIds: jobIds.slice(0, 50) }]);
     await Promise.all(children.splice(0).map((child) => child.stop()));
     await mutations(false);
-    await notifier.query('vacuum analyze');
+    await settleBacklog(notifier);
     await bare();
     const quiet = (m.quiet = await mutationsWithCpu());
     log(`PauseJob/ResumeJob with no subscriber: median ${ms(quiet.calls.median)} ms${trouble(quiet)}`);
@@ -503,6 +504,8 @@ export async function benchStreams(options = {}) {
     tail = undefined;
     watch = undefined;
     stages.push(await footprint('all cancelled'));
+    const quietAgain = (m.quietAgain = await mutationsWithCpu());
+    log(`PauseJob/ResumeJob with no subscriber again: median ${ms(quietAgain.calls.median)} ms${trouble(quietAgain)}`);
 
     // Backlog replay, with no subscriber: StreamJobEvents from 0 and a bare keyset SELECT, interleaved, REPLAY_ROUNDS times each.
     const latest = BigInt(sizes.backlog + 1);
@@ -562,7 +565,7 @@ const times = (ratio) => `${ratio.toFixed(2)}x`;
 const met = (ok) => (ok ? 'yes' : 'no');
 
 /** The rows of the streams table: measurement, figure, ratio, goal, met. */
-function report({ sizes, stages, levels, opening, quiet, loaded, churn, received, replays, replayCpu, selects, complaints, wallMs, error }) {
+function report({ sizes, stages, levels, opening, quiet, loaded, quietAgain, churn, received, replays, replayCpu, selects, complaints, wallMs, error }) {
   const rows = [{ measurement: 'sizes (BENCH_* variables)', figure: Object.entries(sizes).map(([name, value]) => `${name} ${value}`).join(', ') }];
   if (error) rows.push({ measurement: 'STOPPED EARLY: the rows below are what was measured before', figure: String(error.message ?? error).slice(0, 1500) });
   const memory = (at) =>
@@ -635,6 +638,13 @@ function report({ sizes, stages, levels, opening, quiet, loaded, churn, received
     ratio: `${times(slowdown)} of no subscriber`,
     goal: `<= ${GOALS.mutationSlowdown}x`,
     met: met(slowdown <= GOALS.mutationSlowdown),
+  });
+
+  // The same calls once every subscriber is gone: a baseline that moved meanwhile (the machine's mood, the tables' growth) shows here.
+  if (quietAgain) rows.push({
+    measurement: `PauseJob/ResumeJob through admission, no subscriber again, once all were cancelled (${quietAgain.calls.samples} calls)`,
+    figure: `median ${ms(quietAgain.calls.median)} ms, p99 ${ms(quietAgain.calls.p99)} ms${trouble(quietAgain)}${cpuSpent(quietAgain)}`,
+    ratio: loaded ? `all subscribers open: ${times(loaded.calls.median / quietAgain.calls.median)} of it` : undefined,
   });
 
   const replay = quantile(replays, 0.5);
