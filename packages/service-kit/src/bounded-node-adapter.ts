@@ -1,6 +1,5 @@
 import type * as http from 'node:http';
 import * as http2 from 'node:http2';
-import type { DescMethod } from '@bufbuild/protobuf';
 import {
   Code,
   ConnectError,
@@ -58,8 +57,6 @@ export interface BoundedNodeAdapterOptions extends Omit<ConnectRouterOptions, 'r
   readonly requestBytes: LimitName;
   readonly fallback: (request: http.IncomingMessage, response: http.ServerResponse) => void;
   readonly contextValues: (request: http.IncomingMessage | http2.Http2ServerRequest) => ContextValues;
-  /** Unary methods whose binary gRPC calls are served by `serveBinaryGrpc` (see `ServerOptions.writtenAnswers`). */
-  readonly writtenAnswers?: readonly DescMethod[];
 }
 
 type NodeHandler = (
@@ -95,7 +92,7 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHand
     compressMinBytes: ANSWERS_UNCOMPRESSED,
   });
   const written = new Map<string, WrittenCallSpec>();
-  options.routes(recordingWrittenCalls(router, written, new Set(options.writtenAnswers ?? [])));
+  options.routes(recordingWrittenCalls(router, written));
   const paths = new Map<string, UniversalHandler>();
   for (const handler of router.handlers) paths.set(handler.requestPath, guardPreChainFailures(handler, options.requestBytes));
   const writtenOptions: BinaryGrpcOptions = {
@@ -142,13 +139,13 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHand
 }
 
 /**
- * `router`, noting the server-streaming methods registered through it, and
- * the unary ones in `unary` (by request path), so that binary gRPC calls
- * of them are served by {@link serveBinaryGrpc}; every other protocol and
- * method goes through Connect's own handlers. A service registered with
- * options of its own is left to Connect entirely.
+ * `router`, noting the unary and server-streaming methods registered
+ * through it (by request path), so that binary gRPC calls of them are
+ * served by {@link serveBinaryGrpc}; every other protocol (gRPC-Web,
+ * Connect, HTTP/1.1) goes through Connect's own handlers. A service
+ * registered with options of its own is left to Connect entirely.
  */
-function recordingWrittenCalls(router: ConnectRouter, calls: Map<string, WrittenCallSpec>, unary: ReadonlySet<DescMethod>): ConnectRouter {
+function recordingWrittenCalls(router: ConnectRouter, calls: Map<string, WrittenCallSpec>): ConnectRouter {
   const recording: ConnectRouter = {
     get handlers() {
       return router.handlers;
@@ -156,7 +153,7 @@ function recordingWrittenCalls(router: ConnectRouter, calls: Map<string, Written
     service(service, implementation, serviceOptions) {
       if (!serviceOptions) {
         for (const spec of Object.values(createServiceImplSpec(service, implementation).methods)) {
-          if (spec.kind === 'server_streaming' || (spec.kind === 'unary' && unary.has(spec.method))) calls.set(createMethodUrl('/', spec.method), spec);
+          if (spec.kind === 'server_streaming' || spec.kind === 'unary') calls.set(createMethodUrl('/', spec.method), spec);
         }
       }
       router.service(service, implementation, serviceOptions);

@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import * as http from 'node:http';
 import * as http2 from 'node:http2';
 import * as net from 'node:net';
-import type { DescMethod, DescService } from '@bufbuild/protobuf';
+import type { DescService } from '@bufbuild/protobuf';
 import {
   Code,
   ConnectError,
@@ -113,16 +113,6 @@ export interface ServerOptions {
   readonly requestBytes?: LimitName;
   /** Browser origins allowed to call cross-origin (see `corsPolicy`); default `DOCKET_CORS_ORIGINS` as `readCorsOrigins` reads it, and none for the state service. */
   readonly corsOrigins?: readonly string[];
-  /**
-   * Unary methods of `services` whose binary gRPC answers this server
-   * writes itself, one frame straight to the HTTP/2 stream, as it writes
-   * every server stream's messages (`serveBinaryGrpc`), so their handlers
-   * may answer with an `encodedFrame`: for answers put together from many
-   * messages already encoded (a journal read's events), which Connect
-   * would copy one by one into a new buffer and then again into a frame.
-   * Every other unary method, and every other protocol, is Connect's.
-   */
-  readonly writtenAnswers?: readonly DescMethod[];
 }
 
 /** A listening server. */
@@ -209,7 +199,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     fallback: unknownRouteFallback(logger),
     shutdown: hardStop,
     contextValues: () => createContextValues().set(drainRelayKey, draining),
-    writtenAnswers: options.writtenAnswers,
   });
   // The internal state service is never called from a browser.
   const cors = corsPolicy(options.corsOrigins ?? (options.name === 'state' ? [] : readCorsOrigins(process.env)));

@@ -66,9 +66,8 @@ export const encodedFramesKey = createContextKey<boolean>(false, { description: 
 
 /**
  * Whether this call's response messages are written as encoded frames
- * (`serveBinaryGrpc`: binary gRPC server streams, and the unary methods a
- * server names in `writtenAnswers`), so an {@link encodedFrame} may be
- * sent.
+ * (`serveBinaryGrpc`: every binary gRPC call), so an {@link encodedFrame}
+ * may be sent; other protocols (gRPC-Web, Connect) encode each message.
  */
 export function writesEncodedFrames(ctx: HandlerContext): boolean {
   return ctx.values.get(encodedFramesKey);

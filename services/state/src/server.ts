@@ -43,8 +43,6 @@ export function startStateServer(
     metrics: metrics.service,
     listen: config.listen,
     services: [StateService],
-    // A backlog read answers up to 2,048 events already encoded: written as one frame (see `encodedJournalAnswer`).
-    writtenAnswers: [StateService.method.readJobEvents],
     routes: stateServiceRoutes({
       db: database.db,
       writes: batchedWrites(database.pool, config.batching, { leaseMs: config.leaseMs }, metrics.observeBatch, reportQuarantine),

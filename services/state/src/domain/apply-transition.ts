@@ -1,8 +1,8 @@
 import type { Insertable } from 'kysely';
 import { assertLegalChange, validateEventBatch, type JobStatusName } from '@docket/contracts';
-import { recordJobChange } from '../db/queries/job-changes.js';
-import { insertJobEvents, readLastJobEvent } from '../db/queries/job-events.js';
-import { updateJob, type JobPatch, type JobRow } from '../db/queries/jobs.js';
+import { readLastJobEvent } from '../db/queries/job-events.js';
+import { writeJobTransition } from '../db/queries/job-transition.js';
+import type { JobPatch, JobRow } from '../db/queries/jobs.js';
 import type { Queryable } from '../db/database.js';
 import type { JobEventsTable } from '../db/tables/index.js';
 import { chainEvents, type NewEvent } from './chain-events.js';
@@ -57,9 +57,7 @@ export async function applyTransition(
 ): Promise<AppliedTransition> {
   checkStoredHead(job, await readLastJobEvent(tx, job.id));
   const planned = planTransition(job, transition, now);
-  await insertJobEvents(tx, planned.eventRows);
-  await updateJob(tx, job.id, planned.patch);
-  await recordJobChange(tx, planned.job);
+  await writeJobTransition(tx, planned.eventRows, planned.patch, planned.job);
   return { job: planned.job, firstSequence: planned.firstSequence, lastSequence: planned.lastSequence };
 }
 

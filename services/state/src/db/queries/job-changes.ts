@@ -1,4 +1,4 @@
-import { sql, type Selectable } from 'kysely';
+import { sql, type AliasedRawBuilder, type Insertable, type Selectable } from 'kysely';
 import type { Queryable } from '../database.js';
 import type { JobChangesTable } from '../tables/index.js';
 import type { NewJobRow } from './jobs.js';
@@ -52,29 +52,30 @@ export function announcementOf(changes: readonly AnnouncedChange[]): string {
 
 /**
  * Records a job's change in the feed and announces it, in the caller's
- * transaction: the entry becomes visible, and the notification is
- * delivered, only when that transaction commits.
+ * transaction, in one statement: the entry becomes visible, and the
+ * notification is delivered, only when that transaction commits.
  *
  * ```sql
- * insert into job_changes (job_id, owner, queue, revision, status, lifecycle, changed_at) values (...);
+ * with entry as (insert into job_changes (job_id, owner, queue, revision, status, lifecycle, changed_at) values (...))
  * select pg_notify('docket_job_changes', '{"jobs":[[job_id, latest_sequence, status, queue]]}');
  * ```
  */
 export async function recordJobChange(db: Queryable, job: NewJobRow): Promise<void> {
   await db
-    .insertInto('job_changes')
-    .values({
-      job_id: job.id,
-      owner: job.owner,
-      queue: job.queue,
-      revision: job.revision,
-      status: job.status,
-      lifecycle: job.lifecycle,
-      changed_at: job.updated_at,
-    })
+    .with('entry', (qc) => qc.insertInto('job_changes').values(jobChangeOf(job)))
+    .selectNoFrom(jobChangeAnnounced(job))
     .execute();
+}
+
+/** `job`'s feed entry, as `job_changes` takes it. */
+export function jobChangeOf(job: NewJobRow): Insertable<JobChangesTable> {
+  return { job_id: job.id, owner: job.owner, queue: job.queue, revision: job.revision, status: job.status, lifecycle: job.lifecycle, changed_at: job.updated_at };
+}
+
+/** The `pg_notify` call announcing `job`'s change on {@link JOB_CHANGES_CHANNEL}, as a column of a select. */
+export function jobChangeAnnounced(job: NewJobRow): AliasedRawBuilder<unknown, 'announced'> {
   const announcement = announcementOf([{ jobId: job.id, latestSequence: BigInt(job.event_count), status: job.status, queue: job.queue }]);
-  await sql`select pg_notify(${JOB_CHANGES_CHANNEL}, ${announcement})`.execute(db);
+  return sql`pg_notify(${JOB_CHANGES_CHANNEL}, ${announcement})`.as('announced');
 }
 
 /**

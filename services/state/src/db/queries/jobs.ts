@@ -1,4 +1,4 @@
-import { sql, type Insertable, type Selectable } from 'kysely';
+import { sql, type Insertable, type Selectable, type Updateable } from 'kysely';
 import type { JobStatusName } from '@docket/contracts';
 import type { Queryable } from '../database.js';
 import type { JobsTable, JsonObject } from '../tables/index.js';
@@ -181,11 +181,16 @@ export type JobPatch = Partial<
  * ```
  */
 export async function updateJob(db: Queryable, jobId: string, patch: JobPatch): Promise<void> {
+  await db.updateTable('jobs').set(jobPatchColumns(patch)).where('id', '=', jobId).execute();
+}
+
+/** The columns `patch` writes, as `update jobs set` takes them: its jsonb columns as JSON text. */
+export function jobPatchColumns(patch: JobPatch): Updateable<JobsTable> {
   const { input, progress, checkpoint, result, failure, pending_approval, last_approval, ...plain } = patch;
   const json = Object.fromEntries(
     Object.entries({ input, progress, checkpoint, result, failure, pending_approval, last_approval })
       .filter(([, value]) => value !== undefined)
       .map(([column, value]) => [column, jsonOrNull(value ?? null)]),
   );
-  await db.updateTable('jobs').set({ ...plain, ...json }).where('id', '=', jobId).execute();
+  return { ...plain, ...json };
 }
