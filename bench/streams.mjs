@@ -62,7 +62,7 @@ const SETTLE_MS = 3000;
 const FRAME_TIMEOUT_MS = 30_000;
 const MIB = 1024 * 1024;
 /** Timed replays (and keyset SELECTs beside them) after an untimed one. */
-const REPLAY_ROUNDS = 5;
+const REPLAY_ROUNDS = 11;
 const GOALS = {
   idleRssMiB: 1024,
   churnRssMiB: 1536,
