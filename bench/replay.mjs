@@ -18,9 +18,11 @@ export async function writeBacklog(state, caller, jobId, events) {
 /**
  * `vacuum analyze` through `client` (a connected node-postgres client), as
  * the streams benchmark runs it once the backlog is written: the planner
- * then knows the journal's size, and both the replay's reads and the bare
- * keyset SELECT run the plans they run in that benchmark (without it the
- * SELECT ran at about 40% of its rate there, the replay at about 85%).
+ * then knows the journal's size, and the bare keyset SELECT walks
+ * `job_events_pkey` in order instead of a bitmap scan and sort of every
+ * row after its cursor (in one pair of unprofiled `profile-replay.mjs`
+ * runs, 88,947 rows/s without it and 157,158 with it; the replay, whose
+ * reads walk the index either way, 42,726 and 42,798 events/s).
  */
 export async function settleBacklog(client) {
   await client.query('vacuum analyze');

@@ -20,9 +20,9 @@
 //   bare LISTEN/NOTIFY round trip on the same PostgreSQL (node-postgres);
 // - the PauseJob/ResumeJob call latency with no subscriber, with all of
 //   them open, and with none again once they are cancelled (so a baseline
-//   that drifted during the run would show), and the CPU each process (events, state, admission,
-//   PostgreSQL, the subscriber processes, the orchestrator) used per call
-//   meanwhile, from /proc;
+//   that drifted during the run would show), and the CPU each process
+//   (events, state, admission, PostgreSQL, the subscriber processes, the
+//   orchestrator) used per call meanwhile, from /proc;
 // - backlog replay: a 5,000-event journal streamed from sequence 0, next
 //   to a bare keyset SELECT of the same rows from job_events.
 // The idle subscribers live in forked processes (bench/generators/subscribe.mjs),
