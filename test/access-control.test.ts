@@ -5,11 +5,12 @@ import { mintToken } from '@docket/auth';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { clientFor, failureOf, grpcJsUnary, seenByGrpcJs, type Protocol, type SeenFailure } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let alice: string;
 let bob: string;
 let alicesJobId: string;
@@ -17,7 +18,7 @@ let alicesJobId: string;
 beforeAll(async () => {
   // One second of clock tolerance, so that the expiry test waits seconds, not the default half minute.
   const tolerance = { DOCKET_AUTH_CLOCK_TOLERANCE_SECONDS: '1' };
-  cluster = await startCluster({ databaseUrl: await createTestDatabase('access control'), env: { admission: tolerance, events: tolerance } });
+  cluster = await startInProcessCluster({ databaseUrl: await createMigratedTestDatabase('access control'), env: { admission: tolerance, events: tolerance } });
   alice = await cluster.tokenFor('alice', 'user');
   bob = await cluster.tokenFor('bob', 'user');
   const submitted = await clientFor(AdmissionService, cluster.admission.url, alice).submitJob({
@@ -28,7 +29,7 @@ beforeAll(async () => {
   alicesJobId = submitted.job!.id;
 });
 
-afterAll(stopAll);
+afterAll(stopInProcessClusters);
 
 const MISSING_JOB_ID = 'job_aaaaaaaaaaaaaaaaaaaaaaaaaa';
 
@@ -83,6 +84,7 @@ describe('who may see what', () => {
     expect((await asAlice.getJob({ jobId: alicesJobId })).job?.id).toBe(alicesJobId);
     const { exp } = JSON.parse(Buffer.from(shortLived.split('.')[1]!, 'base64url').toString()) as { exp: number };
     // Past exp and the one second of tolerance.
+    // Real time: the token really has to expire (2 s, short but safely accepted by the first call).
     await new Promise((resolve) => setTimeout(resolve, exp * 1000 + 1_000 - Date.now() + 50));
     const refusal = await failureOf(asAlice.getJob({ jobId: alicesJobId }));
     expect(refusal).toEqual(await failureOf(clientFor(AdmissionService, cluster.admission.url).getJob({ jobId: alicesJobId })));

@@ -14,7 +14,7 @@ import {
 } from './support/admission-audit.js';
 import { clientFor, settle, type Settled } from './support/clients.js';
 import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { openSql } from './support/sql.js';
 
@@ -34,7 +34,7 @@ let cluster: DocketCluster;
 let sql: pg.Client;
 
 beforeAll(async () => {
-  const databaseUrl = await createTestDatabase('admission batch failure');
+  const databaseUrl = await createMigratedTestDatabase('admission batch failure');
   cluster = await startCluster({ databaseUrl });
   sql = await openSql(databaseUrl);
 });
@@ -168,6 +168,7 @@ describe('a batch whose database connection is terminated', () => {
                 where application_name = 'docket-state' and datname = current_database() and state <> 'idle') t`,
           );
           terminated += rows[0]!.n;
+          // Real time: the pace of the terminations while the bursts run.
           await sleep(15);
         }
       } finally {

@@ -16,8 +16,9 @@ import {
   type SubmitJobInit,
 } from './support/admission-audit.js';
 import { clientFor, settle, type Settled } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { openSql } from './support/sql.js';
 
@@ -37,13 +38,13 @@ const DUPLICATES = 100;
 const CONFLICTS = 20;
 const INVALID_KEYS = 20;
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let sql: pg.Client;
 let token: string;
 
 beforeAll(async () => {
-  const databaseUrl = await createTestDatabase('admission batches');
-  cluster = await startCluster({
+  const databaseUrl = await createMigratedTestDatabase('admission batches');
+  cluster = await startInProcessCluster({
     databaseUrl,
     replicas: { state: 2, admission: 2 },
     env: { state: { DOCKET_ADMIT_BATCH_MAX: String(BATCH_MAX) } },
@@ -54,7 +55,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sql?.end();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 type Kind = 'new' | 'duplicate' | 'conflict' | 'replay' | 'invalid';

@@ -9,7 +9,7 @@ import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
 import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { admissionFootprint, openSql, storedJob } from './support/sql.js';
 
@@ -18,7 +18,7 @@ let sql: pg.Client;
 let alice: string;
 
 beforeAll(async () => {
-  const databaseUrl = await createTestDatabase('admission idempotency');
+  const databaseUrl = await createMigratedTestDatabase('admission idempotency');
   cluster = await startCluster({ databaseUrl });
   sql = await openSql(databaseUrl);
   alice = await cluster.tokenFor('alice', 'user');

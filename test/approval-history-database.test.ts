@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalDecision } from '@docket/proto/docket/common/v1/approval_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { failureOf } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
 import { createTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
@@ -16,19 +17,19 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * every journal read checks them there.
  */
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let harness: ExecutionHarness;
 let historyUrl: string;
 
 beforeAll(async () => {
   historyUrl = await createTestDatabase('approval history db');
-  cluster = await startCluster({ databaseUrl: await createTestDatabase('approval jobs db'), env: { state: { DOCKET_APPROVAL_DATABASE_URL: historyUrl } } });
+  cluster = await startInProcessCluster({ databaseUrl: await createTestDatabase('approval jobs db'), env: { state: { DOCKET_APPROVAL_DATABASE_URL: historyUrl } } });
   harness = await ExecutionHarness.open(cluster, 'history-owner');
 });
 
 afterAll(async () => {
   await harness?.close();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 describe('a separate approval database', () => {

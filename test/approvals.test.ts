@@ -6,8 +6,9 @@ import { ApprovalDecision } from '@docket/proto/docket/common/v1/approval_pb.js'
 import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from './support/raw-worker.js';
@@ -20,12 +21,12 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * the job tables.
  */
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startCluster({
-    databaseUrl: await createTestDatabase('approvals'),
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('approvals'),
     env: { state: { DOCKET_LEASE_MS: '2000' }, execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' } },
   });
   harness = await ExecutionHarness.open(cluster, 'approval-owner');
@@ -33,7 +34,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await harness?.close();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 const HISTORY = 'docket_approval_history.decisions';

@@ -6,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import type { Assignment } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { failureOf } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.js';
 
@@ -23,12 +24,12 @@ import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.
 const LEASE_MS = 60_000;
 const FAST_RETRY = { maxAttempts: 3, initialBackoff: durationFromMs(1), maxBackoff: durationFromMs(1) };
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startCluster({
-    databaseUrl: await createTestDatabase('attempt limits'),
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('attempt limits'),
     env: {
       state: { DOCKET_LEASE_MS: String(LEASE_MS) },
       execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' },
@@ -39,7 +40,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await harness?.close();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 async function claimOne(worker: RawWorker, jobId: string): Promise<Assignment> {
@@ -76,6 +77,7 @@ describe('attempt limits', () => {
         break;
       }
       expect(timestampMs(answer.response.leaseExpiresAt!)).toBeLessThanOrEqual(startedAt + 3_000);
+      // Real time: the pace of a live worker's renewals, which the real attempt_timeout must cut off.
       await sleep(300);
     }
     expect(refusedAfterMs).toBeDefined();
@@ -112,6 +114,7 @@ describe('attempt limits', () => {
     while (performance.now() - claimedAt < 4_000) {
       const renewed = await worker.expectOk('renewAttempt', { attempt: attemptOf(assignment), operationId: newOperationId() });
       expect(timestampMs(renewed.leaseExpiresAt!) - Date.now()).toBeLessThanOrEqual(2_000);
+      // Real time: the pace of a live worker's renewals, each well inside the real 2 s heartbeat_timeout.
       await sleep(500);
     }
     expect((await harness.jobRow(job.id)).status).toBe('RUNNING');

@@ -10,8 +10,9 @@ import { ExecutionService, type Assignment } from '@docket/proto/docket/executio
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { inParallel } from './support/admission-audit.js';
 import { clientFor, settle, type Settled } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from './support/raw-worker.js';
 
@@ -27,13 +28,13 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * as if it were not there.
  */
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let harness: ExecutionHarness;
 let executions: Client<typeof ExecutionService>[];
 
 beforeAll(async () => {
-  cluster = await startCluster({
-    databaseUrl: await createTestDatabase('claim batches'),
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('claim batches'),
     replicas: { execution: 2 },
     env: { execution: { DOCKET_RETRY_INTERVAL_MS: '50' } },
   });
@@ -43,7 +44,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await harness?.close();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 const FAST_RETRY = { maxAttempts: 5, initialBackoff: durationFromMs(1), maxBackoff: durationFromMs(1) };
@@ -174,6 +175,7 @@ describe('concurrent claims by 16 incarnations', () => {
           );
           limitedSamples.push(rows[0]!.limited);
           for (const id of rows[0]!.double_active ?? []) doubleActiveSeen.add(id);
+          // Real time: the sampling interval of this background sampler.
           await sleep(2);
         }
       })();
@@ -196,6 +198,7 @@ describe('concurrent claims by 16 incarnations', () => {
           }
           await Promise.all(
             assignments.map(async (assignment) => {
+              // Real time: handlers of uneven length, so that completions and claims interleave.
               await sleep(Math.floor(Math.random() * 5));
               holders.delete(assignment.envelope!.jobId);
               const { job } = await succeed(assignment, replica);

@@ -2,23 +2,24 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { clientFor } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { openSql } from './support/sql.js';
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let sql: pg.Client;
 
 beforeAll(async () => {
-  const databaseUrl = await createTestDatabase('concurrent admission');
-  cluster = await startCluster({ databaseUrl, replicas: { state: 2, admission: 2 } });
+  const databaseUrl = await createMigratedTestDatabase('concurrent admission');
+  cluster = await startInProcessCluster({ databaseUrl, replicas: { state: 2, admission: 2 } });
   sql = await openSql(databaseUrl);
 });
 
 afterAll(async () => {
   await sql?.end();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 describe('concurrent duplicates', () => {

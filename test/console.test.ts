@@ -12,8 +12,10 @@ import { WatchJobsRequestSchema } from '@docket/proto/docket/events/v1/event_ser
 import { AdmissionService, ScheduleState } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { demoHandler, serveConsole, type ConsoleServer, type ConsoleServices } from '@docket/cli';
 import { createWorker, type Worker } from '@docket/worker-sdk';
-import { REPO_ROOT, startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import { REPO_ROOT } from './support/cluster.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { openSql } from './support/sql.js';
 import { clientFor } from './support/clients.js';
 
@@ -35,7 +37,7 @@ const IDLE_QUEUE = 'console-idle';
 const OUTPUT = join(REPO_ROOT, 'test-output', 'console');
 const OWNER = 'console-owner';
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let consoleServer: ConsoleServer;
 let services: ConsoleServices | undefined;
 let browser: Browser;
@@ -57,8 +59,8 @@ beforeAll(async () => {
   await mkdir(OUTPUT, { recursive: true });
   consoleServer = await serveConsole({ root: join(REPO_ROOT, 'packages', 'console', 'dist'), host: '127.0.0.1', port: 0, services: () => services });
   const cors = { DOCKET_CORS_ORIGINS: consoleServer.url };
-  cluster = await startCluster({
-    databaseUrl: await createTestDatabase('web console'),
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('web console'),
     env: { admission: cors, events: cors, state: { DOCKET_LEASE_MS: '3000' } },
   });
   services = { admissionUrl: cluster.admission.url, eventsUrl: cluster.events.url };
@@ -88,7 +90,7 @@ afterAll(async () => {
   await worker?.stop();
   owner?.close();
   await consoleServer?.close();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 /** One gRPC-Web message frame: flags 0, the length as 4 bytes big-endian, the message. */

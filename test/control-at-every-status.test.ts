@@ -8,8 +8,9 @@ import { LostAttemptPolicy } from '@docket/proto/docket/common/v1/retry_policy_p
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { ExecutionService, type ReportOutcomeRequestSchema } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { clientFor, settle } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from './support/raw-worker.js';
@@ -27,19 +28,19 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * nothing.
  */
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let harness: ExecutionHarness;
 let worker: Client<typeof ExecutionService>;
 
 beforeAll(async () => {
-  cluster = await startCluster({ databaseUrl: await createTestDatabase('control at every status') });
+  cluster = await startInProcessCluster({ databaseUrl: await createMigratedTestDatabase('control at every status') });
   harness = await ExecutionHarness.open(cluster, 'every-status-owner');
   worker = clientFor(ExecutionService, cluster.execution.url, harness.workerToken);
 });
 
 afterAll(async () => {
   await harness?.close();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 type Status = 'QUEUED' | 'RUNNING' | 'RUNNING_PAUSE_REQUESTED' | 'PAUSED' | 'RETRY_WAIT' | 'CANCELLING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED' | 'INTERRUPTED';

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Health, HealthCheckResponse_ServingStatus as Status } from '@docket/proto/grpc/health/v1/health_pb.js';
 import { clientFor } from './support/clients.js';
 import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import { createMigratedTestDatabase } from './support/database.js';
 
 /*
  * Health tells the truth about dependencies: a service that cannot reach
@@ -15,7 +15,7 @@ import { createTestDatabase } from './support/database.js';
 let cluster: DocketCluster;
 
 beforeAll(async () => {
-  cluster = await startCluster({ databaseUrl: await createTestDatabase('dependency health') });
+  cluster = await startCluster({ databaseUrl: await createMigratedTestDatabase('dependency health') });
 });
 
 afterAll(stopAll);
@@ -28,12 +28,14 @@ async function overall(url: string): Promise<Status> {
   }
 }
 
+/** Polls the overall health of `url` every 200 ms until it is `wanted`; fails after `timeoutMs`. */
 async function until(url: string, wanted: Status, timeoutMs = 15_000): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const seen = await overall(url);
     if (seen === wanted) return;
     if (performance.now() > deadline) throw new Error(`${url} reports ${Status[seen]}, not ${Status[wanted]}`);
+    // Real time: the poll interval of this wait.
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }

@@ -9,8 +9,9 @@ import {
   EffectState,
   type Effect,
 } from '@docket/proto/docket/common/v1/effect_pb.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId, type AttemptRefInit, type RawWorker, type RequestOf } from './support/raw-worker.js';
@@ -23,14 +24,18 @@ import { attemptOf, newOperationId, type AttemptRefInit, type RawWorker, type Re
  * lost one began instead of repeating it.
  */
 
-const LEASE_MS = 1_500;
+// Real time: the crash test waits for a lost attempt's lease to expire.
+// Long enough that a lifecycle case (a fresh attempt nobody renews, about
+// six calls) finishes inside it with the suite's files running in parallel;
+// at 1.5 s such a case was answered STALE_AUTHORITY under load.
+const LEASE_MS = 5_000;
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startCluster({
-    databaseUrl: await createTestDatabase('effects'),
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('effects'),
     env: { state: { DOCKET_LEASE_MS: String(LEASE_MS) }, execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' } },
   });
   harness = await ExecutionHarness.open(cluster, 'effect-owner');
@@ -38,7 +43,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await harness?.close();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 const digestOf = (input: unknown) => createHash('sha256').update(JSON.stringify(input)).digest('hex');

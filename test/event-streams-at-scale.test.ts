@@ -20,7 +20,7 @@ import {
 import { createWorker, type Worker } from '@docket/worker-sdk';
 import { clientFor } from './support/clients.js';
 import { startCluster, stopAll, type DocketCluster, type ServiceProcess } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { JobWriter, readWholeJournal, submitJobs } from './support/job-writer.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { until } from './support/polling.js';
@@ -47,7 +47,7 @@ let writer: JobWriter;
 let alice: string;
 
 beforeAll(async () => {
-  databaseUrl = await createTestDatabase('event streams at scale');
+  databaseUrl = await createMigratedTestDatabase('event streams at scale');
   cluster = await startCluster({
     databaseUrl,
     replicas: { state: 2, events: 2 },
@@ -93,6 +93,7 @@ async function followToEnd(events: Client<typeof EventService>, jobId: string): 
       }
     } catch (error) {
       if (attempt === 19) throw error;
+      // Real time: a retry back-off before resuming a stream a server cut.
       await sleep(200);
     }
   }
@@ -196,6 +197,7 @@ describe('event streams at scale', () => {
         // A scrape can fail while the state pool is saturated (its docket_jobs query); only successful ones are samples.
         const counts = await stateStreams().catch(() => undefined);
         if (counts) streamCounts.push(counts);
+        // Real time: the sampling interval of this background sampler.
         await sleep(250);
       }
     })();
@@ -253,8 +255,10 @@ describe('event streams at scale', () => {
     try {
       for (let round = 0; round < 5; round += 1) {
         await writer.append(jobId!, 3);
+        // Real time: the writes are spread over the stop, so events are committed all through it.
         await sleep(1_500);
       }
+      // Real time: the state process stays stopped for 10 s on the wall clock, longer than the tail's silence detection.
       await sleep(Math.max(0, 10_000 - (performance.now() - stoppedAt)));
     } finally {
       state.process.kill('SIGCONT');

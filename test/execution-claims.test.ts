@@ -7,8 +7,10 @@ import { serviceEnvironment } from '@docket/cli';
 import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import { ExecutionService, type Assignment } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { clientFor } from './support/clients.js';
-import { startCluster, startService, stopAll, type DocketCluster, type ServiceProcess } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import { startService, stopAll, type ServiceProcess } from './support/cluster.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from './support/raw-worker.js';
 
@@ -26,12 +28,12 @@ const BULK_JOBS = 1_800;
 const LIMITED_JOBS = 200;
 const QUEUE_LIMIT = 3;
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startCluster({
-    databaseUrl: await createTestDatabase('execution claims'),
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('execution claims'),
     replicas: { state: 2, execution: 2 },
   });
   harness = await ExecutionHarness.open(cluster, 'claims-owner');
@@ -40,6 +42,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await harness?.close();
   await stopAll();
+  await stopInProcessClusters();
 });
 
 /** An in-process worker client on execution replica `replica`, with its own HTTP/2 connection. */
@@ -97,6 +100,7 @@ describe('20 workers on 2 execution replicas claiming 2,000 jobs', () => {
           );
           limitedActive.polls += 1;
           limitedActive.most = Math.max(limitedActive.most, rows[0]!.active);
+          // Real time: the sampling interval of this background sampler.
           await sleep(1);
         }
       })();
@@ -122,6 +126,7 @@ describe('20 workers on 2 execution replicas claiming 2,000 jobs', () => {
           }
           await Promise.all(
             assignments.map(async (assignment) => {
+              // Real time: handlers of uneven length, so that completions and claims interleave.
               await sleep(Math.floor(Math.random() * 3));
               const { job } = await client.reportOutcome({
                 attempt: attemptOf(assignment),
@@ -288,6 +293,7 @@ describe('a claim', () => {
     for (let round = 0; round < 3; round += 1) {
       const claimStartedAt = performance.now();
       const claiming = client.claimJobs({ workerIncarnation: incarnation, maxJobs: 1, wait: durationFromMs(20_000), operationId: newOperationId() });
+      // Real time: nothing outside the execution service shows that a claim has begun to wait; give it time to.
       await sleep(300);
       const job = await harness.submit({ queue, input: { round } });
       const { assignments } = await claiming;

@@ -6,7 +6,7 @@ import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import type { Assignment } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { failureOf } from './support/clients.js';
 import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.js';
@@ -27,7 +27,7 @@ let harness: ExecutionHarness;
 
 beforeAll(async () => {
   cluster = await startCluster({
-    databaseUrl: await createTestDatabase('execution control'),
+    databaseUrl: await createMigratedTestDatabase('execution control'),
     env: {
       state: { DOCKET_LEASE_MS: String(LEASE_MS) },
       execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' },

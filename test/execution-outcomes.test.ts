@@ -6,9 +6,11 @@ import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { LostAttemptPolicy } from '@docket/proto/docket/common/v1/retry_policy_pb.js';
 import type { Assignment } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
+import { until } from './support/polling.js';
 import { ExecutionHarness, freshQueue, type SubmitInit } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.js';
 
@@ -28,12 +30,12 @@ import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.
 const LEASE_MS = 30_000;
 const FAST_RETRY = { initialBackoff: durationFromMs(1), maxBackoff: durationFromMs(1) };
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startCluster({
-    databaseUrl: await createTestDatabase('execution outcomes'),
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('execution outcomes'),
     env: {
       state: { DOCKET_LEASE_MS: String(LEASE_MS) },
       execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' },
@@ -44,7 +46,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await harness?.close();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 /** A registered raw worker on a fresh queue. */
@@ -282,6 +284,7 @@ describe('operation ids', () => {
 
     const renew = { attempt, operationId: newOperationId() };
     const renewed = await worker.expectOk('renewAttempt', renew);
+    // Real time: the clock must move on, so that a renewal done again would answer a later lease than the replay.
     await sleep(20);
     expect(await worker.expectOk('renewAttempt', renew)).toEqual(renewed);
 
@@ -309,13 +312,13 @@ describe('operation ids', () => {
 });
 
 describe('leases by the database clock', () => {
-  let quiet: DocketCluster;
+  let quiet: DocketServices;
   let quietHarness: ExecutionHarness;
 
   beforeAll(async () => {
     // No background loops anywhere: an expired lease stays unsettled.
-    quiet = await startCluster({
-      databaseUrl: await createTestDatabase('execution outcomes no reaper'),
+    quiet = await startInProcessCluster({
+      databaseUrl: await createMigratedTestDatabase('execution outcomes no reaper'),
       env: { state: { DOCKET_LEASE_MS: '1000' }, execution: { DOCKET_BACKGROUND_LOOPS: 'off' } },
     });
     quietHarness = await ExecutionHarness.open(quiet, 'lease-owner');
@@ -332,12 +335,14 @@ describe('leases by the database clock', () => {
     const job = await quietHarness.submit({ queue });
     const [assignment] = await worker.claim({ waitMs: 2_000 });
     const attempt = attemptOf(assignment!);
+    // Real time: the database clock must move on, so that the renewed lease ends visibly later than the first.
     await sleep(300);
     const renewed = await worker.expectOk('renewAttempt', { attempt, operationId: newOperationId() });
     expect(timestampMs(renewed.leaseExpiresAt!)).toBeGreaterThan(timestampMs(assignment!.authority!.leaseExpiresAt!));
 
-    await sleep(1_300);
-    const { rows } = await quietHarness.sql.query<{ expired: boolean }>('select lease_expires_at < now() as expired from jobs where id = $1', [job.id]);
+    const leaseState = () => quietHarness.sql.query<{ expired: boolean }>('select lease_expires_at < now() as expired from jobs where id = $1', [job.id]);
+    await until(async () => (await leaseState()).rows[0]?.expired === true, 'the renewed lease to expire by the database clock');
+    const { rows } = await leaseState();
     expect(rows).toEqual([{ expired: true }]);
     const before = await quietHarness.footprint(job.id);
     expect((before as { job: { status: string } }).job.status).toBe('RUNNING');

@@ -2,8 +2,9 @@ import { Code } from '@connectrpc/connect';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import type { Assignment } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId, type AttemptRefInit, type RawAnswer, type RawWorker } from './support/raw-worker.js';
 
@@ -32,14 +33,14 @@ import { attemptOf, newOperationId, type AttemptRefInit, type RawAnswer, type Ra
 const ITERATIONS = Number(process.env['DOCKET_ZOMBIE_ITERATIONS'] ?? 200);
 const LANES = 2;
 const BATCH = 10;
-const LEASE_MS = 2_000;
+const LEASE_MS = 4_000;
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startCluster({
-    databaseUrl: await createTestDatabase('execution zombie'),
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('execution zombie'),
     replicas: { execution: 2 },
     env: {
       state: { DOCKET_LEASE_MS: String(LEASE_MS) },
@@ -51,7 +52,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await harness?.close();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 /** What one scenario observed. */

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeletionState } from '@docket/proto/docket/common/v1/deletion_pb.js';
 import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 
@@ -24,7 +24,7 @@ let harness: ExecutionHarness;
 
 beforeAll(async () => {
   cluster = await startCluster({
-    databaseUrl: await createTestDatabase('hard deletion crash'),
+    databaseUrl: await createMigratedTestDatabase('hard deletion crash'),
     env: { execution: { DOCKET_DELETION_INTERVAL_MS: '50', DOCKET_MAINTENANCE_BATCH: String(BATCH) } },
   });
   harness = await ExecutionHarness.open(cluster, 'crash-owner');
@@ -68,6 +68,7 @@ describe('hard deletion of a large job', () => {
       while ((await remainingEvents(job.id)) > target) {
         rss.push(rssMiB(cluster.state.process.pid!));
         if (performance.now() > deadline) throw new Error(`the runner did not get below ${target} events`);
+        // Real time: the poll interval of this wait for the runner's progress.
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       await cluster.state.kill();
@@ -84,6 +85,7 @@ describe('hard deletion of a large job', () => {
         break;
       }
       if (performance.now() > deadline) throw new Error(`deletion is ${now ? DeletionState[now.state] : 'unreachable'}`);
+      // Real time: the poll interval of this wait for the deletion.
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
 

@@ -9,8 +9,10 @@ import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_se
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { Health, HealthCheckResponse_ServingStatus } from '@docket/proto/grpc/health/v1/health_pb.js';
 import { clientFor } from './support/clients.js';
-import { REPO_ROOT, startCluster, stopAll, type DocketCluster, type ServiceName } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import { REPO_ROOT, type ServiceName } from './support/cluster.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 
 const run = promisify(execFile);
 const SERVED: Record<ServiceName, DescService> = {
@@ -20,13 +22,13 @@ const SERVED: Record<ServiceName, DescService> = {
   events: EventService,
 };
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 
 beforeAll(async () => {
-  cluster = await startCluster({ databaseUrl: await createTestDatabase('health and reflection') });
+  cluster = await startInProcessCluster({ databaseUrl: await createMigratedTestDatabase('health and reflection') });
 });
 
-afterAll(stopAll);
+afterAll(stopInProcessClusters);
 
 describe.each(Object.entries(SERVED) as [ServiceName, DescService][])('%s', (name, service) => {
   it('answers grpc.health.v1.Health/Check SERVING, without a token, for itself and overall', async () => {

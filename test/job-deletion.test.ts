@@ -9,9 +9,11 @@ import { EventService, ResyncReason } from '@docket/proto/docket/events/v1/event
 import { MaintenanceTask, StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
 import { runDocket } from './support/docket-cli.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
+import { until } from './support/polling.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from './support/raw-worker.js';
 
@@ -22,15 +24,15 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * database clock, and feed pruning, all through the real services.
  */
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startCluster({
-    databaseUrl: await createTestDatabase('job deletion'),
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('job deletion'),
     env: {
       state: { DOCKET_LEASE_MS: '2000' },
-      events: { DOCKET_FEED_CURSOR_TTL_SECONDS: '2' },
+      events: { DOCKET_FEED_CURSOR_TTL_SECONDS: '1' },
       execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100', DOCKET_DELETION_INTERVAL_MS: '100', DOCKET_RETENTION_INTERVAL_MS: '200' },
     },
   });
@@ -39,7 +41,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await harness?.close();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 const key = (label: string) => newIdempotencyKey(label);
@@ -63,12 +65,14 @@ async function endedJob(queue = freshQueue('ended')): Promise<string> {
   return job!.id;
 }
 
+/** Polls GetDeletion every 50 ms until the deletion is in `state`; fails after `timeoutMs`. */
 async function deletionUntil(deletionId: string, state: DeletionState, timeoutMs = 30_000): Promise<Deletion> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const { deletion } = await harness.admission.getDeletion({ deletionId });
     if (deletion?.state === state) return deletion;
     if (performance.now() > deadline) throw new Error(`deletion ${deletionId} is ${deletion ? DeletionState[deletion.state] : 'missing'}`);
+    // Real time: the poll interval of this wait.
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -244,8 +248,8 @@ describe('feed pruning', () => {
     await harness.sql.query("update job_changes set changed_at = now() - interval '2 days' where job_id = $1", [old]);
     await harness.sql.query("update job_changes set changed_at = now() - interval '12 hours' where job_id = $1", [recent]);
     const state = clientFor(StateService, cluster.state.url, cluster.serviceToken);
-    // What the execution service asks for with a 2 s cursor lifetime: that lifetime plus one day.
-    await state.runMaintenance({ task: MaintenanceTask.PRUNE_FEED, limit: 1000, olderThan: durationFromMs((2 + 86_400) * 1000) });
+    // What the execution service asks for with a 1 s cursor lifetime: that lifetime plus one day.
+    await state.runMaintenance({ task: MaintenanceTask.PRUNE_FEED, limit: 1000, olderThan: durationFromMs((1 + 86_400) * 1000) });
     expect((await footprint(old))['job_changes']).toBe(0);
     expect((await footprint(recent))['job_changes']).toBeGreaterThan(0);
     const tooShort = await failureOf(state.runMaintenance({ task: MaintenanceTask.PRUNE_FEED, limit: 10, olderThan: durationFromMs(60_000) }));
@@ -254,7 +258,8 @@ describe('feed pruning', () => {
     const events = clientFor(EventService, cluster.events.url, harness.ownerToken);
     const first = await events.watchJobs({})[Symbol.asyncIterator]().next();
     const cursor = (first.value as { cursor: string }).cursor;
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    // Real time: the cursor really has to expire; its expiry (1 s, the shortest the setting allows) was sealed before we got it.
+    await new Promise((resolve) => setTimeout(resolve, 1_250));
     const stream = events.watchJobs({ cursor })[Symbol.asyncIterator]();
     const resumed = (await stream.next()).value as { frame: { case: string; value: { reason: ResyncReason } } };
     await stream.return?.();
@@ -275,9 +280,13 @@ describe('legal hold and retention', () => {
       const refused = await failureOf(call());
       expect([refused.code, refused.reason]).toEqual([Code.FailedPrecondition, 'ILLEGAL_TRANSITION']);
     }
+    // An unheld job, aged a little less than the held one: retention takes the oldest first, so once this one is
+    // soft-deleted a retention step has passed over the held job.
+    const witness = await endedJob(queue);
     await harness.sql.query("update jobs set updated_at = now() - interval '3 days' where id = $1", [jobId]);
+    await harness.sql.query("update jobs set updated_at = now() - interval '2 days' where id = $1", [witness]);
     await admins.setRetentionPolicy({ policy: { queue, softDeleteAfter: durationFromMs(86_400_000) } });
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await until(async () => (await harness.admission.getJob({ jobId: witness })).job?.lifecycle === JobLifecycle.SOFT_DELETED, 'retention to soft-delete the unheld job');
     expect((await harness.jobRow(jobId)) as unknown).toMatchObject({ status: 'CANCELLED' });
     expect((await harness.admission.getJob({ jobId })).job?.lifecycle).toBe(JobLifecycle.ACTIVE);
     await admins.setLegalHold({ jobId, held: false });
@@ -304,6 +313,7 @@ describe('legal hold and retention', () => {
         break;
       }
       if (performance.now() > deadline) throw new Error(`retention did not apply: ${JSON.stringify(of)}`);
+      // Real time: the poll interval of this wait for the retention runner.
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     // The job it just soft-deleted is young again by its last change: it is not hard-deleted in the same breath.

@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { create, toJson } from '@bufbuild/protobuf';
 import { AdmissionService, SubmitJobRequestSchema } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { clientFor } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { openSql } from './support/sql.js';
 
@@ -41,15 +42,15 @@ function specHash(event: { job_id: string; sequence: string; previous_hash: stri
   return createHash('sha256').update(preimage).digest('hex');
 }
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let databaseUrl: string;
 
 beforeAll(async () => {
-  databaseUrl = await createTestDatabase('journal genesis');
-  cluster = await startCluster({ databaseUrl });
+  databaseUrl = await createMigratedTestDatabase('journal genesis');
+  cluster = await startInProcessCluster({ databaseUrl });
 });
 
-afterAll(stopAll);
+afterAll(stopInProcessClusters);
 
 describe('job.admitted', () => {
   it('is event 1 of the journal, chained from 64 zeros, with a hash the SPEC preimage reproduces', async () => {

@@ -7,8 +7,9 @@ import { EventSchema } from '@docket/proto/docket/common/v1/event_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { StateService, type NewEventSchema } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { JobWriter, submitJobs } from './support/job-writer.js';
 import { openSql, storedJob } from './support/sql.js';
 
@@ -23,14 +24,14 @@ import { openSql, storedJob } from './support/sql.js';
 const OWNER = 'journal-owner';
 const caller = { subject: OWNER, admin: false };
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let sql: pg.Client;
 let state: Client<typeof StateService>;
 let ownerToken: string;
 
 beforeAll(async () => {
-  const databaseUrl = await createTestDatabase('journal integrity');
-  cluster = await startCluster({ databaseUrl });
+  const databaseUrl = await createMigratedTestDatabase('journal integrity');
+  cluster = await startInProcessCluster({ databaseUrl });
   sql = await openSql(databaseUrl);
   state = clientFor(StateService, cluster.state.url, cluster.serviceToken);
   ownerToken = await cluster.tokenFor(OWNER, 'user');
@@ -38,7 +39,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sql?.end();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 /** A new QUEUED job of the owner's, whose journal is `[job.admitted]`. */

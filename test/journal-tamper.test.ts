@@ -6,8 +6,9 @@ import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { docketVerify as runDocketVerify } from './support/docket-cli.js';
 import { clientFor, failureOf } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { JobWriter, submitJobs } from './support/job-writer.js';
 import { openSql } from './support/sql.js';
 
@@ -22,15 +23,15 @@ const OWNER = 'tamper-owner';
 /** Every job here gets `job.admitted` plus five worker events. */
 const JOURNAL_LENGTH = 6;
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let sql: pg.Client;
 let ownerToken: string;
 let adminToken: string;
 let writer: JobWriter;
 
 beforeAll(async () => {
-  const databaseUrl = await createTestDatabase('journal tamper');
-  cluster = await startCluster({ databaseUrl });
+  const databaseUrl = await createMigratedTestDatabase('journal tamper');
+  cluster = await startInProcessCluster({ databaseUrl });
   sql = await openSql(databaseUrl);
   ownerToken = await cluster.tokenFor(OWNER, 'user');
   adminToken = await cluster.tokenFor('tamper-admin', 'admin');
@@ -39,7 +40,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sql?.end();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 /** A new job of the owner's with a journal of {@link JOURNAL_LENGTH} events. */

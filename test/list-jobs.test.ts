@@ -5,13 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { createMigratedTestDatabase } from './support/database.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
 import { readWholeJournal } from './support/job-writer.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { openSql } from './support/sql.js';
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let alice: string;
 let bob: string;
 const existing = new Set<string>();
@@ -80,14 +81,14 @@ async function beginLateAdmission(sql: pg.Client, offset: number): Promise<{ id:
 }
 
 beforeAll(async () => {
-  cluster = await startCluster({ databaseUrl: await createTestDatabase('list jobs') });
+  cluster = await startInProcessCluster({ databaseUrl: await createMigratedTestDatabase('list jobs') });
   alice = await cluster.tokenFor('alice', 'user');
   bob = await cluster.tokenFor('bob', 'user');
   for (const id of await submitMany(alice, 1_000, 'bulk')) existing.add(id);
   await submitMany(bob, 30, 'bulk');
 }, 180_000);
 
-afterAll(stopAll);
+afterAll(stopInProcessClusters);
 
 describe('ListJobs', () => {
   it('pages through 1,000 jobs, each once, and never admits a job committed after the first page, even one that sorts inside it', async () => {
@@ -134,6 +135,7 @@ describe('ListJobs', () => {
           })();
           await Promise.race([arrived, submitter]);
         }
+        // Real time: the pace of the paging, so that new jobs arrive between its pages.
         await new Promise((resolve) => setTimeout(resolve, 5));
       } while (pageToken !== '');
       stop = true;

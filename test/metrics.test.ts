@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
 import { scrape, value } from './support/prometheus.js';
-import { createTestDatabase } from './support/database.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from './support/raw-worker.js';
 
@@ -13,17 +14,17 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * show exactly those calls.
  */
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startCluster({ databaseUrl: await createTestDatabase('metrics'), env: { execution: { DOCKET_BACKGROUND_LOOPS: 'off' } } });
+  cluster = await startInProcessCluster({ databaseUrl: await createMigratedTestDatabase('metrics'), env: { execution: { DOCKET_BACKGROUND_LOOPS: 'off' } } });
   harness = await ExecutionHarness.open(cluster, 'metrics-owner');
 });
 
 afterAll(async () => {
   await harness?.close();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 

@@ -13,7 +13,7 @@ import { toJson } from '@bufbuild/protobuf';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { clientFor, failureOf, type SeenFailure } from './support/clients.js';
 import { REPO_ROOT, startCluster, stopAll, type DocketCluster, type ServiceProcess } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { openSql } from './support/sql.js';
 
@@ -34,7 +34,7 @@ const secrets: string[] = [];
 const failures: SeenFailure[] = [];
 
 beforeAll(async () => {
-  databaseUrl = await createTestDatabase('no leaks');
+  databaseUrl = await createMigratedTestDatabase('no leaks');
   cluster = await startCluster({ databaseUrl });
   sql = await openSql(databaseUrl);
   alice = await cluster.tokenFor('alice', 'user');
@@ -193,13 +193,14 @@ describe('what leaves a service', () => {
       }
     }
 
-    /** Waits until a state-service connection waits for a lock. */
+    /** Polls every 10 ms until a state-service connection waits for a lock. */
     async function untilStateWaitsForALock(): Promise<void> {
       for (let i = 0; i < 1_000; i++) {
         const { rows } = await observer.query<{ n: number }>(
           "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'docket-state' and wait_event_type = 'Lock'",
         );
         if ((rows[0]?.n ?? 0) > 0) return;
+        // Real time: the poll interval of this wait.
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
       throw new Error('the state service never waited for the lock');

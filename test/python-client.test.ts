@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT, startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import { REPO_ROOT } from './support/cluster.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 
 const run = promisify(execFile);
 
@@ -20,7 +22,7 @@ const GRPC_PYTHON_PLUGIN = '/usr/bin/grpc_python_plugin';
 /** The public protos a Python client needs; google/protobuf comes with python3-protobuf. */
 const PROTO_DIRS = ['docket/common/v1', 'docket/admission/v1', 'docket/execution/v1', 'docket/events/v1', 'google/rpc'];
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let stubs: string;
 
 /** Generates Python stubs from `proto/` into a fresh temp dir, the way examples/README.md says. */
@@ -49,13 +51,13 @@ function targetOf(url: string): string {
 
 beforeAll(async () => {
   [cluster, stubs] = await Promise.all([
-    createTestDatabase('python client').then((databaseUrl) => startCluster({ databaseUrl })),
+    createMigratedTestDatabase('python client').then((databaseUrl) => startInProcessCluster({ databaseUrl })),
     generatePythonStubs(),
   ]);
 });
 
 afterAll(async () => {
-  await stopAll();
+  await stopInProcessClusters();
   if (stubs) await rm(stubs, { recursive: true, force: true });
 });
 

@@ -339,6 +339,7 @@ async function jobUntil(id: string, wanted: (job: Job) => boolean, what: string,
     if (performance.now() > deadline) {
       throw new Error(`timed out waiting for ${what}; last seen: ${JobStatus[seen.status]}, progress ${seen.progress?.completedUnits}, attempts ${seen.attemptCount}`);
     }
+    // Real time: the poll interval of this wait.
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
@@ -374,6 +375,7 @@ async function stopSystem(shell: ShellProcess): Promise<ShellResult> {
   shell.interrupt();
   const exit = await Promise.race([
     shell.exited,
+    // Real time: a timeout race, the bound on an orderly stop.
     new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), 40_000)),
   ]);
   if (!exit) throw new Error(`npm start did not stop within 40 s of Ctrl-C:\n${describeShell(shell)}`);
@@ -418,11 +420,13 @@ afterAll(async () => {
   for (const shell of started.reverse()) {
     if (shell.child.exitCode !== null || shell.child.signalCode !== null) continue;
     shell.interrupt();
+    // Real time: a timeout race, the bound on an orderly stop.
     const exited = await Promise.race([shell.exited.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 20_000))]);
     if (!exited) {
       shell.interrupt(); // `docket dev`: a second Ctrl-C kills the services at once
-      await new Promise((resolve) => setTimeout(resolve, 2_000));
-      shell.kill();
+      // Real time: a timeout race, the grace it has to do so before it is killed.
+      const killedItsServices = await Promise.race([shell.exited.then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 2_000))]);
+      if (!killedItsServices) shell.kill();
       await shell.exited;
     }
   }

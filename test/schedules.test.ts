@@ -14,8 +14,9 @@ import {
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { until } from './support/polling.js';
 import { jobCountOf, scheduledJobs } from './support/schedule-firings.js';
@@ -32,15 +33,15 @@ import { openSql } from './support/sql.js';
 /** What a test changes of a schedule. */
 type ScheduleInit = Omit<MessageInitShape<typeof ScheduleSchema>, '$typeName'>;
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let sql: pg.Client;
 let alice: Client<typeof AdmissionService>;
 let bob: Client<typeof AdmissionService>;
 let admin: Client<typeof AdmissionService>;
 
 beforeAll(async () => {
-  const databaseUrl = await createTestDatabase('schedules');
-  cluster = await startCluster({ databaseUrl, env: { execution: { DOCKET_SCHEDULE_INTERVAL_MS: '200' } } });
+  const databaseUrl = await createMigratedTestDatabase('schedules');
+  cluster = await startInProcessCluster({ databaseUrl, env: { execution: { DOCKET_SCHEDULE_INTERVAL_MS: '200' } } });
   sql = await openSql(databaseUrl);
   alice = clientFor(AdmissionService, cluster.admission.url, await cluster.tokenFor('sched-alice', 'user'));
   bob = clientFor(AdmissionService, cluster.admission.url, await cluster.tokenFor('sched-bob', 'user'));
@@ -49,7 +50,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sql?.end();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 /** A schedule every `intervalMs` into a queue of its own, overridable. */
@@ -315,6 +316,7 @@ describe('PauseSchedule, ResumeSchedule, DeleteSchedule', () => {
     expect(again.schedule?.revision).toBe(paused.schedule?.revision);
 
     const whilePaused = await jobCountOf(sql, owner);
+    // Real time: a negative assertion over ticks that fall due on the wall clock: two 1 s ticks pass while paused.
     await sleep(2_500);
     expect(await jobCountOf(sql, owner)).toBe(whilePaused);
 
@@ -334,6 +336,7 @@ describe('PauseSchedule, ResumeSchedule, DeleteSchedule', () => {
     expect(await failureOf(client.resumeSchedule({ idempotencyKey: newIdempotencyKey('resume'), scheduleId }))).toMatchObject({ code: Code.NotFound });
     expect((await client.listSchedules({ pageSize: 200 })).schedules.map((s) => s.scheduleId)).not.toContain(scheduleId);
     const afterDelete = await jobCountOf(sql, owner);
+    // Real time: a negative assertion: two 1 s ticks of the deleted schedule would have fallen due by now.
     await sleep(2_000);
     expect(await jobCountOf(sql, owner)).toBe(afterDelete);
     // The jobs it admitted stay.

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT, startService, stopAll } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import { createMigratedTestDatabase, createTestDatabase } from './support/database.js';
 import { openSql } from './support/sql.js';
 
 const SECRET = randomBytes(32).toString('base64url');
@@ -19,6 +19,7 @@ function runStateToExit(databaseUrl: string): Promise<{ code: number | null; out
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    // Real time: a timeout race, the bound on the state service exiting by itself.
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`state did not exit by itself; output:\n${output}`));
@@ -62,9 +63,7 @@ async function schemaFingerprint(sql: pg.Client): Promise<unknown> {
 
 /** A database migrated by this build, then damaged by `damage`. */
 async function damagedDatabase(label: string, damage: string): Promise<{ url: string; sql: pg.Client }> {
-  const url = await createTestDatabase(label);
-  const state = await startService('state', { DOCKET_SERVICE_AUTH_SECRET: SECRET, DOCKET_DATABASE_URL: url });
-  await state.stop();
+  const url = await createMigratedTestDatabase(label);
   const sql = await openSql(url);
   await sql.query(damage);
   return { url, sql };

@@ -5,8 +5,9 @@ import { SignalReconcileAction } from '@docket/proto/docket/admission/v1/admissi
 import { SignalState, type Signal } from '@docket/proto/docket/common/v1/signal_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { failureOf } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { docketVerify } from './support/docket-cli.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
@@ -22,12 +23,12 @@ import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.
 
 const LEASE_MS = 1_500;
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startCluster({
-    databaseUrl: await createTestDatabase('signals'),
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('signals'),
     env: { state: { DOCKET_LEASE_MS: String(LEASE_MS) }, execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' } },
   });
   harness = await ExecutionHarness.open(cluster, 'signal-owner');
@@ -35,7 +36,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await harness?.close();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 const send = (jobId: string, name: string, payload: Record<string, number> = {}, idempotencyKey = newIdempotencyKey('signal')) =>

@@ -14,7 +14,7 @@ import {
 } from './support/admission-audit.js';
 import { clientFor, settle, type Settled } from './support/clients.js';
 import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { openSql } from './support/sql.js';
 
@@ -39,7 +39,7 @@ let sql: pg.Client;
 let token: string;
 
 beforeAll(async () => {
-  const databaseUrl = await createTestDatabase('state crash admission');
+  const databaseUrl = await createMigratedTestDatabase('state crash admission');
   cluster = await startCluster({ databaseUrl, replicas: { state: 2, admission: 2 } });
   sql = await openSql(databaseUrl);
   token = await cluster.tokenFor(OWNER, 'user');

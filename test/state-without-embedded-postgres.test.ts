@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { waitForServing } from '@docket/cli';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT, startService, stopAll } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { runShell } from './support/shell.js';
 
 /**
@@ -65,7 +65,7 @@ describe('the state service without the embedded PostgreSQL package', () => {
   });
 
   it('starts and drains with DOCKET_DATABASE_URL set', async () => {
-    const url = await createTestDatabase('state-without-embedded-postgres');
+    const url = await createMigratedTestDatabase('state-without-embedded-postgres');
     const state = await startService('state', { DOCKET_SERVICE_AUTH_SECRET: SECRET, DOCKET_DATABASE_URL: url }, { entry });
     expect(state.logs.map((line) => JSON.parse(line) as Record<string, unknown>)).toContainEqual(expect.objectContaining({ msg: 'schema ready' }));
     await waitForServing(state.url);

@@ -8,7 +8,7 @@ import { EventService, type StreamJobEventsResponse } from '@docket/proto/docket
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { clientFor, failureOf, seenByConnect, type Protocol } from './support/clients.js';
 import { startCluster, stopAll, type DocketCluster, type ServiceProcess } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { JobWriter, readWholeJournal, submitJobs } from './support/job-writer.js';
 import { scrape, value } from './support/prometheus.js';
 import { StreamReader, eventually, logLines } from './support/stream-probe.js';
@@ -24,7 +24,7 @@ let writer: JobWriter;
 
 beforeAll(async () => {
   cluster = await startCluster({
-    databaseUrl: await createTestDatabase('stream job events'),
+    databaseUrl: await createMigratedTestDatabase('stream job events'),
     replicas: { state: 2, events: 2 },
     env: { events: { DOCKET_HEARTBEAT_MS: String(HEARTBEAT_MS) }, state: { DOCKET_SHUTDOWN_GRACE_MS: '2000' } },
   });
@@ -255,8 +255,8 @@ describe('StreamJobEvents', () => {
     );
     for (const frames of streams) expect((await frames.next(notHeartbeat))?.frame.case).toBe('page');
     // The gauge logs shortly after a change: let the subscribers go idle
-    // (each waits on its heartbeat timer), then open one more to sample them.
-    await sleep(HEARTBEAT_MS * 2);
+    // (each has sent a heartbeat and waits on its timer for the next), then open one more to sample them.
+    await Promise.all(streams.map((frames) => frames.next((frame) => frame.frame.case === 'heartbeat')));
     aborts.push(new AbortController());
     streams.push(readerOf(eventsAt(1).streamJobEvents({ jobId: jobIds[0]! }, { signal: aborts.at(-1)!.signal })));
     expect((await streams.at(-1)!.next(notHeartbeat))?.frame.case).toBe('page');
@@ -292,7 +292,12 @@ describe('StreamJobEvents', () => {
     let eventsDuringStateRestart: ServiceProcess | undefined;
     let disrupting = true;
     const chaos = (async () => {
-      await sleep(500);
+      // The first restart cuts streams that serve the subscribers, not ones still opening.
+      await eventually(
+        () => (gaugeOf(replica('events', 0), 'job_event_streams') >= JOBS * 0.9 ? true : undefined),
+        'the subscribers to attach to the events process',
+        30_000,
+      );
       await replica('events', 0).restart();
       eventsDuringStateRestart = replica('events', 0);
       // Let the subscribers settle on the new events process, so the
@@ -312,7 +317,12 @@ describe('StreamJobEvents', () => {
       );
       await replica('events', 0).kill();
       await replica('events', 0).restart();
-      await sleep(500);
+      // Writes go on until the subscribers the crash cut off have resumed on the restarted process.
+      await eventually(
+        () => (gaugeOf(replica('events', 0), 'job_event_streams') >= JOBS * 0.9 ? true : undefined),
+        'the subscribers to resume on the restarted events process',
+        30_000,
+      );
     })().finally(() => (disrupting = false));
 
     // Interleaved writers through state replica 1, 16 at a time, one write
@@ -327,6 +337,7 @@ describe('StreamJobEvents', () => {
           const candidates = [...appended.entries()].filter(([jobId, count]) => !busy.has(jobId) && (disrupting || count < 3));
           if (candidates.length === 0) {
             if (!disrupting && [...appended.values()].every((count) => count >= 3)) return;
+            // Real time: the poll interval of this writer's wait for a job no other writer holds.
             await sleep(5);
             continue;
           }
@@ -400,6 +411,7 @@ async function follow(events: Client<typeof EventService>, jobId: string): Promi
   let cutOff = 0;
   for (let attempt = 0; attempt < 500; attempt += 1) {
     const abort = new AbortController();
+    // Real time: the subscriber cancels itself at a random point of the stream.
     const cancelTimer = cancels < 2 && Math.random() < 0.5 ? setTimeout(() => abort.abort(), Math.random() * 1_500) : undefined;
     let ended = false;
     try {
@@ -419,6 +431,7 @@ async function follow(events: Client<typeof EventService>, jobId: string): Promi
       if (abort.signal.aborted) cancels += 1;
       else if (cutOffByServer(error)) {
         cutOff += 1;
+        // Real time: a reconnect back-off, as a careful client has.
         await sleep(100);
       } else throw error;
     } finally {

@@ -9,7 +9,7 @@ import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type DocketClient } from '@docket/client';
 import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import { createMigratedTestDatabase } from './support/database.js';
 
 /*
  * OpenTelemetry tracing, configured the way an operator does it (the
@@ -101,11 +101,13 @@ async function startCollector(): Promise<Server> {
   return server;
 }
 
+/** Polls the collector every 50 ms until `until` holds of the trace's spans, or 15 s have passed; the spans then. */
 async function spansOf(traceId: string, until: (spans: ExportedSpan[]) => boolean): Promise<ExportedSpan[]> {
   const deadline = Date.now() + 15_000;
   for (;;) {
     const spans = received.filter((span) => span.traceId === traceId);
     if (until(spans) || Date.now() > deadline) return spans;
+    // Real time: the poll interval of this wait.
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -116,7 +118,7 @@ beforeAll(async () => {
   const endpoint = `http://127.0.0.1:${(collector.address() as AddressInfo).port}/v1/traces`;
   const traced = { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: endpoint, OTEL_BSP_SCHEDULE_DELAY: '50', DOCKET_LOG_LEVEL: 'debug' };
   cluster = await startCluster({
-    databaseUrl: await createTestDatabase('traces'),
+    databaseUrl: await createMigratedTestDatabase('traces'),
     env: { state: traced, admission: traced, execution: { DOCKET_BACKGROUND_LOOPS: 'off', DOCKET_LOG_LEVEL: 'debug' } },
   });
   client = createClient({ admissionUrl: cluster.admission.url, eventsUrl: cluster.events.url, token: await cluster.tokenFor('trace-owner', 'user') });
@@ -151,7 +153,13 @@ describe('one SubmitJob traced end to end', () => {
     expect(clientCall.spanContext().traceId).toBe(traceId);
     expect(clientCall.parentSpanContext?.spanId).toBe(root.spanContext().spanId);
 
-    const spans = await spansOf(traceId, (seen) => seen.some((span) => span.service === 'docket-state' && span.attributes['db.system.name'] === 'postgresql'));
+    // Each process exports its own spans in its own batches: wait for the last span of each (admission's server span ends after its call to state).
+    const spans = await spansOf(
+      traceId,
+      (seen) =>
+        seen.some((span) => span.service === 'docket-state' && span.attributes['db.system.name'] === 'postgresql') &&
+        seen.some((span) => span.service === 'docket-admission' && span.kind === 2),
+    );
     const one = (service: string, name: string, kind: number): ExportedSpan => {
       const found = spans.filter((span) => span.service === service && span.name === name && span.kind === kind);
       expect(found, `${service} ${name}`).toHaveLength(1);
@@ -206,6 +214,7 @@ describe('one SubmitJob traced end to end', () => {
     const rpcLines = () => cluster.execution.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => line.msg === 'rpc' && line.rpc === '/docket.execution.v1.ExecutionService/ClaimJobs');
     await expect.poll(() => rpcLines().length).toBe(1);
     expect(rpcLines()[0]).not.toHaveProperty('trace_id');
+    // Real time: a negative assertion: no span reaches the collector within 300 ms.
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(received.filter((span) => span.traceId === traceId)).toEqual([]);
     expect(received.filter((span) => span.service === 'docket-execution')).toEqual([]);

@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { runDocket } from './support/docket-cli.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
@@ -18,17 +19,17 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * submission's key replays that submission's own answer.
  */
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startCluster({ databaseUrl: await createTestDatabase('unique while active') });
+  cluster = await startInProcessCluster({ databaseUrl: await createMigratedTestDatabase('unique while active') });
   harness = await ExecutionHarness.open(cluster, 'unique-owner');
 });
 
 afterAll(async () => {
   await harness?.close();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 /** Jobs stored with `key` in `queue`, with their statuses. */

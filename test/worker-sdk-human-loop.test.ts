@@ -8,8 +8,9 @@ import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { createWorker, retryableFailure, type JobHandler, type JobSignal, type Worker } from '@docket/worker-sdk';
 import { clientFor } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { readWholeJournal } from './support/job-writer.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { freshQueue } from './support/raw-worker-harness.js';
@@ -24,15 +25,15 @@ import { freshQueue } from './support/raw-worker-harness.js';
 
 const OWNER = 'loop-owner';
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let admission: Client<typeof AdmissionService>;
 let ownerToken: string;
 let workerToken: string;
 const workers: Worker[] = [];
 
 beforeAll(async () => {
-  cluster = await startCluster({
-    databaseUrl: await createTestDatabase('worker sdk human loop'),
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('worker sdk human loop'),
     env: { state: { DOCKET_LEASE_MS: '2000' }, execution: { DOCKET_RETRY_INTERVAL_MS: '100' } },
   });
   ownerToken = await cluster.tokenFor(OWNER, 'user');
@@ -44,7 +45,7 @@ afterEach(async () => {
   await Promise.all(workers.splice(0).map((worker) => worker.stop()));
 });
 
-afterAll(stopAll);
+afterAll(stopInProcessClusters);
 
 async function startWorker(queue: string, handler: JobHandler): Promise<void> {
   const worker = createWorker({ url: cluster.execution.url, token: workerToken, name: `loop-${queue}`, queues: [queue], concurrency: 1, claimWaitMs: 5_000, signalPollMs: 100, handler });
@@ -52,12 +53,14 @@ async function startWorker(queue: string, handler: JobHandler): Promise<void> {
   await worker.start();
 }
 
+/** Polls GetJob every 25 ms until `accept` holds; fails after `timeoutMs`. */
 async function waitFor(jobId: string, accept: (job: Job) => boolean, timeoutMs = 15_000): Promise<Job> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
     const { job } = await admission.getJob({ jobId });
     if (job && accept(job)) return job;
     if (performance.now() > deadline) throw new Error(`job ${jobId} is ${job ? JobStatus[job.status] : 'missing'}`);
+    // Real time: the poll interval of this wait.
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }

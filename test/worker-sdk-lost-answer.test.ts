@@ -4,8 +4,9 @@ import { createGrpcTransport } from '@connectrpc/connect-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { createWorker, type Worker } from '@docket/worker-sdk';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 
 /*
@@ -19,19 +20,19 @@ import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
  * away, handing the SDK an UNAVAILABLE as a broken connection would.
  */
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let harness: ExecutionHarness;
 let worker: Worker | undefined;
 
 beforeAll(async () => {
-  cluster = await startCluster({ databaseUrl: await createTestDatabase('worker sdk lost answer') });
+  cluster = await startInProcessCluster({ databaseUrl: await createMigratedTestDatabase('worker sdk lost answer') });
   harness = await ExecutionHarness.open(cluster, 'lost-answer-owner');
 });
 
 afterAll(async () => {
   await worker?.stop();
   await harness?.close();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 /** One call the SDK sent: its RPC, its operation id, and what the service answered (before any drop). */

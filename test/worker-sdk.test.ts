@@ -19,8 +19,9 @@ import {
   type WorkerOptions,
 } from '@docket/worker-sdk';
 import { clientFor } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
-import { createTestDatabase } from './support/database.js';
+import type { DocketServices } from './support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 
 /*
@@ -38,15 +39,15 @@ import { newIdempotencyKey } from './support/keys.js';
 const LEASE_MS = 3_000;
 const OWNER = 'sdk-owner';
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let admission: Client<typeof AdmissionService>;
 let events: Client<typeof EventService>;
 let workerToken: string;
 const workers: Worker[] = [];
 
 beforeAll(async () => {
-  cluster = await startCluster({
-    databaseUrl: await createTestDatabase('worker sdk'),
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('worker sdk'),
     env: { state: { DOCKET_LEASE_MS: String(LEASE_MS) } },
   });
   const ownerToken = await cluster.tokenFor(OWNER, 'user');
@@ -59,7 +60,7 @@ afterEach(async () => {
   await Promise.all(workers.splice(0).map((worker) => worker.stop()));
 });
 
-afterAll(stopAll);
+afterAll(stopInProcessClusters);
 
 /** A started worker on `queue` (its name is the queue's), stopped after the test. */
 async function startWorker(queue: string, handler: JobHandler, options: Partial<WorkerOptions> = {}): Promise<Worker> {
@@ -92,12 +93,14 @@ async function getJob(jobId: string): Promise<Job> {
   return (await admission.getJob({ jobId })).job!;
 }
 
+/** Polls GetJob every 50 ms until `accept` holds; fails after `timeoutMs`. */
 async function waitForJob(jobId: string, accept: (job: Job) => boolean, timeoutMs = 20_000): Promise<Job> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const job = await getJob(jobId);
     if (accept(job)) return job;
     if (Date.now() > deadline) throw new Error(`${jobId} is ${JobStatus[job.status]}, still not as expected after ${timeoutMs} ms`);
+    // Real time: the poll interval of this wait.
     await sleep(50);
   }
 }
@@ -109,7 +112,7 @@ async function eventTypes(jobId: string): Promise<string[]> {
   return page.events.map((event) => event.type);
 }
 
-/** Resolves after `ms`, or at once when `signal` aborts. */
+/** Resolves after `ms`, or at once when `signal` aborts (each caller says why it waits on real time). */
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
@@ -117,16 +120,19 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
       signal?.removeEventListener('abort', done);
       resolve();
     };
+    // Real time: this is the sleep itself.
     const timer = setTimeout(done, ms);
     signal?.addEventListener('abort', done, { once: true });
   });
 }
 
+/** Polls `condition` every 20 ms until it holds; fails after `timeoutMs`. */
 function until(condition: () => boolean, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   return (async () => {
     while (!condition()) {
       if (Date.now() > deadline) throw new Error('condition not met in time');
+      // Real time: the poll interval of this wait.
       await sleep(20);
     }
   })();
@@ -147,6 +153,7 @@ function counter(every = 2, seen: { fence: bigint; checkpoint: JsonObject | unde
     await job.emit('worker.counter_started', { from });
     let at = from;
     while (at < count && !job.signal.aborted) {
+      // Real time: the handler's work takes time, so that its progress can be seen and it can be stopped midway.
       await sleep(delayMs, job.signal);
       if (job.signal.aborted) break;
       at += 1;
@@ -220,6 +227,7 @@ describe('the worker SDK on a real cluster', () => {
       'sdk-concurrency',
       async () => {
         maxInFlight = Math.max(maxInFlight, ++inFlight);
+        // Real time: handlers of uneven length that overlap, so the worker is tested at its limit as they come and go.
         await sleep(100 + Math.random() * 150);
         inFlight -= 1;
         return {};
@@ -234,6 +242,7 @@ describe('the worker SDK on a real cluster', () => {
 
   it('renews the lease so a handler running three lease durations still succeeds with its one attempt', async () => {
     const worker = await startWorker('sdk-renewal', async (job) => {
+      // Real time: the handler must outlive three real leases (LEASE_MS is the shortest a loaded machine keeps safely).
       await sleep(3 * LEASE_MS, job.signal);
       return { aborted: job.signal.aborted };
     });
@@ -250,10 +259,12 @@ describe('the worker SDK on a real cluster', () => {
   it('drains: running handlers finish and report, and nothing new is claimed', async () => {
     const lines: string[] = [];
     const logger: WorkerLogger = { info: (m) => lines.push(m), warn: (m) => lines.push(m), error: (m) => lines.push(m) };
+    let finish!: () => void;
+    const finishing = new Promise<void>((resolve) => (finish = resolve));
     const worker = await startWorker(
       'sdk-drain',
       async () => {
-        await sleep(1_500);
+        await finishing; // the handlers run until the late jobs are submitted
         return { finished: true };
       },
       { logger },
@@ -263,9 +274,11 @@ describe('the worker SDK on a real cluster', () => {
     const drained = worker.drain();
     await until(() => lines.includes('claiming stopped'));
     const late = [await submit('sdk-drain'), await submit('sdk-drain')];
+    finish();
     await drained;
     expect(await worker.done).toMatchObject({ reason: 'drained', abandoned: 0 });
     for (const jobId of running) expect((await getJob(jobId)).status).toBe(JobStatus.SUCCEEDED);
+    // Real time: a negative assertion: a claim the drained worker had in flight would have taken a late job by now.
     await sleep(500);
     for (const jobId of late) expect((await getJob(jobId)).status).toBe(JobStatus.QUEUED);
   });

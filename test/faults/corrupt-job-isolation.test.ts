@@ -2,8 +2,9 @@ import { durationFromMs } from '@bufbuild/protobuf/wkt';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
 import { createWorker, type Worker } from '@docket/worker-sdk';
-import { startCluster, stopAll, type DocketCluster } from '../support/cluster.js';
-import { createTestDatabase } from '../support/database.js';
+import type { DocketServices } from '../support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from '../support/in-process-cluster.js';
+import { createMigratedTestDatabase } from '../support/database.js';
 import { until } from '../support/polling.js';
 import { ExecutionHarness, freshQueue } from '../support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from '../support/raw-worker.js';
@@ -26,13 +27,13 @@ const OWNER = 'corrupt-isolation-owner';
 /** Backoff long enough that a job settled into RETRY_WAIT stays there unless the test moves its `not_before`. */
 const PARKED = { maxAttempts: 5, initialBackoff: durationFromMs(600_000), maxBackoff: durationFromMs(600_000) };
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let harness: ExecutionHarness;
 const workers: Worker[] = [];
 
 beforeAll(async () => {
-  cluster = await startCluster({
-    databaseUrl: await createTestDatabase('corrupt job isolation'),
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('corrupt job isolation'),
     env: {
       state: { DOCKET_LEASE_MS: String(LEASE_MS) },
       execution: { DOCKET_REAPER_INTERVAL_MS: '200', DOCKET_RETRY_INTERVAL_MS: '200' },
@@ -47,7 +48,7 @@ afterEach(async () => {
 
 afterAll(async () => {
   await harness?.close();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 /** Breaks the job's journal the way a damaged disk or a bad manual edit would: its last stored event's hash no longer matches the job's head. */
@@ -94,6 +95,7 @@ describe('a corrupt journal on one job', () => {
     // Claimed first, so its lease is the first to expire: the reaper takes it before any other.
     expect((await worker.claim({ maxJobs: 1, waitMs: 5_000 }))[0]?.envelope?.jobId).toBe(corrupt.id);
     const others = await Promise.all([1, 2, 3].map(() => harness.submit({ queue, retryPolicy: PARKED })));
+    // Real time: the clock moves on, so the others' leases expire strictly after the corrupt job's.
     await new Promise((resolve) => setTimeout(resolve, 5));
     expect((await worker.claim({ maxJobs: 3, waitMs: 5_000 })).map((a) => a.envelope?.jobId).sort()).toEqual(others.map((job) => job.id).sort());
     await corruptJournal(corrupt.id);

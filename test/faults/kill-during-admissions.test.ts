@@ -16,7 +16,7 @@ import {
 } from '../support/admission-audit.js';
 import { clientFor, seenByConnect, settle, type SeenFailure } from '../support/clients.js';
 import { startCluster, stopAll, type DocketCluster, type ServiceName } from '../support/cluster.js';
-import { createTestDatabase } from '../support/database.js';
+import { createMigratedTestDatabase } from '../support/database.js';
 import { newIdempotencyKey } from '../support/keys.js';
 import { openSql } from '../support/sql.js';
 
@@ -150,6 +150,7 @@ async function submitWithRetry(
       const retried = isRetryableFailure(error) && tryNumber < MAX_TRIES;
       tries.push({ failure, causes: causeCodes(error), retried, atMs: clock() });
       if (!retried) return { tries, outcome: { ok: false, failure } };
+      // Real time: the caller's retry back-off.
       await delay(retryBackoffMs(tryNumber, 50, 1_000, random));
     }
   }
@@ -218,7 +219,7 @@ describe(`kill -9 of every service during ${KEYS * CALLS_PER_KEY} concurrent adm
       .join('; ');
 
   beforeAll(async () => {
-    const databaseUrl = await createTestDatabase('kill during admissions');
+    const databaseUrl = await createMigratedTestDatabase('kill during admissions');
     cluster = await startCluster({ databaseUrl });
     sql = await openSql(databaseUrl);
     // One URL throughout: a restarted admission listens on the same port.
@@ -235,15 +236,19 @@ describe(`kill -9 of every service during ${KEYS * CALLS_PER_KEY} concurrent adm
         // The gaps are kept from the load's start, not from the last restart: a slow restart takes from the next gap
         // instead of pushing every later kill, so all of them still fall inside the load.
         plannedAtMs += gapMs;
+        // Real time: the seeded fault plan places each kill at a real instant of the load.
         await sleep(Math.max(0, plannedAtMs - clock()));
         // Kill while admissions are in flight (the bursts leave idle gaps), a seeded few ms into them.
+        // Real time: the poll interval of this wait for admissions in flight.
         while (loadRunning && inFlight === 0) await sleep(1);
+        // Real time: the seeded few ms into the admissions in flight.
         await sleep(intoLoadMs);
         if (!loadRunning) break;
         const victim = cluster.replicas[name][0]!;
         const atMs = clock();
         await victim.kill();
         expect(await victim.exited, `${name} killed`).toEqual({ code: null, signal: 'SIGKILL' });
+        // Real time: the seeded time the killed process stays down while the load goes on.
         await sleep(downMs);
         await victim.restart();
         killed.push({ name, atMs, restartedMs: clock() });
@@ -252,6 +257,7 @@ describe(`kill -9 of every service during ${KEYS * CALLS_PER_KEY} concurrent adm
     try {
       const retryRandom = seededRandom(SEED ^ 0x5eed);
       records = await inParallel(plan, CALLERS, async (call) => {
+        // Real time: the load generator releases each call at its planned instant.
         await sleep(Math.max(0, call.releaseAtMs - clock()));
         inFlight += 1;
         try {

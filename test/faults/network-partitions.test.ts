@@ -16,7 +16,7 @@ import {
 } from '../support/admission-load.js';
 import { clientFor, settle } from '../support/clients.js';
 import { startCluster, stopAll, type DocketCluster } from '../support/cluster.js';
-import { createTestDatabase } from '../support/database.js';
+import { createMigratedTestDatabase } from '../support/database.js';
 import { newIdempotencyKey } from '../support/keys.js';
 import { until } from '../support/polling.js';
 import { freshQueue } from '../support/raw-worker-harness.js';
@@ -57,7 +57,7 @@ let databaseProxy: TcpProxy;
 let stateProxy: TcpProxy | undefined;
 
 beforeAll(async () => {
-  databaseUrl = await createTestDatabase('network partitions');
+  databaseUrl = await createMigratedTestDatabase('network partitions');
   const proxied = await TcpProxy.inFrontOf(databaseUrl);
   databaseProxy = proxied.proxy;
   cluster = await startCluster({
@@ -93,6 +93,7 @@ async function waiters(owner: string, label: string) {
     /** Once the path is back: a new job on the claim's queue wakes it, and a cancel of the followed job reaches the subscriber. */
     async expectWoken(): Promise<void> {
       const { job } = await admission.submitJob({ idempotencyKey: newIdempotencyKey('wake'), queue, input: {} }, { timeoutMs: 10_000 });
+      // Real time: a timeout race, the bound on a wake-up.
       const claimed = await Promise.race([claim, sleep(WOKEN_WITHIN_MS, 'not woken' as const)]);
       expect(claimed === 'not woken' ? claimed : claimed.assignments.map((assignment) => assignment.envelope!.jobId)).toEqual([job!.id]);
       await admission.cancelJob({ idempotencyKey: newIdempotencyKey('cancel'), jobId: followed!.id }, { timeoutMs: 10_000 });
@@ -125,9 +126,10 @@ async function partitionUnderLoad(label: string, fault: (admission: Client<typeo
   const load = generateLoad(admission, queue);
   let record: LoadRecord;
   try {
-    await sleep(500);
+    await until(async () => load.record.acknowledged.size >= 10, 'the load to be under way');
     await fault(admission);
-    await sleep(500);
+    const atRecovery = load.record.acknowledged.size;
+    await until(async () => load.record.acknowledged.size >= atRecovery + 10, 'some load after recovery too');
   } finally {
     record = await load.stop();
   }
@@ -148,6 +150,7 @@ describe('silent partitions with half-open connections', () => {
       const answeredAfterMs = performance.now() - startedAt;
       expect(unbounded.ok ? 'OK' : TRANSIENT.includes(unbounded.failure.code)).toBe(true);
       expect(answeredAfterMs).toBeLessThan(UNBOUNDED_CALL_ANSWERED_WITHIN_MS);
+      // Real time: the partition must outlast the listener's real heartbeat check (about 10 s).
       await sleep(Math.max(0, DATABASE_PARTITION_MS - answeredAfterMs));
       expect(databaseProxy.liveConnections).toBe(0);
       databaseProxy.heal();
@@ -159,6 +162,7 @@ describe('silent partitions with half-open connections', () => {
     expect(stateProxy).toBeDefined();
     await partitionUnderLoad('front-partition', async (admission) => {
       stateProxy!.partition();
+      // Real time: a partition that lasts, so that calls in flight on the cut sessions fail and the sessions stay dead.
       await sleep(3_000);
       // Every session open now is dead for good; the front services must notice on their own.
       stateProxy!.heal();

@@ -12,7 +12,7 @@ import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_se
 import { expectNothingLostOrInvented, exitedServices, generateLoad, recovered, type LoadRecord } from '../support/admission-load.js';
 import { clientFor } from '../support/clients.js';
 import { startCluster, stopAll, type DocketCluster } from '../support/cluster.js';
-import { createTestDatabase } from '../support/database.js';
+import { createMigratedTestDatabase } from '../support/database.js';
 import { newIdempotencyKey } from '../support/keys.js';
 import { until } from '../support/polling.js';
 import { freshQueue } from '../support/raw-worker-harness.js';
@@ -61,7 +61,7 @@ describe('state backends terminated on the shared Postgres', () => {
   let database: string;
 
   beforeAll(async () => {
-    const databaseUrl = await createTestDatabase('postgres outages');
+    const databaseUrl = await createMigratedTestDatabase('postgres outages');
     database = new URL(databaseUrl).pathname.slice(1);
     cluster = await startCluster({
       databaseUrl,
@@ -87,15 +87,17 @@ describe('state backends terminated on the shared Postgres', () => {
     let terminated = 0;
     let record: LoadRecord;
     try {
-      await sleep(500);
+      await until(async () => load.record.acknowledged.size >= 10, 'the load to be under way');
       // Terminate again and again until calls in flight were hit (most
       // terminations meet idle connections), for at most 40 rounds.
       for (let round = 1; round <= 40 && (round <= 3 || load.record.refused.size === 0); round += 1) {
         terminated += await terminateBackends(admin, database, STATE_CONNECTIONS);
+        // Real time: the pace of the terminations, so that the pool reconnects between them and calls are in flight.
         await sleep(100);
       }
       await until(() => recovered(cluster, admission), 'SubmitJob to succeed again after the terminations');
-      await sleep(500); // some load after recovery too
+      const atRecovery = load.record.acknowledged.size;
+      await until(async () => load.record.acknowledged.size >= atRecovery + 10, 'some load after recovery too');
     } finally {
       record = await load.stop();
     }
@@ -143,6 +145,7 @@ describe('state backends terminated on the shared Postgres', () => {
     // Both waiters are woken by announcements made after the reconnection.
     const { job } = await admission.submitJob({ idempotencyKey: newIdempotencyKey('wake'), queue, input: {} });
     // Woken, not answered by the last check when its wait runs out (re-checks are a minute apart).
+    // Real time: a timeout race, the bound on a wake-up.
     const claimed = await Promise.race([claim, sleep(WOKEN_WITHIN_MS, 'not woken' as const)]);
     expect(claimed === 'not woken' ? claimed : claimed.assignments.map((assignment) => assignment.envelope!.jobId)).toEqual([job!.id]);
     await admission.cancelJob({ idempotencyKey: newIdempotencyKey('cancel'), jobId: followed!.id });
@@ -186,13 +189,15 @@ describe('a private Postgres stopped in immediate mode and started again', () =>
     let record: LoadRecord;
     let refusedWhileDown = 0;
     try {
-      await sleep(700);
+      await until(async () => load.record.acknowledged.size >= 10, 'the load to be under way');
       await stopImmediately();
+      // Real time: Postgres stays down a while, so that calls and the services' reconnects meet a dead server, not a blip.
       await sleep(1_500);
       refusedWhileDown = load.record.refused.size;
       server = await startEmbeddedPostgres({ dataDir, port: server.port, persistent: true, settings: { fsync: 'off', full_page_writes: 'off' } });
       await until(() => recovered(cluster, admission), 'SubmitJob to succeed again after the restart', 30_000);
-      await sleep(500);
+      const atRecovery = load.record.acknowledged.size;
+      await until(async () => load.record.acknowledged.size >= atRecovery + 10, 'some load after recovery too');
     } finally {
       record = await load.stop();
     }

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCluster, stopAll, type DocketCluster } from '../support/cluster.js';
-import { createTestDatabase } from '../support/database.js';
+import type { DocketServices } from '../support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from '../support/in-process-cluster.js';
+import { createMigratedTestDatabase } from '../support/database.js';
+import { until } from '../support/polling.js';
 import { ExecutionHarness, freshQueue } from '../support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from '../support/raw-worker.js';
 
@@ -13,12 +15,12 @@ import { attemptOf, newOperationId } from '../support/raw-worker.js';
  */
 
 const LEASE_MS = 2_000;
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startCluster({
-    databaseUrl: await createTestDatabase('renew after lock wait'),
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('renew after lock wait'),
     env: { state: { DOCKET_LEASE_MS: String(LEASE_MS) }, execution: { DOCKET_BACKGROUND_LOOPS: 'off' } },
   });
   harness = await ExecutionHarness.open(cluster, 'renew-lock-owner');
@@ -26,7 +28,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await harness?.close();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 describe('a renewal that waits for the job lock past its lease', () => {
@@ -48,12 +50,17 @@ describe('a renewal that waits for the job lock past its lease', () => {
     try {
       await blocker.query('begin');
       await blocker.query('select 1 from jobs where id = $1 for update', [job.id]);
-      const { rows } = await blocker.query<{ wait_ms: number }>(
-        "select greatest(0, extract(epoch from (lease_expires_at - clock_timestamp())) * 1000)::float8 as wait_ms from jobs where id = $1",
-        [job.id],
-      );
+      const { rows } = await blocker.query<{ pid: number }>('select pg_backend_pid() as pid');
       const renewal = worker.call('renewAttempt', { attempt, operationId: newOperationId() });
-      await new Promise((resolve) => setTimeout(resolve, rows[0]!.wait_ms + 500));
+      // Until the lease has expired by the database clock while the renewal waits for the lock this connection holds.
+      await until(async () => {
+        const { rows: [seen] } = await harness.sql.query<{ expired: boolean; waiting: boolean }>(
+          `select (select lease_expires_at < clock_timestamp() from jobs where id = $1) as expired,
+                  exists (select 1 from pg_stat_activity where $2::int = any(pg_blocking_pids(pid))) as waiting`,
+          [job.id, rows[0]!.pid],
+        );
+        return seen?.expired === true && seen.waiting;
+      }, 'the lease to expire while the renewal waits for the row lock');
       await blocker.query('commit');
       const answer = await renewal;
       expect(answer).toMatchObject({ ok: false, reason: 'STALE_AUTHORITY' });

@@ -5,7 +5,7 @@ import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { Health, HealthCheckResponse_ServingStatus as Status } from '@docket/proto/grpc/health/v1/health_pb.js';
 import { clientFor, failureOf } from '../support/clients.js';
 import { startCluster, stopAll, type DocketCluster } from '../support/cluster.js';
-import { createTestDatabase } from '../support/database.js';
+import { createMigratedTestDatabase } from '../support/database.js';
 import { newIdempotencyKey } from '../support/keys.js';
 import { until } from '../support/polling.js';
 
@@ -22,7 +22,7 @@ let cluster: DocketCluster;
 
 beforeAll(async () => {
   cluster = await startCluster({
-    databaseUrl: await createTestDatabase('state stopped'),
+    databaseUrl: await createMigratedTestDatabase('state stopped'),
     env: { admission: { DOCKET_STATE_CALL_TIMEOUT_MS: '2000' }, execution: { DOCKET_BACKGROUND_LOOPS: 'off' } },
   });
 });

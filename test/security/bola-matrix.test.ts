@@ -8,8 +8,9 @@ import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import type pg from 'pg';
 import { seenByConnect, transportFor, type SeenFailure } from '../support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from '../support/cluster.js';
-import { createTestDatabase } from '../support/database.js';
+import type { DocketServices } from '../support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from '../support/in-process-cluster.js';
+import { createMigratedTestDatabase } from '../support/database.js';
 import { newIdempotencyKey } from '../support/keys.js';
 import { newOperationId } from '../support/raw-worker.js';
 import { openSql } from '../support/sql.js';
@@ -32,7 +33,7 @@ import { openSql } from '../support/sql.js';
  *   journal.
  */
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let sql: pg.Client;
 
 /**
@@ -414,7 +415,12 @@ const qualified = (service: DescService, method: DescMethod) => `${service.name}
 
 beforeAll(async () => {
   // No background loops: no reaper settles the held attempt and no deletion runner finishes the deletion mid-matrix.
-  cluster = await startCluster({ databaseUrl: await createTestDatabase('bola matrix'), env: { execution: { DOCKET_BACKGROUND_LOOPS: 'off' } } });
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('bola matrix'),
+    // The holder's attempt, claimed once here and never renewed, must stay live through the
+    // whole matrix, which takes well over the default 30 s lease on a loaded machine.
+    env: { state: { DOCKET_LEASE_MS: '600000' }, execution: { DOCKET_BACKGROUND_LOOPS: 'off' } },
+  });
   sql = await openSql(cluster.databaseUrl);
   tokens.owner = await cluster.tokenFor('bola-owner', 'user');
   tokens.other = await cluster.tokenFor('bola-other', 'user');
@@ -462,7 +468,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sql?.end();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 describe('the matrix covers every public RPC', () => {

@@ -15,7 +15,7 @@ import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { clientFor, failureOf, seenByConnect, settle, type Protocol, type SeenFailure } from '../support/clients.js';
 import { startCluster, stopAll, type DocketCluster } from '../support/cluster.js';
-import { createTestDatabase } from '../support/database.js';
+import { createMigratedTestDatabase } from '../support/database.js';
 import { newIdempotencyKey } from '../support/keys.js';
 import { admissionFootprint, openSql } from '../support/sql.js';
 
@@ -34,7 +34,7 @@ let sql: pg.Client;
 let alice: string;
 
 beforeAll(async () => {
-  const databaseUrl = await createTestDatabase('bounded inputs');
+  const databaseUrl = await createMigratedTestDatabase('bounded inputs');
   cluster = await startCluster({ databaseUrl });
   sql = await openSql(databaseUrl);
   alice = await cluster.tokenFor('alice', 'user');

@@ -14,7 +14,7 @@ import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { seenByConnect, type Protocol, type SeenFailure } from '../support/clients.js';
 import { startCluster, stopAll, type DocketCluster, type ServiceProcess } from '../support/cluster.js';
-import { createTestDatabase } from '../support/database.js';
+import { createMigratedTestDatabase } from '../support/database.js';
 
 /*
  * Fuzzing every public RPC (issue 11, evidence): for each method of the
@@ -86,7 +86,7 @@ const SERVICES: readonly PublicService[] = [
 ];
 
 beforeAll(async () => {
-  const databaseUrl = await createTestDatabase('fuzz public rpcs');
+  const databaseUrl = await createMigratedTestDatabase('fuzz public rpcs');
   cluster = await startCluster({ databaseUrl });
   tokens.set('user', await cluster.tokenFor('fuzz-user', 'user'));
   tokens.set('admin', await cluster.tokenFor('fuzz-admin', 'admin'));
@@ -342,6 +342,7 @@ async function callWithClient(service: PublicService, method: DescMethod, init: 
   >;
   const controller = new AbortController();
   const streaming = method.methodKind === 'server_streaming';
+  // Real time: a timeout race, the bound on an answer.
   const timer = setTimeout(() => controller.abort(), streaming ? STREAM_PATIENCE_MS : UNARY_PATIENCE_MS);
   try {
     const call = client[method.localName]!(message, { signal: controller.signal });
@@ -468,6 +469,7 @@ async function rawCall(service: PublicService, method: DescMethod, request: RawR
         let head: http2.IncomingHttpHeaders = {};
         let trailers: http2.IncomingHttpHeaders = {};
         const chunks: Buffer[] = [];
+        // Real time: a timeout race, the bound on an answer.
         const timer = setTimeout(() => resolve('gave up'), streaming ? STREAM_PATIENCE_MS : UNARY_PATIENCE_MS);
         stream.on('response', (h) => (head = h));
         stream.on('trailers', (t) => (trailers = t));

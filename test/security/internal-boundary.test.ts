@@ -4,8 +4,9 @@ import { SERVICE_AUDIENCE, mintToken } from '@docket/auth';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { clientFor, failureOf } from '../support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from '../support/cluster.js';
-import { createTestDatabase } from '../support/database.js';
+import type { DocketServices } from '../support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from '../support/in-process-cluster.js';
+import { createMigratedTestDatabase } from '../support/database.js';
 import { openSql } from '../support/sql.js';
 
 /*
@@ -17,13 +18,13 @@ import { openSql } from '../support/sql.js';
  * learns nothing.
  */
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 
 beforeAll(async () => {
-  cluster = await startCluster({ databaseUrl: await createTestDatabase('internal boundary'), env: { execution: { DOCKET_BACKGROUND_LOOPS: 'off' } } });
+  cluster = await startInProcessCluster({ databaseUrl: await createMigratedTestDatabase('internal boundary'), env: { execution: { DOCKET_BACKGROUND_LOOPS: 'off' } } });
 });
 
-afterAll(stopAll);
+afterAll(stopInProcessClusters);
 
 /** ListJobs as an admin, as the body says: what an attacker with a state credential would ask. */
 function listEverythingWith(token: string | undefined) {

@@ -9,8 +9,10 @@ import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_se
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { clientFor, failureOf } from '../support/clients.js';
-import { startCluster, startService, stopAll, type DocketCluster } from '../support/cluster.js';
-import { createTestDatabase } from '../support/database.js';
+import { startService, stopAll } from '../support/cluster.js';
+import type { DocketServices } from '../support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from '../support/in-process-cluster.js';
+import { createMigratedTestDatabase } from '../support/database.js';
 import { newIdempotencyKey } from '../support/keys.js';
 
 /*
@@ -38,7 +40,7 @@ async function issuerKey(alg: IssuerKey['alg'], kid: string): Promise<IssuerKey>
   return { alg, kid, privateKey, publicKey, publicJwk: { ...(await exportJWK(publicKey)), kid } };
 }
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let dir: string;
 let ed25519: IssuerKey;
 let rsa: IssuerKey;
@@ -50,14 +52,15 @@ beforeAll(async () => {
   const jwksFile = join(dir, 'jwks.json');
   await writeFile(jwksFile, JSON.stringify({ keys: [ed25519.publicJwk, rsa.publicJwk] }));
   const publicAuth = { DOCKET_AUTH_JWKS_FILE: jwksFile, DOCKET_AUTH_AUDIENCE: AUDIENCE, DOCKET_AUTH_ISSUER: ISSUER };
-  cluster = await startCluster({
-    databaseUrl: await createTestDatabase('jwks tokens'),
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('jwks tokens'),
     env: { admission: publicAuth, execution: { ...publicAuth, DOCKET_BACKGROUND_LOOPS: 'off' }, events: publicAuth },
   });
 });
 
 afterAll(async () => {
   await stopAll();
+  await stopInProcessClusters();
   await rm(dir, { recursive: true, force: true });
 });
 

@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { clientFor } from '../support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from '../support/cluster.js';
-import { createTestDatabase } from '../support/database.js';
+import type { DocketServices } from '../support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from '../support/in-process-cluster.js';
+import { createMigratedTestDatabase } from '../support/database.js';
 import { newIdempotencyKey } from '../support/keys.js';
 
 /*
@@ -16,17 +17,17 @@ import { newIdempotencyKey } from '../support/keys.js';
  */
 
 const TOKEN_TTL_SECONDS = 3;
-let cluster: DocketCluster;
+let cluster: DocketServices;
 
 beforeAll(async () => {
   const fronts = { DOCKET_SERVICE_TOKEN_TTL_SECONDS: String(TOKEN_TTL_SECONDS), DOCKET_AUTH_CLOCK_TOLERANCE_SECONDS: '1' };
-  cluster = await startCluster({
-    databaseUrl: await createTestDatabase('service token rotation'),
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('service token rotation'),
     env: { admission: fronts, events: { ...fronts, DOCKET_HEARTBEAT_MS: '500' }, execution: { ...fronts, DOCKET_BACKGROUND_LOOPS: 'off' } },
   });
 });
 
-afterAll(stopAll);
+afterAll(stopInProcessClusters);
 
 describe('internal streams across service-token expiry', () => {
   it('keeps a StreamJobEvents subscriber whole while its upstream token expires again and again', async () => {
@@ -43,9 +44,11 @@ describe('internal streams across service-token expiry', () => {
       return 'closed';
     })();
     // Three token lifetimes pass while the subscriber waits; then the job changes.
+    // Real time: the service tokens (3 s, with 1 s of clock tolerance) really have to expire, three times.
     await new Promise((resolve) => setTimeout(resolve, (3 * TOKEN_TTL_SECONDS + 1) * 1000));
     await admission.pauseJob({ idempotencyKey: newIdempotencyKey(), jobId: job!.id });
     await admission.cancelJob({ idempotencyKey: newIdempotencyKey(), jobId: job!.id });
+    // Real time: a timeout race, the bound on the stream's end.
     const outcome = await Promise.race([stream, new Promise((resolve) => setTimeout(() => resolve('timed out'), 15_000))]);
     controller.abort();
     expect(outcome).toBe('ended');

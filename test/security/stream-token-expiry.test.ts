@@ -4,8 +4,9 @@ import { mintToken } from '@docket/auth';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { clientFor } from '../support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from '../support/cluster.js';
-import { createTestDatabase } from '../support/database.js';
+import type { DocketServices } from '../support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from '../support/in-process-cluster.js';
+import { createMigratedTestDatabase } from '../support/database.js';
 import { newIdempotencyKey } from '../support/keys.js';
 
 /*
@@ -16,14 +17,14 @@ import { newIdempotencyKey } from '../support/keys.js';
  * connection stays up.
  */
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 
 beforeAll(async () => {
   const events = { DOCKET_HEARTBEAT_MS: '300', DOCKET_AUTH_CLOCK_TOLERANCE_SECONDS: '1' };
-  cluster = await startCluster({ databaseUrl: await createTestDatabase('stream token expiry'), env: { events } });
+  cluster = await startInProcessCluster({ databaseUrl: await createMigratedTestDatabase('stream token expiry'), env: { events } });
 });
 
-afterAll(stopAll);
+afterAll(stopInProcessClusters);
 
 /** Reads `stream` until it ends; how many frames arrived and how it ended. */
 async function drain(stream: AsyncIterable<unknown>): Promise<{ frames: number; error: ConnectError | undefined; endedAtMs: number }> {
@@ -58,6 +59,7 @@ describe('a stream opened with a short-lived token', () => {
     const watching = (async () => {
       for await (const _frame of clientFor(EventService, cluster.events.url, token).watchJobs({}, { signal: controller.signal })) frames++;
     })().catch((error: unknown) => ConnectError.from(error));
+    // Real time: a negative assertion: nothing ends the stream within 2 s, while it heartbeats.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     controller.abort();
     expect((await watching)?.code).toBe(Code.Canceled);

@@ -14,6 +14,15 @@ export async function createTestDatabase(label: string): Promise<string> {
 }
 
 /**
+ * Like {@link createTestDatabase}, but the database starts at this build's
+ * schema: a copy of the template the global setup migrated once for the
+ * run. For every test that is not about migrating an empty database.
+ */
+export async function createMigratedTestDatabase(label: string): Promise<string> {
+  return createDatabase(inject('pgAdminUrl'), testDatabaseName(label), { template: inject('migratedTemplate') });
+}
+
+/**
  * `t_<label as lowercase a-z0-9_, at most 48 characters>_<8 hex>`: always a
  * valid, unquoted-safe Postgres identifier of at most 63 bytes.
  */

@@ -3,12 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres } from '@docket/embedded-postgres';
+import { prepareMigratedTemplate } from './migrated-template.js';
 import type {} from './provided-context.js';
 
 /**
  * vitest global setup: one real Postgres for the whole run, shared by every
  * test file through `inject('pgAdminUrl')`; files isolate themselves with
- * their own databases (see `createTestDatabase`).
+ * their own databases (see `createTestDatabase`), empty or copied from a
+ * template migrated once here (`createMigratedTestDatabase`).
  *
  * The server is embedded, non-persistent (its temp directory is deleted on
  * teardown; `fsync` is off) and generously sized for parallel test files.
@@ -18,6 +20,7 @@ import type {} from './provided-context.js';
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | void> {
   const external = process.env['DOCKET_TEST_DATABASE_URL'];
   if (external) {
+    project.provide('migratedTemplate', await prepareMigratedTemplate(external));
     project.provide('pgAdminUrl', external);
     return;
   }
@@ -26,6 +29,12 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     persistent: false,
     settings: { max_connections: '500' },
   });
+  try {
+    project.provide('migratedTemplate', await prepareMigratedTemplate(server.adminUrl));
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
   project.provide('pgAdminUrl', server.adminUrl);
   return () => server.stop();
 }

@@ -53,6 +53,7 @@ export class JobWriter {
         const code = error instanceof ConnectError ? error.code : undefined;
         if (code === Code.FailedPrecondition && attempt > 0) return;
         if (attempt > 100 || (code !== Code.Unavailable && code !== Code.Internal && code !== Code.Unknown)) throw error;
+        // Real time: a retry back-off while the state service restarts.
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     }

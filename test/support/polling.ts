@@ -9,6 +9,7 @@ export async function until(probe: () => Promise<boolean>, what: string, timeout
   const deadline = performance.now() + timeoutMs;
   while (!(await probe())) {
     if (performance.now() > deadline) throw new Error(`not after ${timeoutMs} ms: ${what}`);
+    // Real time: the poll interval of this wait.
     await sleep(intervalMs);
   }
 }

@@ -7,6 +7,8 @@ declare module 'vitest' {
   export interface ProvidedContext {
     /** Superuser URL of the one Postgres server shared by the whole test run. */
     pgAdminUrl: string;
+    /** The database on that server migrated once for the run, copied by `createMigratedTestDatabase`. */
+    migratedTemplate: string;
   }
 }
 

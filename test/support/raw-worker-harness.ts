@@ -8,7 +8,7 @@ import type { LostAttemptPolicy, RetryPolicySchema } from '@docket/proto/docket/
 import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
 import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import { clientFor } from './clients.js';
-import type { DocketCluster } from './cluster.js';
+import type { DocketServices } from './docket-services.js';
 import { readWholeJournal } from './job-writer.js';
 import { newIdempotencyKey } from './keys.js';
 import { RawWorker } from './raw-worker.js';
@@ -76,7 +76,7 @@ export class ExecutionHarness {
   readonly #workers = new Set<RawWorker>();
 
   private constructor(
-    readonly cluster: DocketCluster,
+    readonly cluster: DocketServices,
     readonly sql: pg.Pool,
     readonly owner: string,
     readonly ownerToken: string,
@@ -85,7 +85,7 @@ export class ExecutionHarness {
   ) {}
 
   /** Opens the harness on a running cluster; jobs belong to `owner`, workers authenticate as `worker-<owner>`. */
-  static async open(cluster: DocketCluster, owner = 'execution-owner'): Promise<ExecutionHarness> {
+  static async open(cluster: DocketServices, owner = 'execution-owner'): Promise<ExecutionHarness> {
     const ownerToken = await cluster.tokenFor(owner, 'user');
     const workerToken = await cluster.tokenFor(`worker-${owner}`, 'worker');
     const sql = new pg.Pool({ connectionString: cluster.databaseUrl, max: 4 });

@@ -158,6 +158,7 @@ export class RawWorker {
   async close(): Promise<void> {
     this.#child.kill('SIGCONT');
     this.#child.stdin!.end();
+    // Real time: a timeout race, the bound on an orderly close.
     const timer = setTimeout(() => this.#child.kill('SIGKILL'), 5_000);
     await this.#exited;
     clearTimeout(timer);

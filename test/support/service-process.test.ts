@@ -54,9 +54,10 @@ describe('startService', () => {
     const failure = startService(
       'events',
       { FAKE_SERVICE_SILENT: '1' },
-      { entry: FAKE_SERVICE, readyTimeoutMs: 1_000 },
+      // Real time: the start-up deadline must pass; long enough that the fake prints its first line (with its pid) on a loaded machine.
+      { entry: FAKE_SERVICE, readyTimeoutMs: 5_000 },
     );
-    await expect(failure).rejects.toThrow(/events printed no listening line within 1000 ms/);
+    await expect(failure).rejects.toThrow(/events printed no listening line within 5000 ms/);
     const error = (await failure.catch((e: unknown) => e)) as Error;
     const pid = processId(Number(/"pid":(\d+)/.exec(error.message)?.[1]));
     await expect.poll(() => isAlive(pid)).toBe(false);

@@ -28,7 +28,10 @@ export interface ShellProcess {
   stderr(): string;
   /** Settles when the shell has exited and its output is read; never rejects. */
   readonly exited: Promise<ShellResult>;
-  /** Resolves once `wanted` matches the output so far (stdout, then stderr); fails after `timeoutMs` or if the shell exits first. */
+  /**
+   * Resolves once `wanted` matches the output so far (stdout, then stderr), polled every 25 ms; fails after
+   * `timeoutMs` or if the shell exits first.
+   */
   waitFor(wanted: RegExp | ((stdout: string, stderr: string) => boolean), what: string, timeoutMs?: number): Promise<void>;
   /**
    * Ctrl-C: SIGINT to the whole process group, which is what a terminal
@@ -66,6 +69,7 @@ export function startShell(script: string, options: ShellOptions): ShellProcess 
       // Already gone.
     }
   };
+  // Real time: a timeout race, the bound on the whole script.
   const timer = setTimeout(() => {
     timedOut = true;
     signalGroup('SIGKILL');
@@ -95,6 +99,7 @@ export function startShell(script: string, options: ShellOptions): ShellProcess 
       while (!matches()) {
         if (ended) throw new Error(`the shell exited before ${what}:\n${describeShell(shell)}`);
         if (performance.now() > deadline) throw new Error(`no ${what} within ${timeoutMs} ms:\n${describeShell(shell)}`);
+        // Real time: the poll interval of this wait.
         await sleep(25);
       }
     },

@@ -23,6 +23,7 @@ export class StreamReader<T> {
       const timer = new AbortController();
       const next = await Promise.race([
         this.#pending,
+        // Real time: a timeout race, the bound on this wait for a frame.
         sleep(deadline - performance.now(), 'timeout' as const, { signal: timer.signal }).catch(() => 'timeout' as const),
       ]);
       timer.abort();
@@ -46,6 +47,7 @@ export async function eventually<T>(probe: () => T | undefined, what: string, ti
     const value = probe();
     if (value !== undefined) return value;
     if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    // Real time: the poll interval of this wait.
     await sleep(25);
   }
 }

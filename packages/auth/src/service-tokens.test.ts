@@ -18,6 +18,7 @@ describe('serviceTokenSource', () => {
     now += 149_000;
     expect(await next()).toBe(first);
     now += 2_000; // past half of 300 s
+    // Real time: the minted token's iat comes from the real clock, in whole seconds; only the renewal takes the clock above.
     await new Promise((resolve) => setTimeout(resolve, 1_100)); // a new iat, so a visibly new token
     expect(await next()).not.toBe(first);
   });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobSchema } from '@docket/proto/docket/common/v1/job_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { REPO_ROOT, startCluster, stopAll, type DocketCluster } from '../../../test/support/cluster.js';
-import { createTestDatabase } from '../../../test/support/database.js';
+import { createMigratedTestDatabase } from '../../../test/support/database.js';
 import { runDocket, type CliRun } from '../../../test/support/docket-cli.js';
 
 /*
@@ -22,7 +22,7 @@ let cluster: DocketCluster;
 let token: string;
 
 beforeAll(async () => {
-  cluster = await startCluster({ databaseUrl: await createTestDatabase('cli owner flow') });
+  cluster = await startCluster({ databaseUrl: await createMigratedTestDatabase('cli owner flow') });
   token = await cluster.tokenFor('cli-flow-owner', 'user');
 });
 
@@ -47,7 +47,10 @@ function startDocket(args: readonly string[], env: Readonly<Record<string, strin
   const done = new Promise<CliRun>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
   return {
     done,
-    /** Resolves once standard output contains `text`; rejects after `timeoutMs` or if the process ends first. */
+    /**
+     * Resolves once standard output contains `text` (checked on each chunk of output and polled every 100 ms);
+     * rejects after `timeoutMs` or if the process ends first.
+     */
     async printed(text: string, timeoutMs = 20_000): Promise<void> {
       const deadline = Date.now() + timeoutMs;
       while (!stdout.includes(text)) {
@@ -55,6 +58,7 @@ function startDocket(args: readonly string[], env: Readonly<Record<string, strin
         if (Date.now() > deadline) throw new Error(`docket ${args[0]} did not print ${JSON.stringify(text)} in ${timeoutMs} ms: ${stdout}${stderr}`);
         await new Promise<void>((wake) => {
           waiters.push(wake);
+          // Real time: the poll interval of this wait.
           setTimeout(wake, 100);
         });
       }

@@ -209,6 +209,7 @@ describe('runDev', () => {
     const { code, err } = await runDevUntilReady({
       env: { DOCKET_DATA_DIR: join(dir, '.docket'), DOCKET_DATABASE_URL: await createTestDatabase('dev crash') },
       entryFor: (name) => (name === 'execution' ? crashing : FAKE_SERVICE),
+      // Real time: a timeout race, the bound within which the crash (1.5 s in) must stop everything.
       whileRunning: () => new Promise((resolve) => setTimeout(resolve, 10_000)),
     });
     expect(code).toBe(1);
@@ -234,6 +235,7 @@ describe('runDev', () => {
     const dir = await scratchDir();
     const slow = await fakeServiceWith(dir, 'slow', { FAKE_SERVICE_READY_DELAY_MS: '30000' });
     const stop = new AbortController();
+    // Real time: the stop is asked for a second into a startup that would take 30 s; the test times how promptly it ends.
     setTimeout(() => stop.abort(), 1_000);
     const began = Date.now();
     const code = await runDev({

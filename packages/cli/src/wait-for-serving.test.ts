@@ -50,6 +50,7 @@ describe('waitForServing', () => {
 
   it('stops waiting when aborted', async () => {
     const controller = new AbortController();
+    // Real time: the abort arrives while the wait (10 s at most) is under way.
     setTimeout(() => controller.abort(new Error('stopped by the test')), 200);
     await expect(
       waitForServing(await closedPortUrl(), { timeoutMs: 10_000, signal: controller.signal }),

@@ -3,7 +3,7 @@ import { createGrpcTransport } from '@connectrpc/connect-node';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster, stopAll, type DocketCluster } from '../../../test/support/cluster.js';
-import { createTestDatabase } from '../../../test/support/database.js';
+import { createMigratedTestDatabase } from '../../../test/support/database.js';
 import { JobWriter, readWholeJournal } from '../../../test/support/job-writer.js';
 import { openSql } from '../../../test/support/sql.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
@@ -29,7 +29,7 @@ let client: DocketClient;
 let writer: JobWriter;
 
 beforeAll(async () => {
-  const databaseUrl = await createTestDatabase('client sdk');
+  const databaseUrl = await createMigratedTestDatabase('client sdk');
   cluster = await startCluster({ databaseUrl, env: { events: { DOCKET_HEARTBEAT_MS: '500', DOCKET_SHUTDOWN_GRACE_MS: '2000' } } });
   sql = await openSql(databaseUrl);
   token = await cluster.tokenFor(OWNER, 'user');
@@ -208,14 +208,17 @@ describe('submit across a state-service crash', () => {
     let started = 0;
     const calls = Array.from({ length: CALLS }, async (_, i) => {
       // Spread the calls so that some are in flight when the process dies and some start while it is down.
+      // Real time: pacing the calls of this load.
       await new Promise((resolve) => setTimeout(resolve, i * 15));
       started += 1;
       const idempotencyKey = givenKey(i);
       return patient.submit({ queue, input: { i } }, idempotencyKey === undefined ? {} : { idempotencyKey });
     });
+    // Real time: the kill falls a few calls into the paced load, with most still to start.
     await new Promise((resolve) => setTimeout(resolve, 200));
     const startedBeforeKill = started;
     await cluster.state.kill();
+    // Real time: the state process stays down while paced calls keep starting.
     await new Promise((resolve) => setTimeout(resolve, 300));
     await cluster.state.restart();
     const receipts = await Promise.all(calls);

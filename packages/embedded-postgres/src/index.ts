@@ -3,5 +3,5 @@ export {
   type EmbeddedPostgresHandle,
   type StartEmbeddedPostgresOptions,
 } from './start-embedded-postgres.js';
-export { createDatabase, databaseUrl } from './create-database.js';
+export { createDatabase, databaseUrl, type CreateDatabaseOptions } from './create-database.js';
 export { EmbeddedPostgresError } from './embedded-postgres-error.js';

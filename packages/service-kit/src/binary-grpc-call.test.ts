@@ -95,6 +95,7 @@ function rawCount(url: string, token: string, count: number) {
 async function expectHeldBackThenDelivered(produced: () => number): Promise<void> {
   const call = rawCount(harness!.url, await harness!.token(), 20_000);
   call.pause();
+  // Real time: a deliberately slow consumer that reads nothing for a second.
   await sleep(1_000);
   expect(produced()).toBeGreaterThan(0);
   expect(produced()).toBeLessThan(500);

@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_CORS_ORIGINS, readCorsOrigins } from './cors.js';
+import { readFrontServiceConfig } from './front-service-config.js';
 import { startProbeServer, type ProbeHarness } from './testing/probe-server.js';
 
 /*
@@ -78,10 +80,19 @@ describe('CORS', () => {
     expect(refused.headers.get('access-control-allow-origin')).toBeNull();
   });
 
-  it('allows the console under npm start by default', async () => {
-    const { url } = await probe();
+  it('allows the console under npm start by default: a front service that sets no DOCKET_CORS_ORIGINS', async () => {
+    const { corsOrigins } = readFrontServiceConfig(
+      { DOCKET_AUTH_SECRET: randomBytes(32).toString('base64url'), DOCKET_SERVICE_AUTH_SECRET: randomBytes(32).toString('base64url') },
+      7401,
+    );
+    const { url } = await probe(corsOrigins);
     expect((await preflight(url, 'http://localhost:7405')).headers.get('access-control-allow-origin')).toBe('http://localhost:7405');
     expect(DEFAULT_CORS_ORIGINS).toContain(CONSOLE);
+  });
+
+  it('allows no cross-origin caller when a server names no origins (the state service)', async () => {
+    const { url } = await probe();
+    expect((await preflight(url, CONSOLE)).headers.get('access-control-allow-origin')).toBeNull();
   });
 });
 

@@ -1,6 +1,7 @@
 import { DEFAULT_INTERNAL_DEADLINE_MS } from './service-transport.js';
 import { SERVICE_TOKEN_TTL_SECONDS, type PublicKeySet, type TokenRules } from '@docket/auth';
 import type { StateBatchOptions } from './batching-state-client.js';
+import { readCorsOrigins } from './cors.js';
 import {
   readListenAddress,
   readPositiveInteger,
@@ -33,6 +34,8 @@ export interface FrontServiceConfig {
   readonly stateBatch: StateBatchOptions;
   /** The deadline of a call to the state service whose caller set none (DOCKET_STATE_CALL_TIMEOUT_MS, default 10 s). */
   readonly stateCallTimeoutMs: number;
+  /** Browser origins allowed to call cross-origin (`DOCKET_CORS_ORIGINS`, see `readCorsOrigins`). */
+  readonly corsOrigins: readonly string[];
 }
 
 /** The state service's default address (SPEC section 12). */
@@ -47,7 +50,7 @@ export const DEFAULT_STATE_URL = 'http://127.0.0.1:7404';
  * token rules (`readTokenRules`), DOCKET_SHUTDOWN_GRACE_MS,
  * DOCKET_STATE_BATCH_MAX (default 128, at most 256),
  * DOCKET_STATE_BATCHES_IN_FLIGHT (default 1) and
- * DOCKET_STATE_CALL_TIMEOUT_MS (default 10000).
+ * DOCKET_STATE_CALL_TIMEOUT_MS (default 10000) and DOCKET_CORS_ORIGINS.
  */
 export function readFrontServiceConfig(env: Environment, defaultPort: number): FrontServiceConfig {
   const authPublicKeys = readPublicKeySet(env);
@@ -77,5 +80,6 @@ export function readFrontServiceConfig(env: Environment, defaultPort: number): F
       callTimeoutMs: stateCallTimeoutMs,
     },
     stateCallTimeoutMs,
+    corsOrigins: readCorsOrigins(env),
   };
 }

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createLogger } from './logger.js';
 import { runUntilSignalled } from './process-lifecycle.js';
 import { startProbeServer } from './testing/probe-server.js';
@@ -31,7 +31,7 @@ describe('runUntilSignalled', () => {
     const harness = await startProbeServer();
     const signals = new EventEmitter();
     const codes: number[] = [];
-    let release!: () => void;
+    let release: (() => void) | undefined;
     runUntilSignalled(
       harness.server,
       createLogger('probe', () => {}),
@@ -40,11 +40,12 @@ describe('runUntilSignalled', () => {
       { signals, exit: (code) => codes.push(code) },
     );
     signals.emit('SIGINT', 'SIGINT');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The first signal's stop has drained the server and waits in onStopped.
+    const stopping = await vi.waitUntil(() => release, { timeout: 5_000, interval: 1 });
     signals.emit('SIGTERM', 'SIGTERM');
     expect(codes).toEqual([1]);
-    release();
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    stopping();
+    await vi.waitUntil(() => codes.length === 2, { timeout: 5_000, interval: 1 });
     expect(codes).toEqual([1, 0]);
   });
 });

@@ -152,6 +152,7 @@ function grpcWebEcho(session: http2.ClientHttp2Session, token: string, text: str
     authorization: `Bearer ${token}`,
   });
   return new Promise<{ rstCode: number; message: Buffer; trailer: string }>((resolve, reject) => {
+    // Real time: a timeout race, the bound on the stream's close.
     const stuck = setTimeout(() => reject(new Error(`stream ${stream.id} still open after ${STREAM_PATIENCE_MS} ms`)), STREAM_PATIENCE_MS);
     stream.once('close', () => clearTimeout(stuck));
     const chunks: Buffer[] = [];

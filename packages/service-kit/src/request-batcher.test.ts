@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Code } from '@connectrpc/connect';
 import { RequestBatcher, type BatchBudget, type ItemOutcome } from './request-batcher.js';
 
@@ -104,11 +104,12 @@ describe('RequestBatcher', () => {
     const impatient = commit.submit(2, { timeoutMs: 1 });
     const patient = commit.submit(3, { timeoutMs: 5_000 });
     const later = commit.submit(4, { timeoutMs: 20_000 });
-    await new Promise((resolve) => setTimeout(resolve, 20)); // item 2's deadline passes while batch 1 runs
+    // Real time: item 2's deadline (performance.now(), no clock to substitute) passes while batch 1 runs.
+    await new Promise((resolve) => setTimeout(resolve, 20));
     release();
     expect(await first).toBe(1);
     await expect(impatient).rejects.toMatchObject({ code: Code.DeadlineExceeded });
-    await new Promise((resolve) => setTimeout(resolve, 0));
+    await vi.waitUntil(() => decided.length === 2, { timeout: 5_000, interval: 1 }); // the second batch has formed
     release();
     expect(await Promise.all([patient, later])).toEqual([3, 4]);
     expect(decided).toEqual([[1], [3, 4]]);

@@ -176,6 +176,7 @@ describe('startServer', () => {
           async *count(request, ctx) {
             yield { text: 'first', sequence: 1 };
             // Waits for the client; its departure rejects the wait with the call's abort reason.
+            // Real time: a deliberately endless handler, ended only by the client's departure.
             await sleep(60_000, undefined, { signal: ctx.signal });
           },
         }),
@@ -309,6 +310,7 @@ describe('RunningServer.shutdown', () => {
       })().catch(() => {});
     }
     // A cancelled stream's close reaches the server a moment after the client let go.
+    // Real time: the poll interval of this wait (at most 5 s).
     for (let waited = 0; harness.server.callsInFlight() > 0 && waited < 5_000; waited += 50) await sleep(50);
     expect(harness.server.callsInFlight()).toBe(0);
   });

@@ -16,7 +16,7 @@ import { ServerReflection as ServerReflectionV1alpha } from '@docket/proto/grpc/
 import type { LimitName } from '@docket/contracts';
 import { authenticationInterceptor, type AuthPolicy } from './authentication.js';
 import { boundedNodeAdapter, chainReachedMarker } from './bounded-node-adapter.js';
-import { corsPolicy, readCorsOrigins } from './cors.js';
+import { corsPolicy } from './cors.js';
 import { deadlineInterceptor } from './deadline.js';
 import { drainRelayKey } from './drain-signal.js';
 import { errorMappingInterceptor } from './error-interceptor.js';
@@ -111,7 +111,7 @@ export interface ServerOptions {
    * default `admissionRequestBytes`.
    */
   readonly requestBytes?: LimitName;
-  /** Browser origins allowed to call cross-origin (see `corsPolicy`); default `DOCKET_CORS_ORIGINS` as `readCorsOrigins` reads it, and none for the state service. */
+  /** Browser origins allowed to call cross-origin (see `corsPolicy`; a front service passes its `corsOrigins`); default none. */
   readonly corsOrigins?: readonly string[];
 }
 
@@ -201,7 +201,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     contextValues: () => createContextValues().set(drainRelayKey, draining),
   });
   // The internal state service is never called from a browser.
-  const cors = corsPolicy(options.corsOrigins ?? (options.name === 'state' ? [] : readCorsOrigins(process.env)));
+  const cors = corsPolicy(options.corsOrigins ?? []);
   const handler = (request: http.IncomingMessage | http2.Http2ServerRequest, response: http.ServerResponse | http2.Http2ServerResponse): void => {
     if (cors.answer(request, response)) return;
     if (!metrics.serve(request, response)) connectHandler(request as http.IncomingMessage, response as http.ServerResponse);

@@ -5,8 +5,9 @@ import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_se
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { clientFor } from '../../../test/support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from '../../../test/support/cluster.js';
-import { createTestDatabase } from '../../../test/support/database.js';
+import type { DocketServices } from '../../../test/support/docket-services.js';
+import { startInProcessCluster, stopInProcessClusters } from '../../../test/support/in-process-cluster.js';
+import { createMigratedTestDatabase } from '../../../test/support/database.js';
 import { newIdempotencyKey } from '../../../test/support/keys.js';
 import { createWorker, type Worker } from './create-worker.js';
 import { delay } from '@docket/contracts';
@@ -28,7 +29,7 @@ import type { WorkerOptions } from './worker-options.js';
 
 const LEASE_MS = 2_000;
 
-let cluster: DocketCluster;
+let cluster: DocketServices;
 let proxy: DelayingProxy;
 let admission: Client<typeof AdmissionService>;
 let events: Client<typeof EventService>;
@@ -36,8 +37,8 @@ let workerToken: string;
 const workers: Worker[] = [];
 
 beforeAll(async () => {
-  cluster = await startCluster({
-    databaseUrl: await createTestDatabase('worker sdk claim flow'),
+  cluster = await startInProcessCluster({
+    databaseUrl: await createMigratedTestDatabase('worker sdk claim flow'),
     env: { state: { DOCKET_LEASE_MS: String(LEASE_MS) } },
   });
   proxy = await startDelayingProxy(cluster.execution.url);
@@ -54,7 +55,7 @@ afterEach(async () => {
 
 afterAll(async () => {
   await proxy?.close();
-  await stopAll();
+  await stopInProcessClusters();
 });
 
 /** A started worker on `queue` that reaches the execution service through the proxy. */
@@ -88,11 +89,12 @@ async function allSucceeded(jobIds: readonly string[]): Promise<boolean> {
   return (await jobsOf(jobIds)).every((job) => job.status === JobStatus.SUCCEEDED);
 }
 
-/** Polls `check` until it holds; fails the test after `timeoutMs`. */
+/** Polls `check` every 20 ms until it holds; fails the test after `timeoutMs`. */
 async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error('still not so after the timeout');
+    // Real time: the poll interval of this wait.
     await delay(20);
   }
 }
@@ -117,6 +119,7 @@ function mostAtOnce(calls: readonly ProxiedCall[]): number {
 
 describe('the worker SDK keeps claims flowing (real cluster, through an HTTP/2 proxy)', () => {
   it('a slow ReportOutcome holds back neither the next claim nor the next job, and reports in flight stay within the concurrency', async () => {
+    // Real time: a deliberately slow ReportOutcome, answered 1.5 s late by the proxy.
     proxy.delay('ReportOutcome', 1_500);
     const jobIds = await submitJobs('flow-slow-report', 6);
     const from = proxy.calls.length;
@@ -125,6 +128,7 @@ describe('the worker SDK keeps claims flowing (real cluster, through an HTTP/2 p
       'flow-slow-report',
       async () => {
         started.push(performance.now());
+        // Real time: the handler's work takes a little time.
         await delay(50);
         return {};
       },
@@ -175,6 +179,7 @@ describe('the worker SDK keeps claims flowing (real cluster, through an HTTP/2 p
       'flow-prefetch',
       async () => {
         claimCallsAtStart.push(worker!.stats.claimCalls);
+        // Real time: the prefetched jobs must wait longer than their real 2 s lease (renewed meanwhile).
         await delay(1_500);
         return {};
       },
@@ -191,12 +196,14 @@ describe('the worker SDK keeps claims flowing (real cluster, through an HTTP/2 p
   });
 
   it('drain claims nothing new, still starts a prefetched job, and resolves only after every outcome report is answered', async () => {
+    // Real time: a deliberately slow ReportOutcome, answered 1 s late by the proxy.
     proxy.delay('ReportOutcome', 1_000);
     const jobIds = await submitJobs('flow-drain', 2);
     const from = proxy.calls.length;
     const worker = await startWorker(
       'flow-drain',
       async () => {
+        // Real time: the handler is still running when the drain begins.
         await delay(300);
         return { finished: true };
       },
@@ -212,6 +219,7 @@ describe('the worker SDK keeps claims flowing (real cluster, through an HTTP/2 p
     expect(reports).toHaveLength(2);
     expect(reports.every((call) => call.releasedAt !== undefined && call.releasedAt < drainedAt)).toBe(true);
     expect(await allSucceeded(jobIds)).toBe(true);
+    // Real time: a negative assertion: a claim the drained worker had in flight would have taken the late job by now.
     await delay(300);
     expect((await jobsOf(late))[0]?.status).toBe(JobStatus.QUEUED);
   });
@@ -223,6 +231,7 @@ describe('the worker SDK keeps claims flowing (real cluster, through an HTTP/2 p
       'flow-stop',
       async (job) => {
         ran.push(job.jobId);
+        // Real time: the handler is still running, with one job prefetched, when the worker is stopped.
         await delay(300);
         return {};
       },

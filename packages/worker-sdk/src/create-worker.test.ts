@@ -27,6 +27,7 @@ function concurrencyProbe(ms: () => number): { handler: JobHandler; readonly mos
   return {
     handler: async () => {
       most = Math.max(most, ++inFlight);
+      // Real time: the handler's work takes time, so that jobs overlap.
       await delay(ms());
       inFlight--;
     },
@@ -36,10 +37,12 @@ function concurrencyProbe(ms: () => number): { handler: JobHandler; readonly mos
   };
 }
 
+/** Polls `condition` every 10 ms until it holds; fails after `ms`. */
 async function until(condition: () => boolean, ms = 5_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
+    // Real time: the poll interval of this wait.
     await delay(10);
   }
 }
@@ -239,8 +242,10 @@ describe('createWorker against an in-memory execution service', () => {
     const fake = new FakeExecution();
     fake.submit();
     fake.submit();
+    let finish!: () => void;
+    const finishing = new Promise<void>((resolve) => (finish = resolve));
     const worker = startWorker(fake, async () => {
-      await delay(300);
+      await finishing; // the handlers run until the late job is submitted
       return { ok: true };
     });
     await worker.start();
@@ -248,6 +253,7 @@ describe('createWorker against an in-memory execution service', () => {
     const drained = worker.drain();
     await until(() => worker.state === 'draining');
     const late = fake.submit();
+    finish();
     await drained;
     expect(await worker.done).toMatchObject({ reason: 'drained', abandoned: 0 });
     expect(fake.outcomes).toHaveLength(2);
@@ -298,6 +304,7 @@ describe('createWorker against an in-memory execution service', () => {
       fake,
       async (ctx) => {
         started.push(ctx.input['name']);
+        // Real time: the prefetched jobs' handlers take a moment.
         await (ctx.input['name'] === 'running' ? released : delay(10));
       },
       { concurrency: 1, prefetch: 2 },

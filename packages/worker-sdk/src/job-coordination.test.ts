@@ -36,10 +36,12 @@ function startWorker(fake: FakeExecution, handler: JobHandler, options: Partial<
   return worker;
 }
 
+/** Polls `condition` every 10 ms until it holds; fails after `ms`. */
 async function until(condition: () => boolean, ms = 5_000): Promise<void> {
   const deadline = Date.now() + ms;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
+    // Real time: the poll interval of this wait.
     await delay(10);
   }
 }
@@ -75,7 +77,8 @@ describe('requestApproval', () => {
     expect(job.approvals[0]).toMatchObject({ prompt: 'Ship it?', details: { amount: 5 } });
     expect(afterwards).toEqual({ kind: 'approval', saveCheckpoint: expect.objectContaining({ name: 'DocketWorkerError', reason: 'ATTEMPT_ENDED' }) });
     const renewals = fake.countOf('RenewAttempt', job.id);
-    await delay(400); // more than three renewal intervals
+    // Real time: a negative assertion over more than three renewal intervals.
+    await delay(400);
     expect(fake.countOf('RenewAttempt', job.id)).toBe(renewals);
     expect(fake.countOf('ReportOutcome')).toBe(0);
     expect(job.checkpoint).toEqual({ approved: true });
@@ -168,7 +171,8 @@ describe('job.signals', () => {
         for await (const signal of ctx.signals) {
           taken.push({ signal, at: Date.now() });
           if (signal.name === 'stop') break;
-          await delay(60); // slow enough that renewals repeat what is not acknowledged yet
+          // Real time: slow enough that renewals repeat what is not acknowledged yet.
+          await delay(60);
         }
         return { took: taken.length };
       },
@@ -177,7 +181,7 @@ describe('job.signals', () => {
     await worker.start();
     await until(() => taken.length === 1);
     for (const n of [1, 2, 3]) fake.sendSignal(job, 'add', { n });
-    await delay(200);
+    await until(() => taken.length === 4);
     sentAt = Date.now();
     fake.sendSignal(job, 'stop');
     await until(() => fake.outcomes.length === 1);
@@ -201,6 +205,7 @@ describe('job.signals', () => {
     const fake = new FakeExecution(3_000);
     const job = fake.submit();
     const worker = startWorker(fake, async () => {
+      // Real time: the handler runs 500 ms, less than the 750 ms before the lease timer's first renewal.
       await delay(500);
     }, { signalPollMs: 25 });
     await worker.start();

@@ -11,6 +11,7 @@ function inbox(options: { failAcks?: number } = {}) {
   let failures = options.failAcks ?? 0;
   const box = new SignalInbox({
     acknowledge: async (upTo) => {
+      // Real time: an acknowledgement takes a moment, as a call to the service does.
       await delay(1);
       if (failures > 0) {
         failures--;
@@ -23,7 +24,10 @@ function inbox(options: { failAcks?: number } = {}) {
   return { box, acks, waiting };
 }
 
-/** Lets queued acknowledgements run. */
+/**
+ * Lets queued acknowledgements run: the window in which one that is due lands, and one that must not happen would.
+ */
+// Real time: the SignalInbox takes no clock; 10 ms is ten times an acknowledgement's 1 ms.
 const settle = () => delay(10);
 
 describe('SignalInbox', () => {
@@ -136,6 +140,7 @@ describe('SignalInbox', () => {
     const box = new SignalInbox({
       acknowledge: async (upTo) => {
         most = Math.max(most, ++inFlight);
+        // Real time: a slow acknowledgement, so that signals are handled while it is in flight.
         await delay(20);
         inFlight--;
         acks.push(upTo);

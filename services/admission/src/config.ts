@@ -1,4 +1,4 @@
-import { readFrontServiceConfig, readPositiveInteger, requireSecret, type FrontServiceConfig } from '@docket/service-kit';
+import { readFrontServiceConfig, readPositiveInteger, requireSecret, type Environment, type FrontServiceConfig } from '@docket/service-kit';
 
 /** The admission service's configuration, read from the environment only. */
 export interface AdmissionConfig extends FrontServiceConfig {
@@ -18,7 +18,7 @@ const DAY_SECONDS = 86_400;
  * DOCKET_IDEMPOTENCY_TTL_SECONDS (default and minimum 86400) and
  * DOCKET_PAGE_TOKEN_TTL_SECONDS (default 86400).
  */
-export function readAdmissionConfig(env: NodeJS.ProcessEnv): AdmissionConfig {
+export function readAdmissionConfig(env: Environment): AdmissionConfig {
   const idempotencyTtlSeconds = readPositiveInteger(env, 'DOCKET_IDEMPOTENCY_TTL_SECONDS', DAY_SECONDS);
   if (idempotencyTtlSeconds < DAY_SECONDS) throw new Error('DOCKET_IDEMPOTENCY_TTL_SECONDS must be at least 86400');
   return {

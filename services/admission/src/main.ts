@@ -1,8 +1,4 @@
 import { runService } from '@docket/service-kit';
-import { readAdmissionConfig } from './config.js';
-import { startAdmissionServer } from './server.js';
+import { startAdmissionService } from './admission-service.js';
 
-runService('admission', async (logger) => {
-  const config = readAdmissionConfig(process.env);
-  return { server: await startAdmissionServer(config, logger), graceMs: config.shutdownGraceMs };
-});
+runService('admission', (logger) => startAdmissionService(process.env, logger));

@@ -21,6 +21,7 @@ export function startAdmissionServer(config: AdmissionConfig, logger: Logger): P
   const state = batchingStateClient(createClient(StateService, stateTransport), config.stateBatch);
   return startServer({
     name: 'admission',
+    corsOrigins: config.corsOrigins,
     requestBytes: 'admissionRequestBytes',
     listen: config.listen,
     services: [AdmissionService],

@@ -1,8 +1,4 @@
 import { runService } from '@docket/service-kit';
-import { readEventsConfig } from './config.js';
-import { startEventsServer } from './server.js';
+import { startEventsService } from './events-service.js';
 
-runService('events', async (logger) => {
-  const config = readEventsConfig(process.env);
-  return { server: await startEventsServer(config, logger), graceMs: config.shutdownGraceMs };
-});
+runService('events', (logger) => startEventsService(process.env, logger));

@@ -47,6 +47,7 @@ export async function startEventsServer(config: EventsConfig, logger: Logger): P
   try {
     server = await startServer({
       name: 'events',
+      corsOrigins: config.corsOrigins,
       requestBytes: 'eventsRequestBytes',
       metrics,
       listen: config.listen,

@@ -1,8 +1,4 @@
 import { runService } from '@docket/service-kit';
-import { readExecutionConfig } from './config.js';
-import { startExecutionServer } from './server.js';
+import { startExecutionService } from './execution-service.js';
 
-runService('execution', async (logger) => {
-  const config = readExecutionConfig(process.env);
-  return { server: await startExecutionServer(config, logger), graceMs: config.shutdownGraceMs };
-});
+runService('execution', (logger) => startExecutionService(process.env, logger));

@@ -28,6 +28,7 @@ export async function startExecutionServer(config: ExecutionConfig, logger: Logg
   try {
     server = await startServer({
       name: 'execution',
+      corsOrigins: config.corsOrigins,
       requestBytes: 'executionRequestBytes',
       listen: config.listen,
       services: [ExecutionService],

@@ -1,5 +1,5 @@
 import type { BatchedWriteSettings } from './domain/batched-writes.js';
-import { readListenAddress, readPositiveInteger, readShutdownGraceMs, requireSecret } from '@docket/service-kit';
+import { readListenAddress, readPositiveInteger, readShutdownGraceMs, requireSecret, type Environment } from '@docket/service-kit';
 
 /** The state service's configuration, read from the environment only. */
 export interface StateConfig {
@@ -30,7 +30,7 @@ export const STATE_DEFAULT_PORT = 7404;
  * DOCKET_CLAIM_BATCHES_IN_FLIGHT, DOCKET_REPORT_BATCH_MAX,
  * DOCKET_REPORT_BATCHES_IN_FLIGHT).
  */
-export function readStateConfig(env: NodeJS.ProcessEnv): StateConfig {
+export function readStateConfig(env: Environment): StateConfig {
   return {
     listen: readListenAddress(env, STATE_DEFAULT_PORT),
     databaseUrl: env['DOCKET_DATABASE_URL'] || undefined,

@@ -1,45 +1,4 @@
 import { runService } from '@docket/service-kit';
-import { readStateConfig } from './config.js';
-import { ChangeListenerHub } from './db/change-listener.js';
-import { ApprovalHistory } from './db/approval-history.js';
-import { openDatabase } from './db/database.js';
-import { resolveDatabaseUrl } from './db/embedded-database.js';
-import { SchemaRefusal } from './db/migrator.js';
-import { prepareSchema } from './db/prepare-schema.js';
-import { startStateServer } from './server.js';
+import { startStateService } from './state-service.js';
 
-runService('state', async (logger) => {
-  const config = readStateConfig(process.env);
-  const database = await resolveDatabaseUrl(config, logger);
-  const { db, pool } = openDatabase({ connectionString: database.url, maxConnections: config.maxConnections });
-  try {
-    await prepareSchema(db, logger);
-  } catch (error) {
-    await db.destroy();
-    await database.stop();
-    throw error;
-  }
-  let approvals: ApprovalHistory;
-  try {
-    approvals = await ApprovalHistory.open(config.approvalDatabaseUrl ?? database.url, logger);
-  } catch (error) {
-    await db.destroy();
-    await database.stop();
-    if (error instanceof SchemaRefusal) throw error;
-    logger.error('cannot reach or prepare the approval history', { error: (error as Error).name, code: (error as { code?: string }).code });
-    throw new Error('the approval history is unavailable');
-  }
-  const changes = new ChangeListenerHub(database.url, logger);
-  await changes.start();
-  const server = await startStateServer(config, { db, pool }, changes, approvals, logger);
-  return {
-    server,
-    graceMs: config.shutdownGraceMs,
-    onStopped: async () => {
-      await changes.stop();
-      await approvals.close();
-      await db.destroy();
-      await database.stop();
-    },
-  };
-});
+runService('state', (logger) => startStateService(process.env, logger));

@@ -47,6 +47,8 @@ export async function startDelayingProxy(upstreamUrl: string): Promise<DelayingP
   server.on('session', (session) => {
     sessions.add(session);
     session.on('close', () => sessions.delete(session));
+    // A worker that stops cancels its session (GOAWAY, CANCEL): each of its streams reports its own end.
+    session.on('error', () => undefined);
   });
   server.on('stream', (downstream, headers) => {
     const path = String(headers[':path']);

@@ -82,7 +82,8 @@ class FakeState {
 
   readJobEvents = async (request: ReadJobEventsRequest) => {
     this.reads += 1;
-    await new Promise((resolve) => setTimeout(resolve, 1)); // a round trip
+    // Real time: a read takes a round trip, as a call to the state service does.
+    await new Promise((resolve) => setTimeout(resolve, 1));
     const after = Number(request.afterSequence);
     return create(ReadJobEventsResponseSchema, {
       events: this.events.slice(after, after + request.pageSize * Math.min(Math.max(request.pageCount, 1), READ_PAGE_COUNT_MAX)),
@@ -162,9 +163,11 @@ function tail(deps: EventDependencies) {
   return { stop, frames, done, sequences };
 }
 
+/** Polls `condition` every 5 ms until it holds; fails after about 5 s. */
 async function until(condition: () => boolean): Promise<void> {
   for (let waited = 0; !condition(); waited += 5) {
     if (waited > 5_000) throw new Error('condition not reached');
+    // Real time: the poll interval of this wait.
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
@@ -200,6 +203,7 @@ describe('streamJobEvents', () => {
     expect(first.value?.frame.case).toBe('page');
     // The subscriber has not asked for the second frame: the next two reads are under way already, and no more.
     await until(() => asked.length === 3);
+    // Real time: a negative assertion: no fourth read is started within 50 ms.
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(asked).toEqual([0, EVENTS_PER_READ, 2 * EVENTS_PER_READ]);
     expect(deps.reads.secondReadsAhead).toBe(1);

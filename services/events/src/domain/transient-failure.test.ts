@@ -62,6 +62,7 @@ describe('retryTransient', () => {
       stop.signal,
       5_000,
     );
+    // Real time: the abort arrives 5 ms into the retries, while they are under way.
     setTimeout(() => {
       callsAtAbort = calls;
       abortedAt = performance.now();

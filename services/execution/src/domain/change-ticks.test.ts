@@ -4,7 +4,7 @@ import { ChangeTicks, type TickFrame } from './change-ticks.js';
 
 /** A hand-driven WatchChanges: each `open` makes a stream the test pushes frames into or breaks. */
 class FakeChangeStreams {
-  readonly streams: { push(frame?: TickFrame): void; fail(): void }[] = [];
+  readonly streams: { push(frame?: TickFrame): void; fail(): void; pending(): number }[] = [];
 
   readonly open = (signal: AbortSignal): AsyncIterable<TickFrame> => {
     const queue: (TickFrame | 'fail')[] = [];
@@ -13,7 +13,7 @@ class FakeChangeStreams {
       queue.push(item);
       wake?.();
     };
-    this.streams.push({ push: (frame = {}) => put(frame), fail: () => put('fail') });
+    this.streams.push({ push: (frame = {}) => put(frame), fail: () => put('fail'), pending: () => queue.length });
     return (async function* () {
       for (;;) {
         while (queue.length === 0) {
@@ -30,7 +30,7 @@ class FakeChangeStreams {
     })();
   };
 
-  get latest(): { push(frame?: TickFrame): void; fail(): void } {
+  get latest(): { push(frame?: TickFrame): void; fail(): void; pending(): number } {
     const stream = this.streams.at(-1);
     if (!stream) throw new Error('no stream opened yet');
     return stream;
@@ -40,7 +40,9 @@ class FakeChangeStreams {
 const quiet = createLogger('execution-test', () => {});
 const never = new AbortController().signal;
 
+/** Polls `condition` every 5 ms until it holds, for about a second at most. */
 async function until(condition: () => boolean): Promise<void> {
+  // Real time: the poll interval of this wait.
   for (let i = 0; i < 200 && !condition(); i += 1) await new Promise((resolve) => setTimeout(resolve, 5));
   expect(condition()).toBe(true);
 }
@@ -95,7 +97,7 @@ describe('ChangeTicks', () => {
     streams.latest.push();
     streams.latest.push();
     streams.latest.push();
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await until(() => streams.latest.pending() === 0); // every tick has reached ChangeTicks
     expect(await subscription.wait(1_000, never)).toBe('tick');
     expect(await subscription.wait(50, never)).toBe('timeout');
     await ticks.close();
@@ -145,6 +147,7 @@ describe('ChangeTicks', () => {
     ticks.start();
     await until(() => streams.streams.length === 1);
     await ticks.close();
+    // Real time: a negative assertion: no stream is reopened within 30 ms (six times the back-off).
     await new Promise((resolve) => setTimeout(resolve, 30));
     expect(ticks.streamsOpened).toBe(1);
   });

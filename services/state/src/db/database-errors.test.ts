@@ -47,13 +47,14 @@ async function failureOf(query: Promise<unknown>): Promise<unknown> {
   throw new Error('expected the statement to fail');
 }
 
-/** Waits until another backend of this database waits for a lock. */
+/** Polls every 10 ms until another backend of this database waits for a lock. */
 async function untilSomeoneWaitsForALock(observer: pg.Client): Promise<void> {
   for (let i = 0; i < 500; i++) {
     const { rows } = await observer.query<{ n: number }>(
       "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
     );
     if ((rows[0]?.n ?? 0) > 0) return;
+    // Real time: the poll interval of this wait.
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error('nobody waited for a lock');

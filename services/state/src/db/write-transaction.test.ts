@@ -47,6 +47,7 @@ describe('inWriteTransaction', () => {
     const failure = await withStatementBudget(200, () =>
       inWriteTransaction(pool, async (client) => {
         await client.query('insert into budget_probe values (1)');
+        // Real time: a statement that would outlive the 200 ms budget; the budget cuts it short.
         await client.query('select pg_sleep(2)');
       }),
     ).catch((error: unknown) => error);
@@ -67,6 +68,7 @@ describe('inWriteTransaction', () => {
         const { rows } = await client.query<{ db: Date }>('select clock_timestamp() as db');
         return { now, ours, db: rows[0]!.db };
       });
+      // Real time: the lock is held for 600 ms, the wait the database clock must then count.
       await new Promise((resolve) => setTimeout(resolve, 600));
       await holder.query('commit');
       const { now, ours, db } = await judged;

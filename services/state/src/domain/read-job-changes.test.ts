@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@docket/service-kit';
-import { createTestDatabase } from '../../../../test/support/database.js';
+import { createMigratedTestDatabase } from '../../../../test/support/database.js';
 import { openDatabase } from '../db/database.js';
 import { prepareSchema } from '../db/prepare-schema.js';
 import type { Database } from '../db/tables/index.js';
@@ -18,7 +18,7 @@ let db: Kysely<Database>;
 let pool: pg.Pool;
 
 beforeAll(async () => {
-  ({ db, pool } = openDatabase({ connectionString: await createTestDatabase('read job changes'), maxConnections: 4 }));
+  ({ db, pool } = openDatabase({ connectionString: await createMigratedTestDatabase('read job changes'), maxConnections: 4 }));
   await prepareSchema(db, createLogger('state', () => {}));
 });
 
@@ -36,11 +36,15 @@ async function append(client: pg.PoolClient, owner: string, ...jobIds: string[])
   }
 }
 
-/** Reads until `done` holds of a batch (other databases' transactions on the shared server may hold the horizon back a moment). */
+/**
+ * Reads every 50 ms until `done` holds of a batch, 200 tries at most (other databases' transactions on the shared
+ * server may hold the horizon back a moment).
+ */
 async function readUntil(read: () => Promise<ChangeBatch>, done: (batch: ChangeBatch) => boolean): Promise<ChangeBatch> {
   for (let attempt = 0; ; attempt += 1) {
     const batch = await read();
     if (done(batch) || attempt === 200) return batch;
+    // Real time: the poll interval of this wait.
     await sleep(50);
   }
 }
