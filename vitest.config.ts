@@ -17,8 +17,6 @@ const packageSources: Record<string, string> = {
   '@docket/client': 'packages/client/src/index.ts',
 };
 
-/** Test files run at once: DOCKET_TEST_FORKS, default 3. */
-const forks = Number(process.env['DOCKET_TEST_FORKS'] ?? 3);
 
 /**
  * One tier of the suite (test/tiers.ts) as a vitest project. With `isolate:
@@ -53,14 +51,18 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: 'forks',
     // Test files wait on sockets, Postgres and child processes more than
-    // they compute: three at a time keep both cores of a 2-core machine busy.
+    // they compute: three at a time keep both cores of a 2-core machine
+    // busy. `npm test` runs the processes tier two at a time (--maxWorkers
+    // and --minWorkers override these): its fault schedules run on real time.
+    maxWorkers: 3,
+    minWorkers: 3,
     // `isolate: false` here lets the pool reuse its workers; each tier
     // says whether a worker drops its modules between files (see tier()).
-    // minForks = maxForks: a worker retired for idleness while the pool
+    // minWorkers = maxWorkers: a worker retired for idleness while the pool
     // recycles its workers between tiers rejects with "Terminating worker
     // thread" (vitest-dev/vitest#8564), which fails the run.
     isolate: false,
-    poolOptions: { forks: { maxForks: forks, minForks: forks, isolate: false } },
+    poolOptions: { forks: { isolate: false } },
     projects: [
       tier('unit', BESIDE_THE_CODE, [...MODULE_MOCK_TESTS, ...ROUTES_TESTS, ...SYSTEM_TESTS_BESIDE_THE_CODE, ...PROCESS_TESTS], false),
       tier('unit-module-mocks', MODULE_MOCK_TESTS, [], true),

@@ -33,7 +33,8 @@ describe('startService', () => {
     const service = await startService('admission', { EXTRA: 'yes' }, { entry: FAKE_SERVICE });
     expect(service.name).toBe('admission');
     expect(service.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(service.logs).toContain('fake-service: a line on stderr');
+    // stderr is a pipe of its own: its line may come after the listening line on stdout.
+    await expect.poll(() => service.logs).toContain('fake-service: a line on stderr');
     const config = configuration(service);
     expect(config.listen).toBe('127.0.0.1:0');
     // Only the minimal environment and what the test passed reach the service.
