@@ -42,7 +42,8 @@ export function generateLoad(admission: Client<typeof AdmissionService>, queue: 
       if (outcome.ok) record.acknowledged.set(key, outcome.value.job!.id);
       else {
         record.refused.set(key, outcome.failure.code);
-        await sleep(20); // a refused caller backs off a little, as a client would
+        // Real time: a refused caller backs off a little, as a client would.
+        await sleep(20);
       }
     }
   });
@@ -71,6 +72,7 @@ export async function recovered(cluster: DocketCluster, admission: Client<typeof
 /** The services of the cluster whose process has exited. */
 export async function exitedServices(cluster: DocketCluster): Promise<string[]> {
   const all = Object.values(cluster.replicas).flat();
+  // Real time: none; sleep(0) only lets an exit already seen win the race, so a running process answers undefined at once.
   const exited = await Promise.all(all.map((service) => Promise.race([service.exited.then(() => service.name), sleep(0, undefined)])));
   return exited.filter((name): name is NonNullable<typeof name> => name !== undefined);
 }

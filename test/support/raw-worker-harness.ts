@@ -149,6 +149,7 @@ export class ExecutionHarness {
       const row = await this.jobRow(jobId);
       if (row.status === status) return row;
       if (performance.now() > deadline) throw new Error(`job ${jobId} is ${row.status}, not ${status}, after ${timeoutMs} ms`);
+      // Real time: the poll interval of this wait.
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }
