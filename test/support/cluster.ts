@@ -3,7 +3,7 @@ import {
   serviceEnvironment,
   type ServiceName,
 } from '@docket/cli';
-import { newClusterCredentials, replicaCount, settleAll, type DocketServices } from './docket-services.js';
+import { newClusterCredentials, replicaCount, settleAll, type ClusterShape, type DocketServices } from './docket-services.js';
 import { startService, type ServiceProcess, type StartServiceOptions } from './service-process.js';
 
 export { REPO_ROOT, startService, stopAll, type ServiceProcess, type StartServiceOptions } from './service-process.js';
@@ -11,16 +11,7 @@ export type { DocketServices, RunningService } from './docket-services.js';
 export type { ServiceName } from '@docket/cli';
 
 /** Options for {@link startCluster}. */
-export interface ClusterOptions {
-  /** The database the state service uses (see `createMigratedTestDatabase`). */
-  readonly databaseUrl: string;
-  /**
-   * How many processes of each service; default 1 each. Replica `i` of a
-   * front service talks to state replica `i mod <state replicas>`.
-   */
-  readonly replicas?: Partial<Record<ServiceName, number>>;
-  /** Extra environment per service, applied over the generated one. */
-  readonly env?: Partial<Record<ServiceName, Readonly<Record<string, string>>>>;
+export interface ClusterOptions extends ClusterShape {
   /** Script per service instead of `services/<name>/dist/main.js` (test fixtures). */
   readonly entryFor?: (name: ServiceName) => string;
   /** Passed to every {@link startService}. */

@@ -36,6 +36,19 @@ export interface DocketServices<Service extends RunningService = RunningService>
   stop(): Promise<void>;
 }
 
+/** What every test cluster is started with, in processes or in the test's process. */
+export interface ClusterShape {
+  /** The database the state service uses (see `createMigratedTestDatabase`). */
+  readonly databaseUrl: string;
+  /**
+   * How many of each service; default 1 each. Replica `i` of a front
+   * service talks to state replica `i mod <state replicas>`.
+   */
+  readonly replicas?: Partial<Record<ServiceName, number>>;
+  /** Extra environment per service, applied over the generated one. */
+  readonly env?: Partial<Record<ServiceName, Readonly<Record<string, string>>>>;
+}
+
 /** A cluster's secrets: the settings `serviceEnvironment` builds each service's environment from, and what a test sees of them. */
 export interface ClusterCredentials {
   readonly settings: DocketServiceSettings;

@@ -4,7 +4,7 @@ import { startAdmissionService } from '@docket/admission-service/start';
 import { startEventsService } from '@docket/events-service/start';
 import { startExecutionService } from '@docket/execution-service/start';
 import { startStateService } from '@docket/state-service/start';
-import { newClusterCredentials, replicaCount, settleAll, type DocketServices, type RunningService } from './docket-services.js';
+import { newClusterCredentials, replicaCount, settleAll, type ClusterShape, type DocketServices, type RunningService } from './docket-services.js';
 
 /** Each service's start function, the one its `main.ts` runs as a process. */
 const STARTS: Record<ServiceName, (env: Environment, logger: Logger) => Promise<StartedService>> = {
@@ -17,18 +17,8 @@ const STARTS: Record<ServiceName, (env: Environment, logger: Logger) => Promise<
 /** Clusters started by this module and not yet stopped. */
 const running = new Set<DocketServices>();
 
-/** Options for {@link startInProcessCluster}. */
-export interface InProcessClusterOptions {
-  /** The database the state service uses (see `createMigratedTestDatabase`). */
-  readonly databaseUrl: string;
-  /**
-   * How many of each service; default 1 each. Replica `i` of a front
-   * service talks to state replica `i mod <state replicas>`, as in `startCluster`.
-   */
-  readonly replicas?: Partial<Record<ServiceName, number>>;
-  /** Extra environment per service, applied over the generated one. */
-  readonly env?: Partial<Record<ServiceName, Readonly<Record<string, string>>>>;
-}
+/** Options for {@link startInProcessCluster}: what every test cluster takes. */
+export type InProcessClusterOptions = ClusterShape;
 
 /** A service started in this process: its server and how it stops. */
 interface InProcessService extends RunningService {
