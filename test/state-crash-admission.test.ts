@@ -16,6 +16,7 @@ import { clientFor, settle, type Settled } from './support/clients.js';
 import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
+import { until } from './support/polling.js';
 import { openSql } from './support/sql.js';
 
 /*
@@ -144,4 +145,51 @@ describe('kill -9 of a state process while admission batches are in flight', () 
     }
     expect(Object.keys(seen).filter((key) => key !== 'Unavailable/UNAVAILABLE'), JSON.stringify(seen)).toEqual([]);
   });
+});
+
+describe('kill -9 of a state process while a SubmitJobs call of 1,000 items is in flight', () => {
+  const subject = 'crash-batch-owner';
+  const items: SubmitJobInit[] = Array.from({ length: 1_000 }, (_, index) => ({
+    idempotencyKey: newIdempotencyKey(`crash-batch-${index}`),
+    queue: 'crash-batch',
+    input: { index },
+  }));
+
+  it('leaves every item admitted whole or not at all, and the same call re-sent completes it: admitted items replay, the rest are admitted once', async () => {
+    const client = clientFor(AdmissionService, cluster.replicas.admission[0]!.url, await cluster.tokenFor(subject, 'user'));
+    const victim = cluster.replicas.state[0]!;
+    const first = settle(client.submitJobs({ items }));
+    // Killed once the first of the call's group commits has landed, so some items are decided and some are not.
+    await until(async () => (await sql.query('select 1 from idempotency_records where subject = $1 limit 1', [subject])).rowCount === 1, 'a first item to commit', 30_000);
+    await victim.kill();
+    const answered = await first;
+    await victim.restart();
+
+    const acknowledged = new Map<number, SubmitJobResponse>();
+    if (answered.ok) {
+      for (const [index, result] of answered.value.results.entries()) {
+        if (result.result.case === 'submitted') acknowledged.set(index, result.result.value);
+        else expect(Code[result.result.value?.code ?? Code.Unknown], `item ${index}`).toBe('Unavailable');
+      }
+    } else {
+      expect(answered.failure.code).toBe(Code.Unavailable);
+    }
+    expect(acknowledged.size, 'the kill landed while the call was in flight').toBeLessThan(items.length);
+    console.info(`SubmitJobs through a killed state process: ${answered.ok ? `${acknowledged.size} items acknowledged, the rest UNAVAILABLE` : 'the call failed UNAVAILABLE'}`);
+    const before = bindingsByKey(await expectAdmissionsWhole(sql, subject));
+    expect(before.size).toBeGreaterThanOrEqual(acknowledged.size);
+
+    const again = await client.submitJobs({ items });
+    const ledger = bindingsByKey(await expectAdmissionsWhole(sql, subject));
+    expect(ledger.size).toBe(items.length);
+    for (const [index, result] of again.results.entries()) {
+      expect(result.result.case, `item ${index}`).toBe('submitted');
+      const response = result.result.value as SubmitJobResponse;
+      const bound = before.get(keyHashOf(items[index]!.idempotencyKey!));
+      expect(response.replayed, `item ${index}`).toBe(bound !== undefined);
+      if (bound) expect(response.job!.id).toBe(bound.job_id);
+      if (acknowledged.has(index)) expect(sameAdmission(response, acknowledged.get(index)!)).toBe(true);
+      expect(ledger.get(keyHashOf(items[index]!.idempotencyKey!))).toMatchObject({ job_id: response.job!.id, request_digest: submitJobDigest(subject, items[index]!) });
+    }
+  }, 90_000);
 });

@@ -227,6 +227,14 @@ const FRONT_CASES: Record<string, FrontCase> = {
     admin: ['OK', 'OK'],
     other: 'OK',
   },
+  'AdmissionService.SubmitJobs': {
+    // As SubmitJob, item by item: another caller's item under the owner's key makes its own job.
+    request: (t) => ({ items: [{ idempotencyKey: t.submitKey, queue: t.queue, input: { n: 1 } }] }),
+    project: (r) => r.results.map((item: any) => (item.result.case === 'submitted' ? { ownedBy: item.result.value.job?.owner, replayed: item.result.value.replayed } : item.result.value.code)),
+    owner: ['OK', 'OK'],
+    admin: ['OK', 'OK'],
+    other: 'OK',
+  },
   'AdmissionService.GetJob': { request: (t) => ({ jobId: t.jobId }), project: jobOf, owner: ['OK', NOT_FOUND], admin: ['OK', NOT_FOUND], other: NOT_FOUND },
   'AdmissionService.ListJobs': {
     // Filtered to the live job's queue: another user's page is empty, like the page of a queue with no jobs.

@@ -19,6 +19,7 @@ describe('ERROR_REASON_CODES', () => {
     expect(ERROR_REASON_CODES).toStrictEqual({
       INVALID_FIELD: 3,
       LIMIT_EXCEEDED: 3,
+      BATCH_TOO_LARGE: 3,
       CURSOR_INVALID: 3,
       CURSOR_EXPIRED: 3,
       IDEMPOTENCY_CONFLICT: 6,

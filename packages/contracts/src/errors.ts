@@ -33,6 +33,7 @@ export type GrpcCodeName = keyof typeof GRPC_CODE;
 const reasonCodes = {
   INVALID_FIELD: GRPC_CODE.INVALID_ARGUMENT,
   LIMIT_EXCEEDED: GRPC_CODE.INVALID_ARGUMENT,
+  BATCH_TOO_LARGE: GRPC_CODE.INVALID_ARGUMENT,
   CURSOR_INVALID: GRPC_CODE.INVALID_ARGUMENT,
   CURSOR_EXPIRED: GRPC_CODE.INVALID_ARGUMENT,
   IDEMPOTENCY_CONFLICT: GRPC_CODE.ALREADY_EXISTS,
@@ -162,6 +163,20 @@ export function limitExceeded(limit: LimitName, field?: string): DocketError {
   return new DocketError('LIMIT_EXCEEDED', `${field ?? 'request'} ${description}`, {
     metadata: { limit, max },
     fieldViolations: field === undefined ? [] : [{ field, description, reason: 'LIMIT_EXCEEDED' }],
+  });
+}
+
+/**
+ * `INVALID_ARGUMENT` / `BATCH_TOO_LARGE` for a batch call with more items
+ * than `limit` allows, with metadata `{limit, max}` like LIMIT_EXCEEDED and
+ * a violation on the items field (SPEC section 14).
+ */
+export function batchTooLarge(limit: LimitName, field: string): DocketError {
+  const max = String(LIMITS[limit]);
+  const description = `must hold at most ${max} items`;
+  return new DocketError('BATCH_TOO_LARGE', `${field} ${description}`, {
+    metadata: { limit, max },
+    fieldViolations: [{ field, description, reason: 'BATCH_TOO_LARGE' }],
   });
 }
 

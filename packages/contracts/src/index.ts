@@ -8,6 +8,7 @@ export {
   ERROR_REASON_CODES,
   DocketError,
   GRPC_CODE,
+  batchTooLarge,
   invalidField,
   isDocketError,
   isErrorReason,

@@ -13,6 +13,8 @@ export const LIMITS = Object.freeze({
   resultBytes: 1_048_576,
   /** A checkpoint (canonical JSON bytes): 1 MiB, like a result. */
   checkpointBytes: 1_048_576,
+  /** Jobs in one SubmitJobs call (more is BATCH_TOO_LARGE). */
+  submitJobsItems: 1_000,
   /** Events in one AppendEvents call. */
   eventBatch: 64,
   /** Largest event page; larger `page_size` values are coerced down to it. */

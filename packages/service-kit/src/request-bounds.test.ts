@@ -1,12 +1,12 @@
 import { create } from '@bufbuild/protobuf';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { LIMITS } from '@docket/contracts';
-import { ListJobsRequestSchema, SubmitJobRequestSchema } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import { ListJobsRequestSchema, SubmitJobRequestSchema, SubmitJobsRequestSchema } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ReportOutcomeRequestSchema } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { errorInfoOf } from './error-mapping.js';
-import { requestBoundViolations, requestDecodeFailure } from './request-bounds.js';
+import { isItemBatch, requestBoundViolations, requestDecodeFailure } from './request-bounds.js';
 
 const fields = (schema: Parameters<typeof requestBoundViolations>[0], message: object) =>
   requestBoundViolations(schema, message).map((v) => v.field);
@@ -73,6 +73,15 @@ describe('requestBoundViolations', () => {
         for (const field of fields(SubmitJobRequestSchema, request)) expect(['queue', 'label', 'input']).toContain(field);
       }),
     );
+  });
+});
+
+describe('isItemBatch', () => {
+  it('recognises a request that is only a list of items (SubmitJobs), and no other', () => {
+    expect(isItemBatch(SubmitJobsRequestSchema)).toBe(true);
+    expect(isItemBatch(SubmitJobRequestSchema)).toBe(false);
+    expect(isItemBatch(ListJobsRequestSchema)).toBe(false);
+    expect(isItemBatch(ReportOutcomeRequestSchema)).toBe(false);
   });
 });
 

@@ -243,8 +243,21 @@ export interface ChainReached {
 }
 
 /**
+ * Whether a request is a batch of items that succeed or fail one by one
+ * (SubmitJobs): its only field is a repeated message named `items`. Its
+ * handler checks each item with {@link assertRequestWithinBounds} and
+ * answers a bad item alone, with field paths relative to the item, so the
+ * interceptor leaves the batch to it.
+ */
+export function isItemBatch(schema: DescMessage): boolean {
+  const [only, ...others] = schema.fields;
+  return others.length === 0 && only?.name === 'items' && only.fieldKind === 'list' && only.listKind === 'message';
+}
+
+/**
  * Checks every request message against {@link requestBoundViolations}
- * before the handler runs, so nothing out of bounds reaches a write. For
+ * before the handler runs, so nothing out of bounds reaches a write (an
+ * {@link isItemBatch} request is checked item by item by its handler). For
  * streaming requests the input is checked as the handler reads it, and a
  * failure to read or decode it (which for streams Connect raises inside the
  * chain) becomes {@link requestDecodeFailure}.
@@ -252,7 +265,7 @@ export interface ChainReached {
 export function requestBoundsInterceptor(requestBytes: LimitName): Interceptor {
   return (next) => async (req) => {
     if (!req.stream) {
-      assertRequestWithinBounds(req.method.input, req.message);
+      if (!isItemBatch(req.method.input)) assertRequestWithinBounds(req.method.input, req.message);
       return next(req);
     }
     const input = req.message;

@@ -30,6 +30,7 @@ export function startAdmissionServer(config: AdmissionConfig, logger: Logger): P
       pageTokens: new PageTokenCodec(config.cursorSecret, config.pageTokenTtlMs),
       feedCursors: new FeedCursorCodec(config.cursorSecret),
       idempotencyTtlMs: config.idempotencyTtlMs,
+      logger,
     }),
     authenticate: { secret: config.authSecret, publicKeys: config.authPublicKeys, rules: config.tokenRules, allowedRoles: ['user', 'admin'] },
     logger,

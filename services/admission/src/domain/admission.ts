@@ -18,13 +18,19 @@ import {
   ListJobsResponseSchema,
   SubmitJobResponseSchema,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
-import type { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import {
+  AdmitJobRequestSchema,
+  type AdmitJobRequest,
+  type AdmitJobResponse,
+  type StateService,
+} from '@docket/proto/docket/state/v1/state_service_pb.js';
 import {
   callerOf,
   normaliseFeedFilter,
   validateJobSpecMessage,
   type FeedCursorCodec,
   type ForwardedDeadline,
+  type Logger,
 } from '@docket/service-kit';
 import type { PageTokenCodec } from './page-token.js';
 import { fingerprintRequest } from './request-fingerprint.js';
@@ -35,16 +41,16 @@ export interface AdmissionDependencies {
   readonly pageTokens: PageTokenCodec;
   readonly feedCursors: FeedCursorCodec;
   readonly idempotencyTtlMs: number;
+  /** Where an item's unexpected failure is logged (its caller gets INTERNAL). */
+  readonly logger: Logger;
 }
 
 /** The RPC path SubmitJob binds idempotency keys and digests to. */
 export const SUBMIT_JOB_OPERATION = 'docket.admission.v1.AdmissionService/SubmitJob';
 
 /**
- * Admits a job for the authenticated caller. Everything is validated here
- * first (field violations for the key and the job description); the digest
- * is computed from the request as received and the subject from the token;
- * the state service decides, in one transaction, create or replay.
+ * Admits a job for the authenticated caller (see {@link admissionOf}); the
+ * state service decides, in one transaction, create or replay.
  */
 export async function submitJob(
   deps: AdmissionDependencies,
@@ -52,36 +58,47 @@ export async function submitJob(
   request: SubmitJobRequest,
   call: ForwardedDeadline,
 ): Promise<SubmitJobResponse> {
+  return submittedOf(await deps.state.admitJob(admissionOf(deps, principal, request), call));
+}
+
+/**
+ * The state service's admission of one SubmitJob request. Everything is
+ * validated here first (field violations for the key and the job
+ * description); the digest is computed from the request as received and
+ * the subject from the token.
+ */
+export function admissionOf(deps: AdmissionDependencies, principal: Principal, request: SubmitJobRequest): AdmitJobRequest {
   parseIdempotencyKey(request.idempotencyKey);
   const spec = validateJobSpecMessage(request);
   const digest = fingerprintRequest(SubmitJobRequestSchema, request, SUBMIT_JOB_OPERATION, principal.subject, new Map([[spec.input, spec.canonicalInput]]));
-  const admitted = await deps.state.admitJob(
-    {
-      caller: callerOf(principal),
-      operation: SUBMIT_JOB_OPERATION,
-      idempotencyKey: request.idempotencyKey,
-      requestDigest: digest,
-      idempotencyTtl: durationFromMs(deps.idempotencyTtlMs),
-      spec: {
-        queue: spec.queue,
-        input: spec.input,
-        label: spec.label,
-        priority: spec.priority,
-        runAfter: spec.runAfter ? timestampFromDate(spec.runAfter) : undefined,
-        retryPolicy: create(RetryPolicySchema, {
-          maxAttempts: spec.maxAttempts,
-          initialBackoff: durationFromMs(spec.initialBackoffMs),
-          maxBackoff: durationFromMs(spec.maxBackoffMs),
-        }),
-        lostAttemptPolicy: request.lostAttemptPolicy,
-        uniqueWhileActive: request.uniqueWhileActive,
-        attemptTimeout: request.attemptTimeout,
-        heartbeatTimeout: request.heartbeatTimeout,
-        concurrencyKey: request.concurrencyKey,
-      },
+  return create(AdmitJobRequestSchema, {
+    caller: callerOf(principal),
+    operation: SUBMIT_JOB_OPERATION,
+    idempotencyKey: request.idempotencyKey,
+    requestDigest: digest,
+    idempotencyTtl: durationFromMs(deps.idempotencyTtlMs),
+    spec: {
+      queue: spec.queue,
+      input: spec.input,
+      label: spec.label,
+      priority: spec.priority,
+      runAfter: spec.runAfter ? timestampFromDate(spec.runAfter) : undefined,
+      retryPolicy: create(RetryPolicySchema, {
+        maxAttempts: spec.maxAttempts,
+        initialBackoff: durationFromMs(spec.initialBackoffMs),
+        maxBackoff: durationFromMs(spec.maxBackoffMs),
+      }),
+      lostAttemptPolicy: request.lostAttemptPolicy,
+      uniqueWhileActive: request.uniqueWhileActive,
+      attemptTimeout: request.attemptTimeout,
+      heartbeatTimeout: request.heartbeatTimeout,
+      concurrencyKey: request.concurrencyKey,
     },
-    call,
-  );
+  });
+}
+
+/** SubmitJob's answer from the state service's decision. */
+export function submittedOf(admitted: AdmitJobResponse): SubmitJobResponse {
   return create(SubmitJobResponseSchema, {
     job: admitted.job,
     replayed: admitted.replayed,

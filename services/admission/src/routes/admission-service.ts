@@ -4,6 +4,7 @@ import { forwardDeadline, principalOf } from '@docket/service-kit';
 import { getJob, listJobs, submitJob, type AdmissionDependencies } from '../domain/admission.js';
 import { JOB_CHANGE_RPCS, changeJob } from '../domain/change-job.js';
 import { forwardOwnerCall } from '../domain/owner-call.js';
+import { submitJobs } from '../domain/submit-jobs.js';
 import { getDeletion, setLegalHold, setRetentionPolicy } from '../domain/lifecycle-admin.js';
 import { getQueue, setQueuePolicy } from '../domain/queue-admin.js';
 import { getSchedule, listSchedules, mutateSchedule } from '../domain/schedules.js';
@@ -16,6 +17,7 @@ export function admissionServiceRoutes(deps: AdmissionDependencies): (router: Co
   return (router) => {
     router.service(AdmissionService, {
       submitJob: (request, ctx) => submitJob(deps, principalOf(ctx), request, forwardDeadline(ctx)),
+      submitJobs: (request, ctx) => submitJobs(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       getJob: (request, ctx) => getJob(deps, principalOf(ctx), request.jobId, forwardDeadline(ctx)),
       listJobs: (request, ctx) => listJobs(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       cancelJob: (request, ctx) => changeJob(deps, principalOf(ctx), JOB_CHANGE_RPCS.cancel, request, forwardDeadline(ctx)),
