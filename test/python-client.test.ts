@@ -92,6 +92,14 @@ describe('a Python grpcio client with stubs generated from proto/', () => {
       error_info: { reason: 'IDEMPOTENCY_CONFLICT', domain: 'docket', status_code: 6 },
     });
 
+    // SubmitJobs (SPEC section 14): the first item replays SubmitJob's job, a bad item fails alone with its
+    // own status (field paths relative to the item), and a repeated key in one call is one job.
+    const [replayed, admitted, bad, repeated] = report.submit_jobs;
+    expect(replayed).toEqual({ job_id: report.submit.job_id, replayed: true });
+    expect(admitted).toMatchObject({ replayed: false });
+    expect(bad).toEqual({ code: 3, reason: 'INVALID_FIELD', fields: ['queue'] });
+    expect(repeated).toEqual({ job_id: (admitted as { job_id: string }).job_id, replayed: true });
+
     // ListJobs: pages of 2 over 5 jobs, every job once, then no token.
     expect(report.list.ended).toBe(true);
     expect(report.list.pages.map((page) => page.length)).toEqual([2, 2, 1]);
@@ -145,6 +153,7 @@ interface PythonReport {
   submit: { job_id: string; replayed: boolean; status: string; has_expiry: boolean };
   replay: { job_id: string; replayed: boolean; same_response: boolean };
   conflict: { code: string; error_info?: { reason: string; domain: string; status_code: number } | null };
+  submit_jobs: ({ job_id: string; replayed: boolean } | { code: number; reason: string | null; fields: string[] })[];
   list: { submitted: string[]; pages: string[][]; ended: boolean };
   worker: {
     incarnation_prefix: string;

@@ -1,6 +1,7 @@
 import { Code } from '@connectrpc/connect';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from '@docket/client';
 import { AdmissionService, type SubmitJobResponse } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import {
   bindingsByKey,
@@ -190,6 +191,35 @@ describe('kill -9 of a state process while a SubmitJobs call of 1,000 items is i
       if (bound) expect(response.job!.id).toBe(bound.job_id);
       if (acknowledged.has(index)) expect(sameAdmission(response, acknowledged.get(index)!)).toBe(true);
       expect(ledger.get(keyHashOf(items[index]!.idempotencyKey!))).toMatchObject({ job_id: response.job!.id, request_digest: submitJobDigest(subject, items[index]!) });
+    }
+  }, 90_000);
+
+  it("lets the TS client's submitMany ride out the kill: undecided jobs are sent again with their keys, and every job is admitted exactly once", async () => {
+    const owner = 'crash-many-owner';
+    const client = createClient({
+      admissionUrl: cluster.replicas.admission[0]!.url,
+      eventsUrl: cluster.events.url,
+      token: await cluster.tokenFor(owner, 'user'),
+      // Patient enough for a restart: up to 20 tries, backoff ceilings from 0.5 s to 2 s.
+      retry: { tries: 20, initialDelayMs: 500, maxDelayMs: 2_000 },
+    });
+    try {
+      const jobs = Array.from({ length: 2_000 }, (_, index) => ({ queue: 'crash-many', input: { index } }));
+      const victim = cluster.replicas.state[0]!;
+      const sending = client.submitMany(jobs);
+      await until(async () => (await sql.query('select 1 from idempotency_records where subject = $1 limit 1', [owner])).rowCount === 1, 'a first job to commit', 30_000);
+      await victim.kill();
+      await victim.restart();
+      const results = await sending;
+      expect(results.filter((result) => !result.ok).map((result) => !result.ok && result.error.message)).toEqual([]);
+      const ledger = bindingsByKey(await expectAdmissionsWhole(sql, owner));
+      expect(ledger.size).toBe(jobs.length);
+      for (const [index, result] of results.entries()) {
+        expect(result.ok && result.job.input, `job ${index}`).toEqual({ index });
+        expect(ledger.get(keyHashOf(result.idempotencyKey))?.job_id).toBe(result.ok && result.job.id);
+      }
+    } finally {
+      client.close();
     }
   }, 90_000);
 });

@@ -1,12 +1,17 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fromBinary } from '@bufbuild/protobuf';
 import { Code } from '@connectrpc/connect';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from '@docket/client';
 import { AdmissionService, type SubmitJobResponse, type SubmitJobsResponse } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { BadRequestSchema, ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
 import type { Status } from '@docket/proto/google/rpc/status_pb.js';
 import { bindingsByKey, expectAdmissionsWhole, expectJournalVerifies, keyHashOf, submitJobDigest, type SubmitJobInit } from './support/admission-audit.js';
 import { clientFor, failureOf, grpcJsUnary } from './support/clients.js';
+import { runDocket } from './support/docket-cli.js';
 import type { DocketServices } from './support/docket-services.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
@@ -189,4 +194,81 @@ describe('SubmitJobs', () => {
     expect(await failureOf(worker.submitJobs({ items: [item('q')] }))).toMatchObject({ code: Code.PermissionDenied, reason: 'PERMISSION_DENIED' });
     expect(await failureOf(admission.submitJobs({ items: [] }))).toMatchObject({ code: Code.InvalidArgument, reason: 'INVALID_FIELD', violations: [{ field: 'items' }] });
   });
+});
+
+describe('the TS client\'s submitMany', () => {
+  it('admits 2,500 jobs in calls of at most 1,000, in order, each with its own answer; a bad job fails alone, a malformed key is refused without a call', async () => {
+    const subject = 'batch-submit-many';
+    const client = createClient({ admissionUrl: cluster.admission.url, eventsUrl: cluster.events.url, token: await cluster.tokenFor(subject, 'user') });
+    try {
+      const queue = freshQueue('submit-many');
+      const jobs = Array.from({ length: 2_500 }, (_, index) => ({ queue, input: { index } }));
+      const repeated = newIdempotencyKey('repeat');
+      const batch = [...jobs, { queue: 'Bad Queue' }, { queue, idempotencyKey: 'short' }, { queue, idempotencyKey: repeated }, { queue, idempotencyKey: repeated }];
+      const progress: number[] = [];
+      const results = await client.submitMany(batch, { onProgress: (answered, total) => progress.push(answered / total) });
+      expect(results).toHaveLength(batch.length);
+      // 1 job answered locally, then 2,503 jobs sent in three calls.
+      expect(progress).toEqual([1_001 / 2_504, 2_001 / 2_504, 1]);
+      for (const [index, result] of results.slice(0, 2_500).entries()) {
+        expect(result.ok && result.job.input, `job ${index}`).toEqual({ index });
+      }
+      const [badQueue, badKey, first, second] = results.slice(2_500);
+      expect(!badQueue!.ok && [badQueue!.error.reason, badQueue!.error.fieldViolations.map((violation) => violation.field)]).toEqual(['INVALID_FIELD', ['queue']]);
+      expect(!badKey!.ok && [badKey!.error.reason, badKey!.idempotencyKey]).toEqual(['INVALID_FIELD', 'short']);
+      expect(first!.ok && second!.ok && [first!.replayed, second!.replayed, second!.job.id === first!.job.id]).toEqual([false, true, true]);
+      expect(await expectAdmissionsWhole(sql, subject)).toHaveLength(2_501);
+      // The same jobs again, keys and all, replay every one.
+      const keyed = results.slice(0, 2_500).map((result, index) => ({ ...jobs[index]!, idempotencyKey: result.idempotencyKey }));
+      const again = await client.submitMany(keyed);
+      expect(again.every((result, index) => result.ok && result.replayed && result.job.id === (results[index] as { job: { id: string } }).job.id)).toBe(true);
+    } finally {
+      client.close();
+    }
+  }, 60_000);
+});
+
+describe('docket submit --file', () => {
+  it('admits every line of an NDJSON file in order, reports each refused line, and with the same --key replays the file instead of admitting it twice', async () => {
+    const subject = 'batch-cli-file';
+    const token = await cluster.tokenFor(subject, 'user');
+    const directory = await mkdtemp(join(tmpdir(), 'docket-submit-file-'));
+    try {
+      const queue = freshQueue('cli-file');
+      const lines = Array.from({ length: 1_200 }, (_, index) => JSON.stringify({ queue, input: { index } }));
+      lines.splice(3, 0, JSON.stringify({ queue: 'Bad Queue' }), 'not json', '');
+      const file = join(directory, 'jobs.ndjson');
+      await writeFile(file, `${lines.join('\n')}\n`);
+      const key = newIdempotencyKey('cli-file');
+      const args = ['submit', '--file', file, '--key', key, '--url', cluster.admission.url, '--token', token];
+
+      const first = await runDocket(args);
+      expect(first.code).toBe(1);
+      expect(first.stdout).toBe(`submitted 1200 jobs from ${file} (0 replayed, 2 failed)\n`);
+      expect(first.stderr.split('\n').filter((line) => line.startsWith('docket submit: line '))).toEqual([
+        expect.stringMatching(/^docket submit: line 4: invalid_argument INVALID_FIELD: .* \(queue: .+\)$/),
+        expect.stringMatching(/^docket submit: line 5: invalid_argument: not a SubmitJob request in proto3 JSON/),
+      ]);
+      expect(first.stderr).not.toContain(key);
+      const ledger = bindingsByKey(await expectAdmissionsWhole(sql, subject));
+      expect(ledger.size).toBe(1_200);
+      // Line 1 is the first job, keyed <key>.1; the blank line 6 moved the rest down by three.
+      const stored = await sql.query<{ input: unknown }>('select j.input from idempotency_records r join jobs j on j.id = r.job_id where r.key_hash = $1', [Buffer.from(keyHashOf(`${key}.1`), 'hex')]);
+      expect(stored.rows.map((row) => row.input)).toEqual([{ index: 0 }]);
+
+      const again = await runDocket([...args, '--json']);
+      expect(again.code).toBe(1);
+      const answers = again.stdout.trim().split('\n').map((line) => JSON.parse(line) as { line: number; submitted?: { replayed: boolean; job: { input: unknown } }; error?: { code: string; reason: string | null } });
+      expect(answers).toHaveLength(1_202);
+      expect(answers.filter((answer) => answer.error).map((answer) => [answer.line, answer.error!.code, answer.error!.reason])).toEqual([
+        [4, 'invalid_argument', 'INVALID_FIELD'],
+        [5, 'invalid_argument', null],
+      ]);
+      expect(answers.filter((answer) => answer.submitted).every((answer) => answer.submitted!.replayed)).toBe(true);
+      expect(answers[0]).toMatchObject({ line: 1, submitted: { job: { input: { index: 0 } } } });
+      expect(await expectAdmissionsWhole(sql, subject)).toHaveLength(1_200);
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

@@ -69,6 +69,22 @@ def error_info_of(error):
     return None
 
 
+def batch_result(result):
+    """One SubmitJobs result: the job it names and whether it replayed, or the item's status with its ErrorInfo and BadRequest."""
+    if result.WhichOneof("result") == "submitted":
+        return {"job_id": result.submitted.job.id, "replayed": result.submitted.replayed}
+    reason = None
+    fields = []
+    for detail in result.error.details:
+        info = error_details_pb2.ErrorInfo()
+        bad_request = error_details_pb2.BadRequest()
+        if detail.Unpack(info):
+            reason = info.reason
+        elif detail.Unpack(bad_request):
+            fields = [violation.field for violation in bad_request.field_violations]
+    return {"code": result.error.code, "reason": reason, "fields": fields}
+
+
 def event_dict(event):
     return {
         "job_id": event.job_id,
@@ -192,6 +208,22 @@ def main():
         report["conflict"] = {"code": "OK"}
     except grpc.RpcError as error:
         report["conflict"] = {"code": error.code().name, "error_info": error_info_of(error)}
+
+    # --- SubmitJobs: one result per item, in order (SPEC section 14) ---
+    batch_key = new_key()
+    batch = admission_stub.SubmitJobs(
+        admission.SubmitJobsRequest(
+            items=[
+                request,
+                admission.SubmitJobRequest(idempotency_key=batch_key, queue=QUEUE, input=struct_of({"batch": 1})),
+                admission.SubmitJobRequest(idempotency_key=new_key(), queue="Not A Queue"),
+                admission.SubmitJobRequest(idempotency_key=batch_key, queue=QUEUE, input=struct_of({"batch": 1})),
+            ]
+        ),
+        metadata=USER,
+        timeout=TIMEOUT,
+    )
+    report["submit_jobs"] = [batch_result(result) for result in batch.results]
 
     # The request digest, recomputed from the request as sent (SPEC section 2).
     unkeyed = admission.SubmitJobRequest()

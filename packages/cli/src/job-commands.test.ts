@@ -1,3 +1,6 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { create, fromJsonString, type MessageInitShape } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError, createRouterTransport } from '@connectrpc/connect';
@@ -25,7 +28,8 @@ import { formatJob, formatJobTable } from './job-summary.js';
 import { listJobs, parseListArguments } from './list-command.js';
 import { DEFAULT_ADMISSION_URL } from './owner-call.js';
 import { runCli } from './run-cli.js';
-import { parseSubmitArguments, submitJob } from './submit-command.js';
+import { parseSubmitArguments, submitJob, type SubmitArguments } from './submit-command.js';
+import { submitFile } from './submit-file.js';
 import { changeJob, parseTransitionArguments } from './transition-commands.js';
 import { DEFAULT_EVENTS_URL } from './verify-command.js';
 import { parseWatchArguments, watchJob } from './watch-command.js';
@@ -114,6 +118,10 @@ function fakeServices(options: { current?: Job; listed?: Job[]; events?: Event[]
         submits.push(request);
         if (options.fail) throw options.fail;
         return { job: job({ queue: request.queue, label: request.label, priority: request.priority, input: request.input }), replayed: options.replayed ?? false, idempotencyExpiresAt: at('2026-01-02T00:00:00Z') };
+      },
+      submitJobs(request) {
+        submits.push(...request.items);
+        return { results: request.items.map((item) => ({ result: { case: 'submitted' as const, value: { job: job({ queue: item.queue, input: item.input }), replayed: false } } })) };
       },
       getJob(request) {
         if (options.fail) throw options.fail;
@@ -262,11 +270,18 @@ describe('arguments of submit, get, list, watch, cancel, pause and resume', () =
   });
 });
 
+/** `docket submit` arguments for one job (not `--file`). */
+function singleJob(args: readonly string[]): SubmitArguments {
+  const parsed = parseSubmitArguments(args);
+  if ('file' in parsed) throw new Error('expected one job, not --file');
+  return parsed;
+}
+
 describe('docket submit', () => {
   it('submits with a generated key printed once to standard error, and prints the job', async () => {
     const fake = fakeServices();
     const context = capture();
-    expect(await submitJob(fake.client, parseSubmitArguments(['--queue', 'emails', '--input', '{"n":1}', '--label', 'welcome', '--priority', '4']), context)).toBe(0);
+    expect(await submitJob(fake.client, singleJob(['--queue', 'emails', '--input', '{"n":1}', '--label', 'welcome', '--priority', '4']), context)).toBe(0);
     expect(fake.submits).toHaveLength(1);
     const request = fake.submits[0]!;
     expect(request).toMatchObject({ queue: 'emails', input: { n: 1 }, label: 'welcome', priority: 4 });
@@ -280,7 +295,7 @@ describe('docket submit', () => {
   it('uses --key as given, never prints it, and says when the answer is a replay', async () => {
     const fake = fakeServices({ replayed: true });
     const context = capture();
-    expect(await submitJob(fake.client, parseSubmitArguments(['--queue', 'emails', '--key', USER_KEY]), context)).toBe(0);
+    expect(await submitJob(fake.client, singleJob(['--queue', 'emails', '--key', USER_KEY]), context)).toBe(0);
     expect(fake.submits[0]!.idempotencyKey).toBe(USER_KEY);
     const { out, err } = context.output();
     expect(out).toBe(`replayed ${JOB} to emails: QUEUED (this key was used before: the job as first admitted)\n`);
@@ -290,7 +305,7 @@ describe('docket submit', () => {
   it('with --json prints the SubmitJob response as one line of proto3 JSON, the key still on standard error', async () => {
     const fake = fakeServices();
     const context = capture();
-    expect(await submitJob(fake.client, parseSubmitArguments(['--queue', 'emails', '--json']), context)).toBe(0);
+    expect(await submitJob(fake.client, singleJob(['--queue', 'emails', '--json']), context)).toBe(0);
     const { out, err } = context.output();
     expect(out.endsWith('\n') && out.indexOf('\n') === out.length - 1).toBe(true);
     const response = fromJsonString(SubmitJobResponseSchema, out);
@@ -304,8 +319,32 @@ describe('docket submit', () => {
   it('prints a refusal as its gRPC code and reason and exits 1', async () => {
     const fake = fakeServices({ fail: refusal(Code.AlreadyExists, 'IDEMPOTENCY_CONFLICT', 'the key was used for another request') });
     const context = capture();
-    expect(await submitJob(fake.client, parseSubmitArguments(['--queue', 'emails', '--key', USER_KEY]), context)).toBe(1);
+    expect(await submitJob(fake.client, singleJob(['--queue', 'emails', '--key', USER_KEY]), context)).toBe(1);
     expect(context.output()).toEqual({ out: '', err: 'docket submit: already_exists IDEMPOTENCY_CONFLICT: the key was used for another request\n' });
+  });
+});
+
+describe('docket submit --file', () => {
+  it('on a terminal redraws a progress bar as each SubmitJobs call is answered, then prints the summary', async () => {
+    const fake = fakeServices();
+    const context = { ...capture({ terminal: true }), cwd: await mkdtemp(join(tmpdir(), 'docket-file-')) };
+    try {
+      await writeFile(join(context.cwd, 'jobs.ndjson'), Array.from({ length: 2_500 }, (_, index) => JSON.stringify({ queue: 'emails', input: { index } })).join('\n'));
+      const parsed = parseSubmitArguments(['--file', 'jobs.ndjson', '--key', USER_KEY]);
+      if (!('file' in parsed)) throw new Error('expected --file arguments');
+      expect(await submitFile(fake.client, parsed, context)).toBe(0);
+      expect(fake.submits.map((request) => request.idempotencyKey).slice(0, 2)).toEqual([`${USER_KEY}.1`, `${USER_KEY}.2`]);
+      expect(context.output().out).toBe(
+        `\r[############..................] 1000/2500\r[########################......] 2000/2500\r[##############################] 2500/2500\nsubmitted 2500 jobs from jobs.ndjson (0 replayed, 0 failed)\n`,
+      );
+    } finally {
+      await rm(context.cwd, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses job flags next to --file, and an empty path', () => {
+    expect(() => parseSubmitArguments(['--file', 'jobs.ndjson', '--queue', 'q'])).toThrow(/--file takes every job from the file; drop --queue/);
+    expect(() => parseSubmitArguments(['--file', ''])).toThrow(/--file needs a path/);
   });
 });
 

@@ -9,6 +9,7 @@ import { statusName } from './job-summary.js';
 import { parseJsonObjectFlag } from './json-object-flag.js';
 import { parseRetentionAge } from './retention-age.js';
 import { OWNER_OPTIONS_HELP, parseOwnerArguments, requestKey, type OwnerOptions } from './owner-call.js';
+import { submitFile, type SubmitFileArguments } from './submit-file.js';
 
 /** Parsed `docket submit` arguments. */
 export interface SubmitArguments {
@@ -37,10 +38,11 @@ const INT32_MAX = 2 ** 31 - 1;
 
 /**
  * Reads `docket submit --queue Q [--input JSON] [--label L] [--priority N]
- * [--key KEY] [--json] ...`; UsageError for anything wrong. The queue's
+ * [--key KEY] [--json] ...`, or `docket submit --file F [--key KEY] [--json]`;
+ * UsageError for anything wrong. The queue's
  * grammar and the input's size are the service's to judge.
  */
-export function parseSubmitArguments(args: readonly string[]): SubmitArguments {
+export function parseSubmitArguments(args: readonly string[]): SubmitArguments | SubmitFileArguments {
   const { positionals, values, owner } = parseOwnerArguments(args, {
     queue: { type: 'string' },
     input: { type: 'string' },
@@ -52,9 +54,17 @@ export function parseSubmitArguments(args: readonly string[]): SubmitArguments {
     'heartbeat-timeout': { type: 'string' },
     json: { type: 'boolean' },
     watch: { type: 'boolean' },
+    file: { type: 'string' },
     ...EVENTS_URL_FLAG,
   });
   if (positionals.length > 0) throw new UsageError(`submit takes no positional arguments (got ${positionals.join(' ')}); name the queue with --queue`);
+  const file = values['file'];
+  if (typeof file === 'string') {
+    const jobFlags = ['queue', 'input', 'label', 'priority', 'unique-key', 'concurrency-key', 'attempt-timeout', 'heartbeat-timeout', 'watch'].filter((flag) => values[flag] !== undefined);
+    if (jobFlags.length > 0) throw new UsageError(`--file takes every job from the file; drop --${jobFlags.join(', --')}`);
+    if (file === '') throw new UsageError('--file needs a path (or - for standard input)');
+    return { file, json: values['json'] === true, owner };
+  }
   const queue = values['queue'];
   if (typeof queue !== 'string' || queue === '') throw new UsageError('--queue is required');
   return {
@@ -152,6 +162,8 @@ export const submitCommand: Command = {
                      [--attempt-timeout <age>] [--heartbeat-timeout <age>]
                      [--key <key>] [--json] [--watch]
                      [--url <url>] [--events-url <url>] [--token <jwt>]
+       docket submit --file <jobs.ndjson | -> [--key <key>] [--json]
+                     [--url <url>] [--token <jwt>]
 
 Admits a job (AdmissionService SubmitJob) owned by the token's subject.
 The request is idempotent by its key: repeating it with the same key and
@@ -191,17 +203,32 @@ Options:
   --watch           then follow the job live until it ends, exactly as
                     docket watch <job_id> does (journal, progress bar,
                     how it ended), and exit as docket watch does
+  --file <path>     submit many jobs (AdmissionService SubmitJobs, 1,000 per
+                    call, in file order): every non-empty line is one
+                    SubmitJob request in proto3 JSON, for example
+                    {"queue": "emails", "input": {"to": "a@example.com"}};
+                    - reads standard input. A line without its own
+                    "idempotencyKey" gets <key>.<line number>, so the same
+                    file with the same --key replays instead of admitting
+                    twice. A progress bar is drawn on a terminal; each
+                    refused line is printed as line N: <code> <REASON>: ...,
+                    then "submitted N jobs from <path> (R replayed, F
+                    failed)". With --json, one line per job instead:
+                    {"line": N, "submitted": <SubmitJob response>} or
+                    {"line": N, "error": {code, reason, message}}. Takes no
+                    job flags (--queue, --input, ...): each line is whole.
 ${EVENTS_URL_OPTION_HELP}
 ${OWNER_OPTIONS_HELP}
 
 With --watch the exit status is docket watch's: 0 SUCCEEDED, 3 FAILED,
 4 CANCELLED, 5 INTERRUPTED, 1 when the watch failed.
 
-Exit status: 0 admitted (or replayed), 1 refused or failed (the gRPC code
-and reason are printed), 2 bad arguments.
+Exit status: 0 admitted (or replayed; with --file: every line), 1 refused or
+failed (the gRPC code and reason are printed), 2 bad arguments.
 `,
   async run(args, context) {
     const parsed = parseSubmitArguments(args);
+    if ('file' in parsed) return withJobClient(parsed.owner, context, (client) => submitFile(client, parsed, context));
     return withJobClient({ ...parsed.owner, eventsUrl: parsed.eventsUrl }, context, (client) =>
       parsed.watch ? submitAndWatch(client, parsed, context) : submitJob(client, parsed, context),
     );

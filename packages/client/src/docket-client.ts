@@ -21,6 +21,7 @@ import { watchJobFeed, type JobFeedFrame, type WatchJobsOptions } from './job-fe
 import { watchJob, type JobWatchFrame, type WatchOptions } from './job-watch.js';
 import type { DocketTransports, NodeTransportOptions } from './transports.js';
 import { callWithRetry, retryPolicyOf, throwIfAborted, type RetryPolicy } from './retry-policy.js';
+import { submitMany, type BatchJob, type SubmitManyOptions, type SubmitManyResult } from './submit-many.js';
 
 /** Options of {@link createClient}: where the services are (or the transports to them), and how patient to be. */
 export type ClientOptions = (
@@ -194,6 +195,23 @@ export class DocketClient {
     const key = resolveIdempotencyKey(options.idempotencyKey);
     const response = await this.#mutate('SubmitJob', key, options, (o) => this.#admission.submitJob({ ...spec, idempotencyKey: key }, o));
     return { job: required(response.job, 'SubmitJob', 'job'), ...receipt(response, key), deduplicated: response.deduplicated };
+  }
+
+  /**
+   * Admits many jobs (SubmitJobs), each exactly as {@link submit} would:
+   * calls of up to 1,000 jobs, one after another, so jobs are decided in
+   * the order given; a job without `idempotencyKey` gets a fresh key. Every
+   * job gets its own answer, in order: its receipt, or the error SubmitJob
+   * would have thrown for it (a bad job fails alone). Jobs left undecided
+   * by a retryable failure are sent again with their keys, so each is
+   * admitted once. Throws only CANCELLED, when `options.signal` aborts.
+   *
+   * @example
+   * const results = await client.submitMany(rows.map((row) => ({ queue: 'emails', input: row })));
+   * const failed = results.filter((result) => !result.ok);
+   */
+  submitMany(jobs: readonly BatchJob[], options: SubmitManyOptions = {}): Promise<SubmitManyResult[]> {
+    return submitMany({ admission: this.#admission, retry: this.#retry, secrets: this.#secrets }, jobs, options);
   }
 
   /** Cancels a job (CancelJob): at once unless RUNNING, which goes CANCELLING until its worker reports. */
