@@ -1,7 +1,7 @@
 // Command-line options of `npm run bench -- [options]`.
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DEFAULT_SCENARIOS, EXTRA_SCENARIOS } from './plan.mjs';
+import { DEFAULT_EXTRAS, DEFAULT_SCENARIOS, EXTRA_SCENARIOS } from './plan.mjs';
 
 export const USAGE = `npm run bench -- [options]
 
@@ -9,7 +9,7 @@ export const USAGE = `npm run bench -- [options]
   --reps N                repetitions (default 3; 1 with --quick)
   --jobs N                jobs per measurement (default 4,000; 1,000 with --quick)
   --only a,b              scenarios to run: ${[...DEFAULT_SCENARIOS, ...EXTRA_SCENARIOS].join(', ')}
-                          (default: ${DEFAULT_SCENARIOS.join(', ')})
+                          (default: ${[...DEFAULT_SCENARIOS, ...DEFAULT_EXTRAS].join(', ')})
   --docket-root PATH      run the Docket services from PATH/services/<name>/dist/main.js (default: this checkout)
   --baseline-root PATH    also run a "Docket (baseline)" column from another checkout (e.g. a git worktree)
   --statements            after the run, print the top 25 statements by total time in each Docket database
@@ -48,7 +48,7 @@ export function parseOptions(argv) {
     quick: values.quick,
     reps: count('reps', values.reps) ?? (values.quick ? 1 : 3),
     jobs: count('jobs', values.jobs),
-    scenarios: only ?? DEFAULT_SCENARIOS,
+    scenarios: only ?? [...DEFAULT_SCENARIOS, ...DEFAULT_EXTRAS],
     docketRoot: resolve(values['docket-root'] ?? repoRoot),
     baselineRoot: values['baseline-root'] ? resolve(values['baseline-root']) : undefined,
     statements: values.statements,

@@ -18,8 +18,10 @@ export const isDocket = (system) => system.startsWith('docket');
 
 /** Scenarios measured by default, in order. */
 export const DEFAULT_SCENARIOS = ['submit', 'claim', 'claim-batched', 'backlog', 'e2e'];
-/** Older in-process benchmarks, run only when named with --only. */
-export const EXTRA_SCENARIOS = ['journal', 'streams', 'reaper', 'wakeups', 'renewals'];
+/** In-process benchmarks, run after the scenarios above. */
+export const EXTRA_SCENARIOS = ['calls', 'journal', 'streams', 'reaper', 'wakeups', 'renewals'];
+/** The in-process benchmarks a default run includes (the others only when named with --only). */
+export const DEFAULT_EXTRAS = ['calls'];
 
 const HANDLERS = 16;
 /** The claim shapes, as consumer specs (see bench/load/claim-loops.mjs and the drivers). */

@@ -22,6 +22,7 @@ import { startSystems } from './systems.mjs';
 const MEASUREMENT_TIMEOUT_MS = 10 * 60_000;
 
 const EXTRAS = {
+  calls: async (options) => (await import('./calls.mjs')).benchCalls(options),
   journal: async (options) => (await import('./journal.mjs')).benchJournal(options),
   streams: async (options) => (await import('./streams.mjs')).benchStreams(options),
   reaper: async (options) => (await import('./reaper.mjs')).benchReaper(options),

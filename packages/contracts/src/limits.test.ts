@@ -9,6 +9,7 @@ describe('LIMITS', () => {
       jobInputBytes: 256 * 1024,
       resultBytes: 1024 * 1024,
       checkpointBytes: 1024 * 1024,
+      submitJobsItems: 1_000,
       eventBatch: 64,
       eventPageMax: 256,
       eventPageDefault: 100,

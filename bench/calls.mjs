@@ -1,0 +1,146 @@
+// What one call costs a server in CPU, beside the floors: Health/Check
+// (which does no work) on a bare node:http2 server writing the gRPC frame
+// by hand, on a @grpc/grpc-js server, and on each Docket service; GetJob
+// and SubmitJob through admission, with the state service's share of the
+// internal hop. The caller is a plain @grpc/grpc-js client in this process
+// (what an outside caller uses), `IN_FLIGHT` calls at once; each server is
+// its own process and its CPU is read from /proc before and after a run of
+// calls. Targets are interleaved within each repetition; the rows are
+// medians over repetitions. `npm run bench -- --only calls`.
+import { fork } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { create, toBinary, fromBinary } from '@bufbuild/protobuf';
+import * as grpc from '@grpc/grpc-js';
+import {
+  GetJobRequestSchema,
+  GetJobResponseSchema,
+  SubmitJobRequestSchema,
+  SubmitJobResponseSchema,
+  SubmitJobsRequestSchema,
+  SubmitJobsResponseSchema,
+} from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import { HealthCheckRequestSchema, HealthCheckResponseSchema } from '@docket/proto/grpc/health/v1/health_pb.js';
+import { cpuMsOf } from './process-cpu.mjs';
+import { median } from './stats.mjs';
+import { REPO_ROOT, startSystem } from './support.mjs';
+
+/** Calls in flight at once, as in the issue's measurements. */
+const IN_FLIGHT = 16;
+/** Items per SubmitJobs call. */
+const BATCH_ITEMS = 100;
+
+/** Starts a floor server (bench/floors/health-server.mjs) as a child process; resolves to its address and pid. */
+async function startFloor(kind) {
+  const child = fork(new URL('./floors/health-server.mjs', import.meta.url).pathname, [kind], { cwd: REPO_ROOT, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const { port } = await new Promise((resolve, reject) => {
+    child.once('message', resolve);
+    child.once('exit', (code) => reject(new Error(`${kind} floor exited with ${code}`)));
+  });
+  return { target: `127.0.0.1:${port}`, pid: child.pid, stop: () => child.disconnect() };
+}
+
+/** A grpc-js unary caller of `path` on `target`, with protobuf-es (de)serialisation and an optional bearer token. */
+function unary(target, path, input, output, token) {
+  const client = new grpc.Client(target, grpc.credentials.createInsecure());
+  const metadata = new grpc.Metadata();
+  if (token) metadata.set('authorization', `Bearer ${token}`);
+  const call = (message) =>
+    new Promise((resolve, reject) => {
+      client.makeUnaryRequest(path, (value) => Buffer.from(toBinary(input, value)), (bytes) => fromBinary(output, bytes), message, metadata, {}, (error, response) =>
+        error ? reject(error) : resolve(response),
+      );
+    });
+  return { call, close: () => client.close() };
+}
+
+/** Runs `count` calls of `next(index)`, `IN_FLIGHT` at once; resolves to the elapsed ms. */
+async function drive(count, next) {
+  let issued = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: IN_FLIGHT }, async () => {
+      while (issued < count) await next(issued++);
+    }),
+  );
+  return performance.now() - started;
+}
+
+/** CPU ms of each of `pids` used while `work` runs, and `work`'s result. */
+async function measured(pids, work) {
+  const before = pids.map((pid) => cpuMsOf(pid));
+  const elapsedMs = await work();
+  return { elapsedMs, cpuMs: pids.map((pid, index) => cpuMsOf(pid) - before[index]) };
+}
+
+export async function benchCalls(options = {}) {
+  const calls = Number(process.env.BENCH_CALLS ?? (options.quick ? 2_000 : 10_000));
+  const reps = Number(process.env.BENCH_CALL_REPS ?? 3);
+  const floors = { bare: await startFloor('bare'), grpcJs: await startFloor('grpc-js') };
+  const system = await startSystem(['state', 'admission', 'execution', 'events'], options);
+  const clients = [];
+  try {
+    const token = await system.token('bench-calls');
+    const docket = (name) => ({ target: new URL(system.urls[name][0]).host, pid: system.pids[name][0] });
+    const health = (target) => {
+      const client = unary(target, '/grpc.health.v1.Health/Check', HealthCheckRequestSchema, HealthCheckResponseSchema);
+      clients.push(client);
+      const request = create(HealthCheckRequestSchema, {});
+      return () => client.call(request);
+    };
+    const admission = docket('admission');
+    const state = docket('state');
+    const getJob = unary(admission.target, '/docket.admission.v1.AdmissionService/GetJob', GetJobRequestSchema, GetJobResponseSchema, token);
+    const submitJob = unary(admission.target, '/docket.admission.v1.AdmissionService/SubmitJob', SubmitJobRequestSchema, SubmitJobResponseSchema, token);
+    const submitJobs = unary(admission.target, '/docket.admission.v1.AdmissionService/SubmitJobs', SubmitJobsRequestSchema, SubmitJobsResponseSchema, token);
+    clients.push(getJob, submitJob, submitJobs);
+    const run = randomBytes(4).toString('hex');
+    const submitted = await submitJob.call(create(SubmitJobRequestSchema, { idempotencyKey: `calls-${run}-seed-job`, queue: `calls-${run}`, input: {} }));
+    const jobId = submitted.job.id;
+    let keys = 0;
+    const submitRequest = () => create(SubmitJobRequestSchema, { idempotencyKey: `calls-${run}-${(keys += 1)}-submit`, queue: `calls-${run}`, input: { n: keys } });
+
+    // Each target: its name, the processes whose CPU it costs, what one call is, and how many jobs a call carries.
+    const targets = [
+      { name: 'Health/Check, bare node:http2', pids: [floors.bare.pid], call: health(floors.bare.target) },
+      { name: 'Health/Check, @grpc/grpc-js server', pids: [floors.grpcJs.pid], call: health(floors.grpcJs.target) },
+      ...['admission', 'execution', 'events', 'state'].map((name) => ({ name: `Health/Check, Docket ${name}`, pids: [docket(name).pid], call: health(docket(name).target) })),
+      { name: 'GetJob, Docket admission (+ state)', pids: [admission.pid, state.pid], call: () => getJob.call(create(GetJobRequestSchema, { jobId })) },
+      { name: 'SubmitJob, Docket admission (+ state)', pids: [admission.pid, state.pid], call: () => submitJob.call(submitRequest()) },
+      {
+        name: `SubmitJobs of ${BATCH_ITEMS}, Docket admission (+ state), per job`,
+        pids: [admission.pid, state.pid],
+        call: () => submitJobs.call(create(SubmitJobsRequestSchema, { items: Array.from({ length: BATCH_ITEMS }, submitRequest) })),
+        jobsPerCall: BATCH_ITEMS,
+      },
+    ];
+    // Warm-up: every path once through the JIT.
+    for (const target of targets) await drive(Math.max(100, calls / 20 / (target.jobsPerCall ?? 1)), target.call);
+    const samples = new Map(targets.map((target) => [target.name, []]));
+    for (let rep = 0; rep < reps; rep += 1) {
+      for (const target of targets) {
+        const count = Math.max(20, Math.round(calls / (target.jobsPerCall ?? 1)));
+        const { elapsedMs, cpuMs } = await measured(target.pids, () => drive(count, target.call));
+        const jobs = count * (target.jobsPerCall ?? 1);
+        samples.get(target.name).push({ perJobUs: cpuMs.map((ms) => (ms * 1000) / jobs), perSecond: (jobs * 1000) / elapsedMs });
+      }
+    }
+    const bareUs = median(samples.get(targets[0].name).map((sample) => sample.perJobUs[0]));
+    return targets.map((target) => {
+      const runs = samples.get(target.name);
+      const serving = median(runs.map((sample) => sample.perJobUs[0]));
+      const stateShare = target.pids.length > 1 ? median(runs.map((sample) => sample.perJobUs[1])) : undefined;
+      return {
+        call: target.name,
+        'server CPU us': serving.toFixed(0),
+        'state CPU us': stateShare === undefined ? '' : stateShare.toFixed(0),
+        'x bare http2': (serving / bareUs).toFixed(2),
+        [target.jobsPerCall ? 'jobs/s' : 'calls/s']: Math.round(median(runs.map((sample) => sample.perSecond))),
+      };
+    });
+  } finally {
+    for (const client of clients) client.close();
+    await system.stop();
+    floors.bare.stop();
+    floors.grpcJs.stop();
+  }
+}
