@@ -189,6 +189,26 @@ describe('SubmitJobs', () => {
     expect((await admissionFootprint(sql))['jobs']).toBe((before['jobs'] ?? 0) + 1);
   });
 
+  it('answers Connect JSON over HTTP/1.1 too, a bad item\'s status with its ErrorInfo and BadRequest named by type', async () => {
+    const token = await cluster.tokenFor('batch-json', 'user');
+    const queue = freshQueue('batch-json');
+    const response = await fetch(`${cluster.admission.url}/docket.admission.v1.AdmissionService/SubmitJobs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ items: [{ idempotencyKey: newIdempotencyKey('json'), queue, input: { n: 1 } }, { idempotencyKey: newIdempotencyKey('json'), queue: 'BAD' }] }),
+    });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { results: { submitted?: { job: { input: unknown } }; error?: { code: number; details: { '@type': string; reason?: string; fieldViolations?: { field: string }[] }[] } }[] };
+    expect(body.results[0]!.submitted?.job.input).toEqual({ n: 1 });
+    expect(body.results[1]!.error).toMatchObject({
+      code: Code.InvalidArgument,
+      details: expect.arrayContaining([
+        expect.objectContaining({ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'INVALID_FIELD' }),
+        expect.objectContaining({ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [expect.objectContaining({ field: 'queue' })] }),
+      ]),
+    });
+  });
+
   it('is refused to a worker token, and its call-level errors carry ErrorInfo', async () => {
     const worker = clientFor(AdmissionService, cluster.admission.url, await cluster.tokenFor('batch-worker', 'worker', ['q']));
     expect(await failureOf(worker.submitJobs({ items: [item('q')] }))).toMatchObject({ code: Code.PermissionDenied, reason: 'PERMISSION_DENIED' });

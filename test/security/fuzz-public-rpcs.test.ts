@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import * as http2 from 'node:http2';
 import { brotliCompressSync, gunzipSync, gzipSync } from 'node:zlib';
-import { create, ScalarType, toBinary, toJsonString, type DescField, type DescMessage, type DescMethod, type DescService } from '@bufbuild/protobuf';
+import { create, createRegistry, ScalarType, toBinary, toJsonString, type DescField, type DescMessage, type DescMethod, type DescService } from '@bufbuild/protobuf';
+import { anyUnpack } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError, createClient, type Interceptor, type Transport } from '@connectrpc/connect';
 import { compressionGzip, createConnectTransport, createGrpcTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
 import { endStreamFromJson, errorFromJsonBytes } from '@connectrpc/connect/protocol-connect';
@@ -12,6 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import { BadRequestSchema, ErrorInfoSchema, file_google_rpc_error_details } from '@docket/proto/google/rpc/error_details_pb.js';
+import type { Status } from '@docket/proto/google/rpc/status_pb.js';
 import { seenByConnect, type Protocol, type SeenFailure } from '../support/clients.js';
 import { startCluster, stopAll, type DocketCluster, type ServiceProcess } from '../support/cluster.js';
 import { createMigratedTestDatabase } from '../support/database.js';
@@ -108,6 +111,20 @@ function residentBytes(pid: number): number {
 
 /** What a fuzzed call came to: an answer to judge, or nothing to judge (never sent, or we stopped waiting). */
 type Outcome = { readonly kind: 'ok' } | { readonly kind: 'failed'; readonly failure: SeenFailure } | { readonly kind: 'not sent' | 'gave up' };
+
+/** A batch item's `google.rpc.Status`, decoded as a client decodes a call's failure. */
+function seenInStatus(status: Status): SeenFailure {
+  const info = status.details.map((any) => anyUnpack(any, ErrorInfoSchema)).find((x) => x !== undefined);
+  const badRequest = status.details.map((any) => anyUnpack(any, BadRequestSchema)).find((x) => x !== undefined);
+  return {
+    code: status.code,
+    message: status.message,
+    reason: info?.reason,
+    domain: info?.domain,
+    metadata: { ...info?.metadata },
+    violations: (badRequest?.fieldViolations ?? []).map((v) => ({ field: v.field, description: v.description })),
+  };
+}
 
 function judge(outcome: Outcome, what: () => string): void {
   if (outcome.kind !== 'failed') return;
@@ -309,7 +326,8 @@ function transportFor(service: PublicService, route: Route, role: Role): Transpo
         ? createGrpcTransport(options)
         : route.protocol === 'grpc-web'
           ? createGrpcWebTransport(options)
-          : createConnectTransport({ ...options, useBinaryFormat: route.binary });
+          : // A batch answer's per-item google.rpc.Status holds ErrorInfo and BadRequest in Anys, which JSON names by type.
+            createConnectTransport({ ...options, useBinaryFormat: route.binary, jsonOptions: { registry: createRegistry(file_google_rpc_error_details) } });
     transports.set(key, transport);
   }
   return transport;
@@ -350,7 +368,9 @@ async function callWithClient(service: PublicService, method: DescMethod, init: 
       // The first frame (or the error) is the answer; leaving the loop cancels the stream.
       for await (const _ of call as AsyncIterable<unknown>) break;
     } else {
-      await call;
+      // A batch answer's items are judged like calls: the first failed item stands for the answer.
+      const failedItem = (await call as { results?: { result: { case?: string; value?: unknown } }[] }).results?.find((item) => item.result.case === 'error');
+      if (failedItem) return { kind: 'failed', failure: seenInStatus(failedItem.result.value as Status) };
     }
     return { kind: 'ok' };
   } catch (error) {

@@ -1,5 +1,6 @@
 import type * as http from 'node:http';
 import * as http2 from 'node:http2';
+import { createRegistry } from '@bufbuild/protobuf';
 import {
   Code,
   ConnectError,
@@ -17,6 +18,7 @@ import { findTrailerError, setTrailerStatus } from '@connectrpc/connect/protocol
 import { trailerFlag, trailerParse, trailerSerialize } from '@connectrpc/connect/protocol-grpc-web';
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from '@connectrpc/connect-node';
 import { LIMITS, type LimitName } from '@docket/contracts';
+import { file_google_rpc_error_details } from '@docket/proto/google/rpc/error_details_pb.js';
 import { isBinaryGrpc, serveBinaryGrpc, type BinaryGrpcOptions, type WrittenCallSpec } from './binary-grpc-call.js';
 import { requestDecodeFailure, type ChainReached } from './request-bounds.js';
 import type { SignalRelay } from './signal-relay.js';
@@ -47,6 +49,13 @@ export function chainReachedMarker(): Interceptor {
  * where bandwidth matters compresses at its proxy.
  */
 const ANSWERS_UNCOMPRESSED = Number.POSITIVE_INFINITY;
+
+/**
+ * The message types a `google.protobuf.Any` in an answer may hold: a
+ * batch answer's per-item `google.rpc.Status` (SubmitJobs) carries
+ * ErrorInfo and BadRequest, which Connect's JSON needs to know by name.
+ */
+const ERROR_DETAILS = createRegistry(file_google_rpc_error_details);
 
 /** What {@link boundedNodeAdapter} needs. */
 export interface BoundedNodeAdapterOptions extends Omit<ConnectRouterOptions, 'readMaxBytes' | 'acceptCompression' | 'shutdownSignal'> {
@@ -86,6 +95,7 @@ type NodeHandler = (
 export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHandler {
   const router = createConnectRouter({
     ...options,
+    jsonOptions: { registry: ERROR_DETAILS },
     shutdownSignal: options.shutdown?.signal,
     readMaxBytes: LIMITS[options.requestBytes],
     acceptCompression: [compressionGzip, compressionBrotli],

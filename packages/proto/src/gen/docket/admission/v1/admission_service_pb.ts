@@ -265,7 +265,9 @@ export type SubmitJobsResult = Message<"docket.admission.v1.SubmitJobsResult"> &
   } | {
     /**
      * The item's error: the code, message, ErrorInfo and BadRequest SubmitJob
-     * would give (BadRequest field paths are relative to the item).
+     * would give (BadRequest field paths are relative to the item). In
+     * Connect's JSON its details are Anys of google.rpc.ErrorInfo and
+     * google.rpc.BadRequest: a JSON client needs both in its type registry.
      *
      * @generated from field: google.rpc.Status error = 2;
      */
