@@ -26,7 +26,7 @@ import {
 import { contentTypeProto, grpcStatusOk, headerAcceptEncoding, headerEncoding, headerGrpcStatus, headerTimeout, parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import type { LimitName } from '@docket/contracts';
 import { requestDecodeFailure } from './request-bounds.js';
-import { encodedFramesKey, frameOf, grpcFrame } from './shared-frame.js';
+import { encodedFramesKey, envelope } from './shared-frame.js';
 import type { SignalRelay } from './signal-relay.js';
 import { streamSinkKey, type StreamSink } from './stream-sink.js';
 
@@ -36,8 +36,6 @@ export type ServerStreamSpec = Extract<MethodImplSpec, { kind: 'server_streaming
 /** A unary method's implementation, as Connect's router registered it. */
 export type UnarySpec = Extract<MethodImplSpec, { kind: 'unary' }>;
 
-/** The calls {@link serveBinaryGrpc} writes itself. */
-export type WrittenCallSpec = ServerStreamSpec | UnarySpec;
 
 /** A call's context as the writer holds it: the handler's, plus ending it. */
 type CallContext = ReturnType<typeof createHandlerContext>;
@@ -46,8 +44,6 @@ type CallContext = ReturnType<typeof createHandlerContext>;
 export interface BinaryGrpcOptions {
   readonly interceptors: readonly Interceptor[];
   readonly readMaxBytes: number;
-  /** The service's request-size limit, for the refusal of a unary request that cannot be read (`requestDecodeFailure`). */
-  readonly requestBytes: LimitName;
   readonly acceptCompression: readonly Compression[];
   /** The server's hard stop, which each call listens to while it runs (it aborts the call's context). */
   readonly shutdown?: SignalRelay;
@@ -59,18 +55,18 @@ export function isBinaryGrpc(contentType: string | undefined): boolean {
 }
 
 /**
- * A binary gRPC call, served as Connect's gRPC handler serves it (the
- * same handler context, request decoding, interceptors and trailers) but
- * with each response message written straight to the HTTP/2 stream:
+ * A binary gRPC server-streaming call, served as Connect's gRPC handler
+ * serves it (the same handler context, request decoding, interceptors and
+ * trailers) but with each response message written straight to the
+ * HTTP/2 stream:
  * Connect's output pipeline passes every message through about ten
  * down-levelled async generators (serialize, compress, join, catch, the
  * adapter's write loop), which cost more CPU per frame than the frame's
  * own encoding and make most of a stream's garbage. A stream serving a
- * thousand subscribers of one change pays that a thousand times, and a
- * unary answer put together from bytes encoded upstream
- * (`encodedFrame`) would be copied message by message into a new buffer.
+ * thousand subscribers of one change pays that a thousand times.
+ * (Unary calls are served from their raw stream, `unaryStreamServer`.)
  *
- * Server streams: back-pressure is HTTP/2's: a message is written only
+ * Back-pressure is HTTP/2's: a message is written only
  * once the previous one fitted the stream's buffer (or drained), so a
  * subscriber that stops reading holds at most one message here; its
  * handler waits meanwhile. While the writer waits for the handler's next
@@ -78,14 +74,9 @@ export function isBinaryGrpc(contentType: string | undefined): boolean {
  * call's {@link StreamSink} (`streamSinkOf`); the sink refuses while a
  * write waits for the client to drain, and once the call is ending.
  *
- * Unary calls: the request message is read and decoded before the
- * interceptors run, as Connect does, and a failure to read or decode it
- * is answered as `requestDecodeFailure` says (as `boundedNodeAdapter`
- * answers Connect's own).
- *
  * Answers are never compressed (see `boundedNodeAdapter`).
  */
-export async function serveBinaryGrpc(spec: WrittenCallSpec, options: BinaryGrpcOptions, request: UniversalServerRequest, response: http2.Http2ServerResponse): Promise<void> {
+export async function serveBinaryGrpc(spec: ServerStreamSpec, options: BinaryGrpcOptions, request: UniversalServerRequest, response: http2.Http2ServerResponse): Promise<void> {
   const timeout = parseTimeout(request.header.get(headerTimeout), Number.MAX_SAFE_INTEGER);
   const context = createHandlerContext({
     ...spec,
@@ -124,7 +115,7 @@ export async function serveBinaryGrpc(spec: WrittenCallSpec, options: BinaryGrpc
   };
   context.values.set(encodedFramesKey, true);
   try {
-    const answered = spec.kind === 'unary' ? await answerUnary(spec, options, context, input, response, writeHead) : await streamAnswers(spec, options, context, input, response, writeHead);
+    const answered = await streamAnswers(spec, options, context, input, response, writeHead);
     if (!answered) return;
   } catch (error) {
     setTrailerStatus(context.responseTrailer, error instanceof ConnectError ? error : new ConnectError('internal error', Code.Internal, undefined, undefined, error));
@@ -135,31 +126,6 @@ export async function serveBinaryGrpc(spec: WrittenCallSpec, options: BinaryGrpc
   writeHead();
   response.addTrailers(nodeHeaders(context.responseTrailer));
   response.end();
-}
-
-/** Writes a unary call's answer; false when the client went away first. */
-async function answerUnary(
-  spec: UnarySpec,
-  options: BinaryGrpcOptions,
-  context: HandlerContext,
-  input: AsyncIterable<unknown>,
-  response: http2.Http2ServerResponse,
-  writeHead: () => void,
-): Promise<boolean> {
-  let message: unknown;
-  try {
-    message = await single(input, 'unary');
-  } catch (error) {
-    const failure = error instanceof ConnectError ? error : new ConnectError('internal error', Code.Internal, undefined, undefined, error);
-    throw requestDecodeFailure(failure, options.requestBytes);
-  }
-  const answer = await invokeUnary(spec, context, options.interceptors, message);
-  copyHeaders(answer.header, context.responseHeader);
-  writeHead();
-  const written = write(response, envelope(spec.method.output, answer.message));
-  if (written !== true && !(await written)) return false;
-  copyHeaders(answer.trailer, context.responseTrailer);
-  return true;
 }
 
 /** Writes a server stream's messages, as they come or as they are offered; false when the client went away first. */
@@ -212,18 +178,6 @@ async function streamAnswers(
   }
 }
 
-/** Runs the interceptor chain around the implementation, as Connect does for a unary method. */
-function invokeUnary(spec: UnarySpec, context: HandlerContext, interceptors: readonly Interceptor[], message: unknown): Promise<UnaryResponse> {
-  const output = spec.method.output;
-  let next = async (req: UnaryRequest): Promise<UnaryResponse> => {
-    const impl = spec.impl as (message: unknown, context: HandlerContext) => Promise<unknown>;
-    const answer = await impl(req.message, implementationContext(context, req));
-    return { ...responseCommon(spec, context), stream: false, message: isMessage(answer, output) ? answer : create(output, answer as never) } as UnaryResponse;
-  };
-  for (const interceptor of [...interceptors].reverse()) next = interceptor(next as never) as typeof next;
-  return next({ ...requestCommon(spec, context), stream: false, message } as UnaryRequest);
-}
-
 /** Runs the interceptor chain around the implementation, as Connect does for a server-streaming method. */
 function invokeStream(spec: ServerStreamSpec, context: HandlerContext, interceptors: readonly Interceptor[], input: AsyncIterable<unknown>): Promise<StreamResponse> {
   let next = async (req: StreamRequest): Promise<StreamResponse> => {
@@ -236,7 +190,7 @@ function invokeStream(spec: ServerStreamSpec, context: HandlerContext, intercept
 }
 
 /** What every request the chain sees carries, from the call's context. */
-function requestCommon(spec: WrittenCallSpec, context: HandlerContext) {
+function requestCommon(spec: ServerStreamSpec, context: HandlerContext) {
   return {
     method: spec.method,
     requestMethod: context.requestMethod,
@@ -249,12 +203,12 @@ function requestCommon(spec: WrittenCallSpec, context: HandlerContext) {
 }
 
 /** What every answer the chain returns carries: the call's own headers and trailers. */
-function responseCommon(spec: WrittenCallSpec, context: HandlerContext) {
+function responseCommon(spec: ServerStreamSpec, context: HandlerContext) {
   return { method: spec.method, service: spec.method.parent, header: context.responseHeader, trailer: context.responseTrailer };
 }
 
 /** The context the implementation sees: the call's, as the chain passed the request on. */
-function implementationContext(context: HandlerContext, req: UnaryRequest | StreamRequest): HandlerContext {
+function implementationContext(context: HandlerContext, req: StreamRequest): HandlerContext {
   return { ...context, service: req.service, requestHeader: req.header, signal: req.signal, values: req.contextValues };
 }
 
@@ -266,15 +220,6 @@ async function single(messages: AsyncIterable<unknown>, kind: 'unary' | 'server-
   const second = await it.next();
   if (second.done !== true) throw new ConnectError(`protocol error: received extra input message for ${kind} method`, Code.Unimplemented);
   return first.value;
-}
-
-/** One uncompressed gRPC message frame of `message` (encoded once for all streams if it is a `sharedFrame`). */
-function envelope(schema: DescMessage, message: unknown): Buffer {
-  return typeof message === 'object' && message !== null ? frameOf(message, () => encodeFrame(schema, message)) : encodeFrame(schema, message);
-}
-
-function encodeFrame(schema: DescMessage, message: unknown): Buffer {
-  return grpcFrame(toBinary(schema, isMessage(message, schema) ? message : create(schema, message as never)));
 }
 
 /** Writes a frame; resolves false when the stream closed instead of taking it (the client went away). */

@@ -19,8 +19,10 @@ import { trailerFlag, trailerParse, trailerSerialize } from '@connectrpc/connect
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from '@connectrpc/connect-node';
 import { LIMITS, type LimitName } from '@docket/contracts';
 import { file_google_rpc_error_details } from '@docket/proto/google/rpc/error_details_pb.js';
-import { isBinaryGrpc, serveBinaryGrpc, type BinaryGrpcOptions, type WrittenCallSpec } from './binary-grpc-call.js';
+import { isBinaryGrpc, serveBinaryGrpc, type BinaryGrpcOptions, type ServerStreamSpec, type UnarySpec } from './binary-grpc-call.js';
+import { unaryStreamServer, type UnaryStreamServer } from './unary-stream-call.js';
 import { requestDecodeFailure, type ChainReached } from './request-bounds.js';
+import { finishUnreadUpload } from './unread-upload.js';
 import type { SignalRelay } from './signal-relay.js';
 
 /** Where the adapter leaves its {@link ChainReached} mark for the outermost interceptor. */
@@ -65,7 +67,19 @@ export interface BoundedNodeAdapterOptions extends Omit<ConnectRouterOptions, 'r
   /** The service's request-size limit (its `LIMITS` entry), compressed and decompressed. */
   readonly requestBytes: LimitName;
   readonly fallback: (request: http.IncomingMessage, response: http.ServerResponse) => void;
-  readonly contextValues: (request: http.IncomingMessage | http2.Http2ServerRequest) => ContextValues;
+  /** The context values every call starts with. */
+  readonly contextValues: () => ContextValues;
+}
+
+/**
+ * What a server hands requests to: `unaryStream` first, with every HTTP/2
+ * stream (it takes the binary gRPC unary calls it knows, see
+ * {@link unaryStreamServer}), then `handle` with the compatibility request
+ * and response of everything else.
+ */
+export interface BoundedHandlers {
+  readonly unaryStream: UnaryStreamServer;
+  readonly handle: NodeHandler;
 }
 
 type NodeHandler = (
@@ -92,7 +106,7 @@ type NodeHandler = (
  * The adapter knows a failure was Connect's own when the chain was never
  * entered: `chainReachedMarker` must be the outermost interceptor.
  */
-export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHandler {
+export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): BoundedHandlers {
   const router = createConnectRouter({
     ...options,
     jsonOptions: { registry: ERROR_DETAILS },
@@ -101,23 +115,27 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHand
     acceptCompression: [compressionGzip, compressionBrotli],
     compressMinBytes: ANSWERS_UNCOMPRESSED,
   });
-  const written = new Map<string, WrittenCallSpec>();
+  const written: WrittenCalls = { unary: new Map(), streams: new Map() };
   options.routes(recordingWrittenCalls(router, written));
   const paths = new Map<string, UniversalHandler>();
   for (const handler of router.handlers) paths.set(handler.requestPath, guardPreChainFailures(handler, options.requestBytes));
   const writtenOptions: BinaryGrpcOptions = {
     interceptors: options.interceptors ?? [],
     readMaxBytes: LIMITS[options.requestBytes],
-    requestBytes: options.requestBytes,
     acceptCompression: [compressionGzip, compressionBrotli],
     shutdown: options.shutdown,
   };
-  return (request, response) => {
+  const unaryStream = unaryStreamServer(written.unary, {
+    ...writtenOptions,
+    requestBytes: options.requestBytes,
+    contextValues: options.contextValues,
+  });
+  const handle: NodeHandler = (request, response) => {
     const path = request.url?.split('?', 2)[0] ?? '';
-    const writtenCall = 'stream' in request && request.method === 'POST' ? written.get(path) : undefined;
+    const writtenCall = 'stream' in request && request.method === 'POST' ? written.streams.get(path) : undefined;
     if (writtenCall && isBinaryGrpc(request.headers['content-type'])) {
-      const universal = universalRequestFromNodeRequest(request as never, response as never, undefined, options.contextValues(request));
-      finishUnreadUpload(request as http2.Http2ServerRequest);
+      const universal = universalRequestFromNodeRequest(request as never, response as never, undefined, options.contextValues());
+      finishUnreadUpload((request as http2.Http2ServerRequest).stream);
       serveBinaryGrpc(writtenCall, writtenOptions, universal, response as http2.Http2ServerResponse).catch(() => {
         // The client went away while the answer was written: nothing to tell anyone.
       });
@@ -132,9 +150,9 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHand
       request as http.IncomingMessage,
       response as http.ServerResponse,
       undefined,
-      options.contextValues(request),
+      options.contextValues(),
     );
-    if ('stream' in request) finishUnreadUpload(request);
+    if ('stream' in request) finishUnreadUpload(request.stream);
     handler(universal)
       .then((answer) => {
         // HTTP/1.1: a body answered before it was read to the end would stall the
@@ -146,16 +164,23 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): NodeHand
         // The client went away while the answer was written: nothing to tell anyone.
       });
   };
+  return { handle, unaryStream };
+}
+
+/** The methods whose binary gRPC calls Docket serves itself, by request path. */
+interface WrittenCalls {
+  readonly unary: Map<string, UnarySpec>;
+  readonly streams: Map<string, ServerStreamSpec>;
 }
 
 /**
  * `router`, noting the unary and server-streaming methods registered
  * through it (by request path), so that binary gRPC calls of them are
- * served by {@link serveBinaryGrpc}; every other protocol (gRPC-Web,
+ * served by {@link unaryStreamServer} and {@link serveBinaryGrpc}; every other protocol (gRPC-Web,
  * Connect, HTTP/1.1) goes through Connect's own handlers. A service
  * registered with options of its own is left to Connect entirely.
  */
-function recordingWrittenCalls(router: ConnectRouter, calls: Map<string, WrittenCallSpec>): ConnectRouter {
+function recordingWrittenCalls(router: ConnectRouter, calls: WrittenCalls): ConnectRouter {
   const recording: ConnectRouter = {
     get handlers() {
       return router.handlers;
@@ -163,7 +188,8 @@ function recordingWrittenCalls(router: ConnectRouter, calls: Map<string, Written
     service(service, implementation, serviceOptions) {
       if (!serviceOptions) {
         for (const spec of Object.values(createServiceImplSpec(service, implementation).methods)) {
-          if (spec.kind === 'server_streaming' || spec.kind === 'unary') calls.set(createMethodUrl('/', spec.method), spec);
+          if (spec.kind === 'server_streaming') calls.streams.set(createMethodUrl('/', spec.method), spec);
+          if (spec.kind === 'unary') calls.unary.set(createMethodUrl('/', spec.method), spec);
         }
       }
       router.service(service, implementation, serviceOptions);
@@ -175,78 +201,6 @@ function recordingWrittenCalls(router: ConnectRouter, calls: Map<string, Written
     },
   };
   return recording;
-}
-
-/**
- * How much of an HTTP/2 request body answered before it was read (see
- * {@link finishUnreadUpload}) the server reads and drops before it resets
- * the stream instead.
- */
-export const DISCARDED_UPLOAD_BYTES = 64 * 1024 * 1024;
-
-/**
- * How long such an upload may send nothing before the server resets its
- * stream: a client that has sent its whole body but never ends the stream
- * (Connect's does not once its call is over) would otherwise hold it open.
- */
-export const DISCARDED_UPLOAD_IDLE_MS = 1_000;
-
-/**
- * Finishes an HTTP/2 request whose answer was complete before its body was
- * read to the end: a refusal for size (a gRPC length prefix or a message
- * over the limit), a refused token on a large upload, a handler that
- * answered early.
- *
- * Connect stops reading such a request and destroys its compatibility
- * request object, but that leaves the HTTP/2 stream open: paused, with a
- * flow-control window of body buffered and no WINDOW_UPDATE for the
- * client, whose stream waits forever to write the rest, holding its unsent
- * body. Every refused request leaked a stream this way until the client's
- * session was over its `maxSessionMemory` and refused every new stream
- * with ENHANCE_YOUR_CALM. Resetting the stream at once is not enough
- * either: a Node client never takes the unsent part of a destroyed
- * stream's writes off its session memory, so each reset still costs the
- * client's session, for good, whatever it had left to send.
- *
- * So once the answer is complete the rest of the body is read and dropped
- * (nothing is kept: the memory a request can make the server hold is still
- * the request limit), and the stream is reset with NO_ERROR, as RFC 9113
- * section 8.1 provides for a request whose complete response was sent,
- * when the client has sent nothing for {@link DISCARDED_UPLOAD_IDLE_MS}
- * (its body is all there, or it stalled) or more than
- * {@link DISCARDED_UPLOAD_BYTES} (the server stops paying for it). A
- * client that ends its stream closes it as usual.
- *
- * HTTP/2 only: over HTTP/1.1 such an answer says `connection: close`
- * (see {@link boundedNodeAdapter}), since the rest of the body would
- * otherwise stand in front of the next request on the connection.
- */
-function finishUnreadUpload(request: http2.Http2ServerRequest): void {
-  const stream = request.stream;
-  // Node's compatibility API ends every response with trailers (an empty
-  // frame when there are none): it asks for them once the body is written
-  // and submits them on the following turn.
-  stream.once('wantTrailers', () =>
-    setImmediate(() => {
-      if (stream.destroyed || stream.closed || stream.readableEnded) return;
-      const reset = (): void => {
-        if (!stream.closed && !stream.destroyed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
-      };
-      let idle = setTimeout(reset, DISCARDED_UPLOAD_IDLE_MS);
-      stream.once('close', () => clearTimeout(idle));
-      // The compatibility request's listener pushes into a request that is
-      // gone and pauses the stream when the push is refused.
-      stream.removeAllListeners('data');
-      let discarded = 0;
-      stream.on('data', (chunk: Buffer) => {
-        discarded += chunk.byteLength;
-        clearTimeout(idle);
-        if (discarded > DISCARDED_UPLOAD_BYTES) reset();
-        else idle = setTimeout(reset, DISCARDED_UPLOAD_IDLE_MS);
-      });
-      stream.resume();
-    }),
-  );
 }
 
 function guardPreChainFailures(handler: UniversalHandler, requestBytes: LimitName): UniversalHandler {

@@ -1,3 +1,4 @@
+import { isCallAborted } from './call-abort.js';
 import { ConnectError, type HandlerContext, type Interceptor } from '@connectrpc/connect';
 
 /**
@@ -42,7 +43,7 @@ export function forwardDeadline(ctx: HandlerContext): ForwardedDeadline {
  */
 export function deadlineInterceptor(): Interceptor {
   return (next) => async (req) => {
-    if (req.signal.aborted) throw ConnectError.from(req.signal.reason);
+    if (isCallAborted(req)) throw ConnectError.from(req.signal.reason);
     return next(req);
   };
 }

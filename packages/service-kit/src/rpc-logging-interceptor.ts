@@ -1,4 +1,5 @@
 import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
+import { isCallAborted } from './call-abort.js';
 import { clientLeft, clientLeftError, errorInfoOf, reasonForCode } from './error-mapping.js';
 import type { LogLevel, Logger } from './logger.js';
 import { currentRequestId, requestIdFrom, requestIdKey } from './request-id.js';
@@ -46,7 +47,7 @@ export function rpcLoggingInterceptor(logger: Logger): Interceptor {
       // out (a Watch whose client left) did not answer anybody; a client
       // that left is CANCELLED, however its stream was reset.
       const effective: StreamOutcome =
-        outcome.kind === 'completed' && req.signal.aborted
+        outcome.kind === 'completed' && isCallAborted(req)
           ? { kind: 'failed', error: clientLeft(req.signal) ? clientLeftError() : ConnectError.from(req.signal.reason, Code.Canceled) }
           : outcome;
       const { code, reason } = describeOutcome(effective);

@@ -174,7 +174,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const metrics = options.metrics ?? new ServiceMetrics(options.name);
   const requestBytes = options.requestBytes ?? 'admissionRequestBytes';
-  const connectHandler = boundedNodeAdapter({
+  const handlers = boundedNodeAdapter({
     requestBytes,
     routes(router) {
       registerHealthService(router, health);
@@ -204,7 +204,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const cors = corsPolicy(options.corsOrigins ?? []);
   const handler = (request: http.IncomingMessage | http2.Http2ServerRequest, response: http.ServerResponse | http2.Http2ServerResponse): void => {
     if (cors.answer(request, response)) return;
-    if (!metrics.serve(request, response)) connectHandler(request as http.IncomingMessage, response as http.ServerResponse);
+    if (!metrics.serve(request, response)) handlers.handle(request as http.IncomingMessage, response as http.ServerResponse);
   };
 
   const sessions = new Set<http2.ServerHttp2Session>();
@@ -222,6 +222,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     },
     handler,
   );
+  // Binary gRPC unary calls are served from their stream; Node's own listener
+  // (which makes the compatibility request and response for `handler`) gets the rest.
+  const compatibility = h2.listeners('stream') as ((...args: unknown[]) => void)[];
+  if (compatibility.length !== 1) throw new Error(`expected Node's one compatibility stream listener, found ${compatibility.length}`);
+  h2.removeAllListeners('stream');
+  h2.on('stream', (stream, headers, ...rest) => {
+    if (!handlers.unaryStream(stream, headers)) compatibility[0]!.call(h2, stream, headers, ...rest);
+  });
   h2.on('session', (session) => {
     session.setTimeout(SESSION_IDLE_TIMEOUT_MS, () => session.close());
     if (!session.destroyed) session.setLocalWindowSize(HTTP2_LIMITS.connectionWindowBytes);

@@ -3,6 +3,8 @@ import { Http2SessionManager, createGrpcTransport } from '@connectrpc/connect-no
 import type { ClientHttp2Session, ClientHttp2Stream } from 'node:http2';
 import { tracedCalls } from '@docket/trace-context';
 import { currentRequestId, REQUEST_ID_HEADER } from './request-id.js';
+import { isTracingOn } from './tracing.js';
+import { callUnaryStream } from './unary-stream-client.js';
 
 /** Options of {@link createServiceTransport}. */
 export interface ServiceTransportOptions {
@@ -12,8 +14,6 @@ export interface ServiceTransportOptions {
   readonly token: string | (() => Promise<string>);
   /** The deadline of a unary call whose caller set none (default {@link DEFAULT_INTERNAL_DEADLINE_MS}; `DOCKET_STATE_CALL_TIMEOUT_MS`). */
   readonly defaultDeadlineMs?: number;
-  /** Extra client interceptors, run inside the ones adding headers. */
-  readonly interceptors?: readonly Interceptor[];
 }
 
 /** A {@link createServiceTransport} transport, with a way to give up on its connection. */
@@ -36,6 +36,10 @@ export interface ServiceTransport extends Transport {
  * session is pinged every {@link PING_INTERVAL_MS}, and a unary call
  * without a deadline gets {@link DEFAULT_INTERNAL_DEADLINE_MS}. Pair each call with
  * `forwardDeadline(ctx)` to pass on the caller's deadline and cancellation.
+ *
+ * Unary calls are written and read by hand on the session's streams
+ * (`callUnaryStream`) unless tracing is on; streams, and unary calls while
+ * tracing, go through Connect's gRPC transport.
  *
  * It offers no compression: the services talk inside one network, where
  * gzip only spends CPU on both sides (Connect's default would gzip every
@@ -69,11 +73,29 @@ export function createServiceTransport(options: ServiceTransportOptions): Servic
       addHeaders,
       tracedCalls('@docket/service-kit'),
       peerLossAsUnavailable,
-      ...(options.interceptors ?? []),
     ],
   });
+  const defaultDeadlineMs = options.defaultDeadlineMs ?? DEFAULT_INTERNAL_DEADLINE_MS;
+  let answeredAt = performance.now();
+  const unary: Transport['unary'] = async (method, signal, timeoutMs, header, input, contextValues) => {
+    // With tracing on, each call is a CLIENT span: Connect's path, with its interceptors.
+    if (isTracingOn()) return transport.unary(method, signal, timeoutMs, header, input, contextValues);
+    const fields: Record<string, string> = {};
+    if (header) new Headers(header).forEach((value, key) => (fields[key] = value));
+    fields['authorization'] = `Bearer ${typeof token === 'string' ? token : await token()}`;
+    const requestId = currentRequestId.getStore();
+    if (requestId !== undefined && fields[REQUEST_ID_HEADER] === undefined) fields[REQUEST_ID_HEADER] = requestId;
+    try {
+      const response = await callUnaryStream({ session, method, input, header: fields, timeoutMs: timeoutMs ?? defaultDeadlineMs, signal });
+      answeredAt = performance.now();
+      return response;
+    } catch (error) {
+      answeredAt = resetWhenUnanswered(error, signal, answeredAt, resetConnection);
+      throw error;
+    }
+  };
   return {
-    unary: (...args) => transport.unary(...args),
+    unary,
     stream: (...args) => transport.stream(...args),
     resetConnection,
   };
@@ -152,29 +174,32 @@ const unansweredSessionReset = (resetConnection: () => void): Interceptor => {
       answeredAt = performance.now();
       return response;
     } catch (error) {
-      const decided = error instanceof ConnectError && error.details.length > 0;
-      if (decided) answeredAt = performance.now();
-      else if (
-        error instanceof ConnectError &&
-        (error.code === Code.DeadlineExceeded || error.code === Code.Unavailable) &&
-        !cancelledByCaller(req.signal) &&
-        performance.now() - answeredAt > UNANSWERED_SESSION_LIMIT_MS
-      ) {
-        resetConnection();
-        answeredAt = performance.now(); // one reset per silent stretch; the next call opens a new connection
-      }
+      answeredAt = resetWhenUnanswered(error, req.signal, answeredAt, resetConnection);
       throw error;
     }
   };
 };
 
 /**
- * Whether a call's signal was aborted by its caller (a cancellation) rather
- * than by its deadline: the signal of a call with a deadline (its own, or
- * one forwarded from the RPC it serves) aborts when the deadline passes,
- * and a call that timed out on a silent connection is exactly what counts
- * against the session.
+ * The decision of {@link unansweredSessionReset} for one failed call:
+ * resets the connection when it is due; returns when the peer last
+ * answered (now, if this failure was an answer it decided, or after a
+ * reset, so that one silent stretch resets once).
  */
+function resetWhenUnanswered(error: unknown, signal: AbortSignal | undefined, answeredAt: number, resetConnection: () => void): number {
+  if (error instanceof ConnectError && error.details.length > 0) return performance.now();
+  if (
+    error instanceof ConnectError &&
+    (error.code === Code.DeadlineExceeded || error.code === Code.Unavailable) &&
+    !(signal !== undefined && cancelledByCaller(signal)) &&
+    performance.now() - answeredAt > UNANSWERED_SESSION_LIMIT_MS
+  ) {
+    resetConnection();
+    return performance.now(); // the next call opens a new connection
+  }
+  return answeredAt;
+}
+
 function cancelledByCaller(signal: AbortSignal): boolean {
   if (!signal.aborted) return false;
   const reason: unknown = signal.reason;

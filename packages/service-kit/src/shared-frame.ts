@@ -1,3 +1,4 @@
+import { create, isMessage, toBinary, type DescMessage } from '@bufbuild/protobuf';
 import { createContextKey, type HandlerContext } from '@connectrpc/connect';
 
 /**
@@ -71,4 +72,13 @@ export const encodedFramesKey = createContextKey<boolean>(false, { description: 
  */
 export function writesEncodedFrames(ctx: HandlerContext): boolean {
   return ctx.values.get(encodedFramesKey);
+}
+
+/** One uncompressed gRPC message frame of `message` (encoded once for all streams if it is a {@link sharedFrame}). */
+export function envelope(schema: DescMessage, message: unknown): Buffer {
+  return typeof message === 'object' && message !== null ? frameOf(message, () => encodeFrame(schema, message)) : encodeFrame(schema, message);
+}
+
+function encodeFrame(schema: DescMessage, message: unknown): Buffer {
+  return grpcFrame(toBinary(schema, isMessage(message, schema) ? message : create(schema, message as never)));
 }

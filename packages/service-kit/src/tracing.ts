@@ -31,6 +31,14 @@ export function tracesExporterFrom(env: NodeJS.ProcessEnv): Tracing['exporter'] 
   return endpoint !== undefined && endpoint.trim() !== '' ? 'otlp' : 'off';
 }
 
+/** Whether {@link startTracing} registered a tracer provider in this process. */
+let tracingOn = false;
+
+/** Whether spans are recorded in this process (see {@link startTracing}): hot paths skip span work when not. */
+export function isTracingOn(): boolean {
+  return tracingOn;
+}
+
 /**
  * Registers the process's OpenTelemetry tracer provider when the
  * environment asks for one ({@link tracesExporterFrom}): W3C trace context
@@ -49,6 +57,7 @@ export function startTracing(service: string, env: NodeJS.ProcessEnv = process.e
     spanProcessors: [new BatchSpanProcessor(spanExporter)],
   });
   provider.register();
+  tracingOn = true;
   return { exporter, shutdown: () => provider.shutdown() };
 }
 
