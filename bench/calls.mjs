@@ -6,7 +6,10 @@
 // (what an outside caller uses), `IN_FLIGHT` calls at once; each server is
 // its own process and its CPU is read from /proc before and after a run of
 // calls. Targets are interleaved within each repetition; the rows are
-// medians over repetitions. `npm run bench -- --only calls`.
+// medians over repetitions. A process also spends CPU with no calls at all
+// (execution's maintenance loops, events' heartbeats): measured over an idle
+// window first, its share of each run is shown ("of it idle") and taken off
+// in the last ratio. `npm run bench -- --only calls`.
 import { fork } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { create, toBinary, fromBinary } from '@bufbuild/protobuf';
@@ -26,6 +29,8 @@ import { REPO_ROOT, startSystem } from './support.mjs';
 
 /** Calls in flight at once, as in the issue's measurements. */
 const IN_FLIGHT = 16;
+/** How long each process is watched with no calls, for its idle CPU. */
+const IDLE_WINDOW_MS = 3_000;
 /** Items per SubmitJobs call. */
 const BATCH_ITEMS = 100;
 
@@ -115,13 +120,22 @@ export async function benchCalls(options = {}) {
     ];
     // Warm-up: every path once through the JIT.
     for (const target of targets) await drive(Math.max(100, calls / 20 / (target.jobsPerCall ?? 1)), target.call);
+    // What each process spends with no calls at all (maintenance loops, heartbeats, timers), per ms.
+    const allPids = [...new Set(targets.flatMap((target) => target.pids))];
+    const idleBefore = new Map(allPids.map((pid) => [pid, cpuMsOf(pid)]));
+    await new Promise((resolve) => setTimeout(resolve, IDLE_WINDOW_MS));
+    const idlePerMs = new Map(allPids.map((pid) => [pid, (cpuMsOf(pid) - idleBefore.get(pid)) / IDLE_WINDOW_MS]));
     const samples = new Map(targets.map((target) => [target.name, []]));
     for (let rep = 0; rep < reps; rep += 1) {
       for (const target of targets) {
         const count = Math.max(20, Math.round(calls / (target.jobsPerCall ?? 1)));
         const { elapsedMs, cpuMs } = await measured(target.pids, () => drive(count, target.call));
         const jobs = count * (target.jobsPerCall ?? 1);
-        samples.get(target.name).push({ perJobUs: cpuMs.map((ms) => (ms * 1000) / jobs), perSecond: (jobs * 1000) / elapsedMs });
+        samples.get(target.name).push({
+          perJobUs: cpuMs.map((ms) => (ms * 1000) / jobs),
+          idlePerJobUs: target.pids.map((pid) => (idlePerMs.get(pid) * elapsedMs * 1000) / jobs),
+          perSecond: (jobs * 1000) / elapsedMs,
+        });
       }
     }
     const bareUs = median(samples.get(targets[0].name).map((sample) => sample.perJobUs[0]));
@@ -129,11 +143,14 @@ export async function benchCalls(options = {}) {
       const runs = samples.get(target.name);
       const serving = median(runs.map((sample) => sample.perJobUs[0]));
       const stateShare = target.pids.length > 1 ? median(runs.map((sample) => sample.perJobUs[1])) : undefined;
+      const idle = median(runs.map((sample) => sample.idlePerJobUs[0]));
       return {
         call: target.name,
         'server CPU us': serving.toFixed(0),
+        'of it idle us': idle.toFixed(0),
         'state CPU us': stateShare === undefined ? '' : stateShare.toFixed(0),
         'x bare http2': (serving / bareUs).toFixed(2),
+        'x bare, net of idle': ((serving - idle) / bareUs).toFixed(2),
         [target.jobsPerCall ? 'jobs/s' : 'calls/s']: Math.round(median(runs.map((sample) => sample.perSecond))),
       };
     });

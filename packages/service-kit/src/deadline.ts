@@ -1,5 +1,6 @@
-import { isCallAborted } from './call-abort.js';
 import { ConnectError, type HandlerContext, type Interceptor } from '@connectrpc/connect';
+import { isCallAborted } from './call-abort.js';
+import { REQUEST_ID_HEADER, requestIdKey } from './request-id.js';
 
 /**
  * Milliseconds left before the caller's deadline (`grpc-timeout` or
@@ -19,12 +20,14 @@ export interface ForwardedDeadline {
    * finishes, or the server's grace period ends.
    */
   readonly signal: AbortSignal;
+  /** The RPC's `x-request-id`, so the next hop logs the same id. */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /**
  * Options to spread into a client call made while handling an RPC, so the
- * next hop honours what is left of the caller's deadline and stops when the
- * caller goes away:
+ * next hop honours what is left of the caller's deadline, stops when the
+ * caller goes away and logs the caller's request id:
  *
  * ```ts
  * await state.getJob({ jobId }, forwardDeadline(ctx));
@@ -32,7 +35,9 @@ export interface ForwardedDeadline {
  */
 export function forwardDeadline(ctx: HandlerContext): ForwardedDeadline {
   const timeoutMs = ctx.timeoutMs();
-  return timeoutMs === undefined ? { signal: ctx.signal } : { timeoutMs, signal: ctx.signal };
+  const requestId = ctx.values.get(requestIdKey);
+  const headers = requestId === '' ? undefined : { [REQUEST_ID_HEADER]: requestId };
+  return { ...(timeoutMs === undefined ? {} : { timeoutMs }), signal: ctx.signal, ...(headers ? { headers } : {}) };
 }
 
 /**

@@ -37,7 +37,6 @@ export { DEFAULT_LOG_LEVEL, LOG_LEVELS, createLogger, isLogLevel, type LogFields
 export { SLOW_CALL_MS, codeName, rpcLogLevel, rpcLoggingInterceptor, rpcPath } from './rpc-logging-interceptor.js';
 export {
   REQUEST_ID_HEADER,
-  currentRequestId,
   requestIdFrom,
   requestIdKey,
   requestIdOf,

@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { createContextKey, type HandlerContext } from '@connectrpc/connect';
 
@@ -10,12 +9,6 @@ const ACCEPTABLE_REQUEST_ID = /^[A-Za-z0-9._:/=+-]{1,128}$/;
 /** Context key holding the request id of the current RPC. */
 export const requestIdKey = createContextKey<string>('', { description: 'docket request id' });
 
-/**
- * The request id of the RPC being handled, for code that runs inside a
- * handler (including server-streaming handlers between messages). The
- * internal transport reads it to forward `x-request-id` to the next hop.
- */
-export const currentRequestId = new AsyncLocalStorage<string>();
 
 /**
  * The caller's `x-request-id` when it is a short token of safe characters,

@@ -2,7 +2,7 @@ import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import { isCallAborted } from './call-abort.js';
 import { clientLeft, clientLeftError, errorInfoOf, reasonForCode } from './error-mapping.js';
 import type { LogLevel, Logger } from './logger.js';
-import { currentRequestId, requestIdFrom, requestIdKey } from './request-id.js';
+import { requestIdFrom, requestIdKey } from './request-id.js';
 import { hookStream, type StreamOutcome } from '@docket/contracts';
 
 /** Codes that mean the server, not the caller, is at fault: logged at level `error`. */
@@ -22,9 +22,8 @@ export function rpcPath(req: { readonly service: { readonly typeName: string }; 
  * is logged when its stream completes, fails or is abandoned by the client
  * (`code: "canceled"`), also when its handler returns normally after the
  * caller cancelled or the deadline passed. The request id comes from `x-request-id` (or is
- * generated), is stored under {@link requestIdKey} and is the
- * {@link currentRequestId} while the handler runs, so internal calls forward
- * it. Header values, tokens, bodies and error messages are never logged.
+ * generated) and is stored under {@link requestIdKey}, where
+ * `forwardDeadline` finds it for the calls to the next hop. Header values, tokens, bodies and error messages are never logged.
  *
  * The line's level ({@link rpcLogLevel}) keeps the default `info` stream to
  * what needs a look: a server fault is `error`, any other failure `info`, a
@@ -63,7 +62,7 @@ export function rpcLoggingInterceptor(logger: Logger): Interceptor {
     };
     let response;
     try {
-      response = await currentRequestId.run(requestId, () => next(req));
+      response = await next(req);
     } catch (error) {
       finish({ kind: 'failed', error });
       throw error;
@@ -74,10 +73,7 @@ export function rpcLoggingInterceptor(logger: Logger): Interceptor {
     }
     return {
       ...response,
-      message: hookStream(response.message, {
-        around: (pull) => currentRequestId.run(requestId, pull),
-        onSettled: finish,
-      }),
+      message: hookStream(response.message, { onSettled: finish }),
     };
   };
 }

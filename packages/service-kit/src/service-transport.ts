@@ -2,7 +2,6 @@ import { Code, ConnectError, type Interceptor, type Transport } from '@connectrp
 import { Http2SessionManager, createGrpcTransport } from '@connectrpc/connect-node';
 import type { ClientHttp2Session, ClientHttp2Stream } from 'node:http2';
 import { tracedCalls } from '@docket/trace-context';
-import { currentRequestId, REQUEST_ID_HEADER } from './request-id.js';
 import { isTracingOn } from './tracing.js';
 import { callUnaryStream } from './unary-stream-client.js';
 
@@ -30,8 +29,10 @@ export interface ServiceTransport extends Transport {
 /**
  * The transport for one Docket service calling another: gRPC over cleartext
  * HTTP/2 (h2c, one multiplexed session), sending `authorization: Bearer
- * <token>` on every call and forwarding the `x-request-id` of the RPC being
- * handled, so both hops log the same id; each call is a CLIENT span of the
+ * <token>` on every call (the `x-request-id` of the RPC being handled
+ * comes with `forwardDeadline(ctx)`, so both hops log the same id; a
+ * group-committed call, which carries many callers' items, has none of
+ * its own); with tracing on each call is a CLIENT span of the
  * caller's trace and carries its `traceparent` (see `tracedCalls`). The
  * session is pinged every {@link PING_INTERVAL_MS}, and a unary call
  * without a deadline gets {@link DEFAULT_INTERNAL_DEADLINE_MS}. Pair each call with
@@ -50,10 +51,6 @@ export function createServiceTransport(options: ServiceTransportOptions): Servic
   const { token } = options;
   const addHeaders: Interceptor = (next) => async (req) => {
     req.header.set('authorization', `Bearer ${typeof token === 'string' ? token : await token()}`);
-    const requestId = currentRequestId.getStore();
-    if (requestId !== undefined && !req.header.has(REQUEST_ID_HEADER)) {
-      req.header.set(REQUEST_ID_HEADER, requestId);
-    }
     return next(req);
   };
   // A dead or half-open connection is noticed within PING_INTERVAL_MS + PING_TIMEOUT_MS, also while a stream is quiet.
@@ -83,8 +80,6 @@ export function createServiceTransport(options: ServiceTransportOptions): Servic
     const fields: Record<string, string> = {};
     if (header) new Headers(header).forEach((value, key) => (fields[key] = value));
     fields['authorization'] = `Bearer ${typeof token === 'string' ? token : await token()}`;
-    const requestId = currentRequestId.getStore();
-    if (requestId !== undefined && fields[REQUEST_ID_HEADER] === undefined) fields[REQUEST_ID_HEADER] = requestId;
     try {
       const response = await callUnaryStream({ session, method, input, header: fields, timeoutMs: timeoutMs ?? defaultDeadlineMs, signal });
       answeredAt = performance.now();
