@@ -50,8 +50,17 @@ export interface AttemptEnvironment {
 /** Retries of the job helpers (progress, checkpoint, events): about 8 s at most. */
 const HELPER_RETRIES: RetrySchedule = { tries: 8, initialDelayMs: 100, maxDelayMs: 2_000 };
 
-/** Retries of ReportOutcome and RequestApproval: longer, since each ends the attempt. Replays answer after the lease is gone. */
-const OUTCOME_RETRIES: RetrySchedule = { tries: 12, initialDelayMs: 200, maxDelayMs: 5_000 };
+/**
+ * Retries of ReportOutcome and RequestApproval, which each end the attempt:
+ * with the same operation id for as long as the lease allows and at least
+ * {@link OUTCOME_PATIENCE_MS} (a replay answers even after the lease is
+ * gone, and an outcome given up on makes the job run again), until the
+ * worker stops for good.
+ */
+const OUTCOME_RETRIES: RetrySchedule = { tries: Infinity, initialDelayMs: 200, maxDelayMs: 5_000 };
+
+/** How long an outcome is retried at least, however short the lease: longer than a Postgres restart or a failover. */
+const OUTCOME_PATIENCE_MS = 60_000;
 
 /** Retries of one renewal: until the lease would have expired. */
 const RENEW_RETRIES: RetrySchedule = { tries: Infinity, initialDelayMs: 50, maxDelayMs: 1_000 };
@@ -303,6 +312,7 @@ export class AttemptRun {
             { timeoutMs: this.env.callTimeoutMs },
           ),
         OUTCOME_RETRIES,
+        this.outcomeDeadline(),
       );
       this.endForApproval(response.approvalId);
       settle(true);
@@ -390,6 +400,11 @@ export class AttemptRun {
     if (this.env.closed.aborted) throw DocketWorkerError.local('ATTEMPT_ENDED', `${rpc} after the worker stopped`);
   }
 
+  /** Until when an outcome (or an approval request) is retried: see {@link OUTCOME_RETRIES}. */
+  private outcomeDeadline(): number {
+    return Math.max(this.leaseDeadline, Date.now() + OUTCOME_PATIENCE_MS);
+  }
+
   /** One helper call under the attempt's authority, with a fresh operation id kept across retries. */
   private async attemptCall<T>(rpc: string, send: (operationId: string) => Promise<T>): Promise<T> {
     this.assertUsable(rpc);
@@ -397,12 +412,13 @@ export class AttemptRun {
   }
 
   /** Sends `rpc` with a fresh operation id, retried with it while the call may have been applied; a refusal ends the attempt when it says so. */
-  private async callUnderAuthority<T>(rpc: string, send: (operationId: string) => Promise<T>, schedule = HELPER_RETRIES): Promise<T> {
+  private async callUnderAuthority<T>(rpc: string, send: (operationId: string) => Promise<T>, schedule = HELPER_RETRIES, deadline?: number): Promise<T> {
     const operationId = newId('op');
     try {
       return await callWithRetry(() => send(operationId), {
         schedule,
         signal: this.env.closed,
+        deadline,
         onRetry: (error, tryNumber, backoffMs) => this.logRetry(rpc, error, tryNumber, backoffMs),
       });
     } catch (error) {
@@ -543,6 +559,7 @@ export class AttemptRun {
       const response = await callWithRetry(() => this.env.client.reportOutcome(request, { timeoutMs: this.env.callTimeoutMs }), {
         schedule: OUTCOME_RETRIES,
         signal: this.env.closed,
+        deadline: this.outcomeDeadline(),
         onRetry: (error, tryNumber, backoffMs) => this.logRetry('ReportOutcome', error, tryNumber, backoffMs),
       });
       const status = response.job ? JobStatus[response.job.status] : 'unknown';

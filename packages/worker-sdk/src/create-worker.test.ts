@@ -191,6 +191,26 @@ describe('createWorker against an in-memory execution service', () => {
     expect(progress[0]?.operationId).toBe(progress[1]?.operationId);
   });
 
+  it('keeps retrying an outcome with its operation id past many failures (a Postgres restart), so a finished job does not run again', async () => {
+    const fake = new FakeExecution();
+    fake.submit();
+    const failures = 30;
+    fake.faults.set('ReportOutcome', Array.from({ length: failures }, () => ({ code: Code.Unavailable })));
+    // No backoff between the tries (full jitter drawn at 0): the count of tries is what is under test.
+    vi.spyOn(Math, 'random').mockReturnValue(0);
+    try {
+      const worker = startWorker(fake, async () => ({ ok: true }));
+      await worker.start();
+      await until(() => fake.outcomes.length === 1);
+      const reports = fake.calls.filter((call) => call.rpc === 'ReportOutcome');
+      expect(reports).toHaveLength(failures + 1);
+      expect(new Set(reports.map((call) => call.operationId)).size).toBe(1);
+      expect(fake.countOf('ClaimJobs')).toBeGreaterThan(0);
+    } finally {
+      vi.restoreAllMocks();
+    }
+  });
+
   it('does not retry a refusal (FAILED_PRECONDITION) and rejects the helper with its reason', async () => {
     const fake = new FakeExecution();
     fake.submit();

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { durationFromMs, durationMs } from '@bufbuild/protobuf/wkt';
 import { delay, newId } from '@docket/contracts';
 import type { Assignment, ClaimJobsRequestSchema } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
@@ -136,6 +137,9 @@ class DocketWorker implements Worker {
   constructor(options: ResolvedWorkerOptions) {
     this.options = options;
     this.logger = options.logger ?? silentLogger;
+    // Every attempt whose call is backing off waits on `closed` (one listener each, removed when
+    // the wait ends), so a worker with more than ten retrying attempts is no listener leak.
+    setMaxListeners(0, this.closed.signal);
     this.pipeline = new AttemptPipeline(options, this.stats, this.logger, this.closed.signal);
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
   }
