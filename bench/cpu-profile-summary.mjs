@@ -31,5 +31,14 @@ export function printCpuProfiles(directory, unit, top = Number(process.env.PROFI
     const label = labels[/^CPU\.\d+\.\d+\.(\d+)\./.exec(file)?.[1]];
     console.log(`\n${label ? `${label} (${file})` : file}: ${Math.round(busy)} ms busy, ${((busy / unit.count) * 1000).toFixed(1)} µs per ${unit.name}`);
     for (const [key, ms] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${ms.toFixed(0).padStart(6)} ms  ${key}`);
+    // The same time by where the code lives: a package, a Node internal module, a file of this repository.
+    const shares = new Map();
+    for (const [key, ms] of self) {
+      const place = key.slice(key.indexOf(' ') + 1).replace(/:\d+$/, '');
+      const where = place.startsWith('@') ? place.split('/').slice(0, 2).join('/') : place.startsWith('node:') || place.startsWith('services/') || place.startsWith('packages/') ? place : place.split('/')[0] || key.split(' ')[0];
+      shares.set(where, (shares.get(where) ?? 0) + ms);
+    }
+    console.log('  by place:');
+    for (const [where, ms] of [...shares].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${((ms / busy) * 100).toFixed(1).padStart(5)} %  ${where}`);
   }
 }

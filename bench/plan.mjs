@@ -81,16 +81,19 @@ export function backlogPrefills(sizes, instances) {
 }
 
 /** A submission case: `callers` closed-loop callers of one system. */
-const submitCase = (sizes, system, label, shape, callers, total) => ({
+const submitCase = (sizes, system, label, shape, callers, total, batch = 0) => ({
   system,
   label,
   callers,
   jobs: total,
-  spec: { shape },
+  spec: { shape, ...(batch ? { jobsPerCall: batch } : {}) },
   generators: (ctx) => [
-    { script: 'submit.mjs', config: { system: ctx.connect(system), queue: ctx.queue(), shape, total, callers, keyPrefix: ctx.keyPrefix, warmUp: sizes.warmUp } },
+    { script: 'submit.mjs', config: { system: ctx.connect(system), queue: ctx.queue(), shape, total, callers, keyPrefix: ctx.keyPrefix, warmUp: sizes.warmUp, batch } },
   ],
 });
+
+/** Jobs per call of the bulk submission group (SubmitJobs, pg-boss insert, one multi-row statement). */
+const BULK_BATCH = 100;
 
 /**
  * A claim + complete case: `total` jobs seeded (untimed) into a fresh queue,
@@ -142,7 +145,20 @@ export function buildScenarios(sizes, docketSystems) {
     ],
   });
   return {
-    submit: [submitGroup(1, sizes.oneCallerJobs, false), submitGroup(16, sizes.jobs, true), submitGroup(64, sizes.jobs, true)],
+    submit: [
+      submitGroup(1, sizes.oneCallerJobs, false),
+      submitGroup(16, sizes.jobs, true),
+      submitGroup(64, sizes.jobs, true),
+      {
+        name: `${BULK_BATCH} jobs per call, 16 callers`,
+        key: 'submit-bulk-16',
+        cases: [
+          submitCase(sizes, 'handwritten', 'jobs + first events, one statement', 'bulk', 16, sizes.jobs * 4, BULK_BATCH),
+          submitCase(sizes, 'pgboss', 'insert()', undefined, 16, sizes.jobs * 4, BULK_BATCH),
+          ...forDocket((docket) => [submitCase(sizes, docket, 'SubmitJobs', undefined, 16, sizes.jobs * 4, BULK_BATCH)]),
+        ],
+      },
+    ],
     claim: [
       {
         name: 'claim + complete, one job per claim, 16 handlers',

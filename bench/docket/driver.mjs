@@ -1,4 +1,4 @@
-// Docket as a load generator sees it: SubmitJob on admission; RegisterWorker,
+// Docket as a load generator sees it: SubmitJob (and SubmitJobs) on admission; RegisterWorker,
 // ClaimJobs (long-polling, wait 1 s) and ReportOutcome on execution, each
 // with a fresh operation id, exactly what the worker SDK does.
 //
@@ -28,9 +28,16 @@ export async function open(system) {
   const admission = clientWith(AdmissionService, system.admissionUrl, system.userToken);
   const execution = clientWith(ExecutionService, system.executionUrl, system.workerToken);
   const submitter = (queue) => (key, input) => admission.submitJob({ idempotencyKey: key, queue, input });
+  /** SubmitJobs of the whole batch; a refused item fails the measurement. */
+  const bulkSubmitter = (queue) => async (keys, inputs) => {
+    const { results } = await admission.submitJobs({ items: keys.map((key, index) => ({ idempotencyKey: key, queue, input: inputs[index] })) });
+    const refused = results.find((result) => result.result.case !== 'submitted');
+    if (refused) throw new Error(`SubmitJobs refused an item: ${refused.result.value?.message ?? 'no result'}`);
+  };
   return {
     options: { transport: 'Connect gRPC, one HTTP/2 connection per service', claimWaitSeconds: 1 },
     submitter,
+    bulkSubmitter,
     async seed(queue, count, prefix) {
       const submit = submitter(queue);
       await runConcurrently(count, SEED_CALLERS, (index) => submit(jobKey(prefix, index), jobInput(index)));

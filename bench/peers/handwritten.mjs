@@ -5,6 +5,8 @@
 //   on a unique key;
 // - submit, shape `cte`: the job and its first event in one statement (a
 //   data-modifying CTE), the closest plain-SQL twin of SubmitJob;
+// - bulk submit: the same for a whole batch in one statement (`unnest` of
+//   the keys and inputs), the twin of SubmitJobs;
 // - claim: `UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n)
 //   RETURNING` taking a 30 s lease and bumping the attempt (the fence);
 // - complete: one fenced `UPDATE` (same job, same attempt, still running).
@@ -45,6 +47,13 @@ const INSERT_WITH_EVENT = `
     on conflict (idempotency_key) do nothing returning id
   )
   insert into job_events (job_id, sequence, type, payload) select id, 1, 'job.admitted', $3 from job`;
+const BULK_INSERT_WITH_EVENTS = `
+  with job as (
+    insert into jobs (queue, idempotency_key, input)
+    select $1, key, input from unnest($2::text[], $3::jsonb[]) as item(key, input)
+    on conflict (idempotency_key) do nothing returning id, input
+  )
+  insert into job_events (job_id, sequence, type, payload) select id, 1, 'job.admitted', input from job`;
 const CLAIM = `
   update jobs set status = 'running', attempt = attempt + 1,
          lease_expires_at = now() + interval '30 seconds', updated_at = now()
@@ -87,6 +96,10 @@ export async function open(system, { connections }) {
     submitter(queue, shape) {
       const write = shape === 'cte' ? insertWithEvent : insert;
       return (key, input) => write([queue, key, input]);
+    },
+    bulkSubmitter(queue) {
+      const write = statement('bench_bulk_insert_with_events', BULK_INSERT_WITH_EVENTS);
+      return (keys, inputs) => write([queue, keys, inputs.map((input) => JSON.stringify(input))]);
     },
     async seed(queue, count, prefix) {
       for (let done = 0; done < count; done += 50_000) {

@@ -45,6 +45,10 @@ export async function open(system, { connections }) {
       await queue(name);
       return (_key, input) => boss.send(name, input);
     },
+    async bulkSubmitter(name) {
+      await queue(name);
+      return (_keys, inputs) => boss.insert(inputs.map((data) => ({ name, data })));
+    },
     async seed(name, count) {
       await queue(name);
       for (let done = 0; done < count; done += INSERT_BATCH) {

@@ -76,6 +76,9 @@ function isBinaryGrpcContentType(contentType: string | undefined): boolean {
 
 type Chain = (req: UnaryRequest) => Promise<UnaryResponse>;
 
+/** The answers calls made themselves (their headers and trailers are the call's own). */
+const ownResponses = new WeakSet<UnaryResponse>();
+
 /** Where the innermost step of a chain finds its call. */
 const currentCall = new WeakMap<ContextValues, UnaryStreamCall>();
 
@@ -242,7 +245,7 @@ class UnaryStreamCall {
   /** The chain's answer to a request: the implementation's message, with this call's headers and trailers. */
   response(message: UnaryResponse['message']): UnaryResponse {
     const call = this;
-    return {
+    const response: UnaryResponse = {
       stream: false,
       service: this.#spec.method.parent,
       method: this.#spec.method as UnaryResponse['method'],
@@ -254,14 +257,21 @@ class UnaryStreamCall {
       },
       message,
     };
+    ownResponses.add(response);
+    return response;
   }
 
   #answer(answer: UnaryResponse): void {
     if (this.#answered || this.#stream.destroyed || this.#stream.closed) return this.#end();
     const frame = envelope(this.#spec.method.output, answer.message);
-    const trailers: http2.OutgoingHttpHeaders = { 'grpc-status': '0' };
-    if (this.#responseTrailer || answer.trailer !== this.#responseTrailer) copyInto(trailers, answer.trailer);
-    this.#respond(this.#responseHeader || answer.header !== this.#responseHeader ? answer.header : undefined, trailers, frame);
+    // The call's own answer makes its headers and trailers only when something set them.
+    const own = ownResponses.has(answer);
+    const header = own ? this.#responseHeader : answer.header;
+    const trailer = own ? this.#responseTrailer : answer.trailer;
+    const trailers: http2.OutgoingHttpHeaders = {};
+    if (trailer) copyInto(trailers, trailer);
+    trailers['grpc-status'] = '0';
+    this.#respond(header, trailers, frame);
   }
 
   #fail(error: ConnectError): void {
@@ -276,8 +286,8 @@ class UnaryStreamCall {
       setTrailerStatus(status, sendable);
     }
     const trailers: http2.OutgoingHttpHeaders = {};
-    copyInto(trailers, status);
     if (this.#responseTrailer) copyInto(trailers, this.#responseTrailer);
+    copyInto(trailers, status);
     this.#respond(this.#responseHeader, trailers, undefined);
   }
 
