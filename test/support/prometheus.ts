@@ -20,11 +20,13 @@ export function parsePrometheus(text: string): Sample[] {
       if (line.startsWith('# ') && !/^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* /.test(line)) throw new Error(`bad comment: ${line}`);
       continue;
     }
-    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (-?[0-9.e+-]+|NaN|\+Inf|-Inf)$/.exec(line);
+    // Values as Prometheus reads them (Go's ParseFloat): NaN and Inf in any case (prom-client writes `Nan`).
+    const match = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (-?[0-9.e+-]+|[Nn][Aa][Nn]|[+-]?[Ii][Nn][Ff])$/.exec(line);
     if (!match) throw new Error(`not a Prometheus sample: ${line}`);
     const labels: Record<string, string> = {};
     for (const pair of (match[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[pair[1]!] = pair[2]!;
-    samples.push({ name: match[1]!, labels, value: Number(match[3]) });
+    const text = match[3]!.toLowerCase();
+    samples.push({ name: match[1]!, labels, value: text === 'nan' ? Number.NaN : text.endsWith('inf') ? (text.startsWith('-') ? -Infinity : Infinity) : Number(text) });
   }
   return samples;
 }
