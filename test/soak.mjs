@@ -34,7 +34,8 @@ let failedRuns = 0;
 for (let run = 1; run <= runs; run += 1) {
   const logPath = join(logs, `run-${run}.log`);
   const { code, seconds } = await runSuite(logPath);
-  const output = await readFile(logPath, 'utf8');
+  // Colours off or not (vitest colours its summary when CI is set), the summary is read without them.
+  const output = (await readFile(logPath, 'utf8')).replace(/\x1b\[[0-9;]*m/g, '');
   const counts = [...output.matchAll(/^\s*(Test Files|Tests)\s+(.*)$/gm)].map((match) => `${match[1]}: ${match[2].trim()}`);
   const failures = [...new Set([...output.matchAll(/^\s*FAIL\s+(.*)$/gm)].map((match) => match[1].trim()))];
   if (code !== 0) failedRuns += 1;
