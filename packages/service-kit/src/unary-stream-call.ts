@@ -135,18 +135,19 @@ class UnaryStreamCall {
     const compression = compressionNegotiate([...this.#options.acceptCompression], headerValue(this.#headers['grpc-encoding']) ?? null, null, headerAcceptEncoding);
     const chunks: Buffer[] = [];
     let received = 0;
+    /** The length prefix, once its five bytes are in: it says at once whether the message may be read at all. */
+    let declared: number | undefined;
     let refused = false;
     const limit = this.#options.readMaxBytes;
     stream.on('data', (chunk: Buffer) => {
       if (refused) return;
       received += chunk.byteLength;
       chunks.push(chunk);
-      // The length prefix says at once whether the message may be read at all.
-      const declared = received >= 5 ? (chunks.length === 1 ? chunk : Buffer.concat(chunks)).readUInt32BE(1) : 0;
-      if (declared > limit || received > limit + 5) {
+      if (declared === undefined && received >= 5) declared = (chunks.length === 1 ? chunk : Buffer.concat(chunks)).readUInt32BE(1);
+      if ((declared ?? 0) > limit || received > limit + 5) {
         refused = true;
         chunks.length = 0;
-        this.#fail(this.#decodeFailure(new ConnectError(`message size ${Math.max(declared, received - 5)} is larger than configured readMaxBytes ${limit}`, Code.ResourceExhausted)));
+        this.#fail(this.#decodeFailure(new ConnectError(`message size ${Math.max(declared ?? 0, received - 5)} is larger than configured readMaxBytes ${limit}`, Code.ResourceExhausted)));
       }
     });
     stream.once('end', () => {
