@@ -13,9 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { BadRequestSchema, ErrorInfoSchema, file_google_rpc_error_details } from '@docket/proto/google/rpc/error_details_pb.js';
+import { file_google_rpc_error_details } from '@docket/proto/google/rpc/error_details_pb.js';
 import type { Status } from '@docket/proto/google/rpc/status_pb.js';
-import { seenByConnect, type Protocol, type SeenFailure } from '../support/clients.js';
+import { seenByConnect, seenInStatus, type Protocol, type SeenFailure } from '../support/clients.js';
 import { startCluster, stopAll, type DocketCluster, type ServiceProcess } from '../support/cluster.js';
 import { createMigratedTestDatabase } from '../support/database.js';
 
@@ -111,20 +111,6 @@ function residentBytes(pid: number): number {
 
 /** What a fuzzed call came to: an answer to judge, or nothing to judge (never sent, or we stopped waiting). */
 type Outcome = { readonly kind: 'ok' } | { readonly kind: 'failed'; readonly failure: SeenFailure } | { readonly kind: 'not sent' | 'gave up' };
-
-/** A batch item's `google.rpc.Status`, decoded as a client decodes a call's failure. */
-function seenInStatus(status: Status): SeenFailure {
-  const info = status.details.map((any) => anyUnpack(any, ErrorInfoSchema)).find((x) => x !== undefined);
-  const badRequest = status.details.map((any) => anyUnpack(any, BadRequestSchema)).find((x) => x !== undefined);
-  return {
-    code: status.code,
-    message: status.message,
-    reason: info?.reason,
-    domain: info?.domain,
-    metadata: { ...info?.metadata },
-    violations: (badRequest?.fieldViolations ?? []).map((v) => ({ field: v.field, description: v.description })),
-  };
-}
 
 function judge(outcome: Outcome, what: () => string): void {
   if (outcome.kind !== 'failed') return;

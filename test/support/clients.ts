@@ -4,7 +4,7 @@ import { ConnectError, createClient, type Client, type Interceptor, type Transpo
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
 import * as grpc from '@grpc/grpc-js';
 import { BadRequestSchema, ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
-import { StatusSchema } from '@docket/proto/google/rpc/status_pb.js';
+import { StatusSchema, type Status } from '@docket/proto/google/rpc/status_pb.js';
 
 /** The three wire protocols every Docket service speaks on one port. */
 export type Protocol = 'grpc' | 'grpc-web' | 'connect';
@@ -93,11 +93,16 @@ export function seenByGrpcJs(error: unknown): SeenFailure {
   if (typeof serviceError?.code !== 'number' || !serviceError.metadata) throw new Error(`expected a grpc-js ServiceError, got ${String(error)}`);
   const [bin] = serviceError.metadata.get('grpc-status-details-bin');
   const status = bin instanceof Buffer ? fromBinary(StatusSchema, bin) : undefined;
-  const info = status?.details.map((any) => anyUnpack(any, ErrorInfoSchema)).find((x) => x !== undefined);
-  const badRequest = status?.details.map((any) => anyUnpack(any, BadRequestSchema)).find((x) => x !== undefined);
+  return seenInStatus({ code: serviceError.code, message: serviceError.details, details: status?.details ?? [] });
+}
+
+/** A `google.rpc.Status` (a batch item's error, a trailer's details) as a client sees it. */
+export function seenInStatus(status: Pick<Status, 'code' | 'message' | 'details'>): SeenFailure {
+  const info = status.details.map((any) => anyUnpack(any, ErrorInfoSchema)).find((x) => x !== undefined);
+  const badRequest = status.details.map((any) => anyUnpack(any, BadRequestSchema)).find((x) => x !== undefined);
   return {
-    code: serviceError.code,
-    message: serviceError.details,
+    code: status.code,
+    message: status.message,
     reason: info?.reason,
     domain: info?.domain,
     metadata: { ...info?.metadata },
