@@ -12,7 +12,7 @@ import {
 import { compressionNegotiate, type Compression } from '@connectrpc/connect/protocol';
 import { contentTypeProto, headerAcceptEncoding, parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import type { LimitName } from '@docket/contracts';
-import type { UnarySpec } from './binary-grpc-call.js';
+import { isBinaryGrpc, type UnarySpec } from './binary-grpc-call.js';
 import { callAbortKey } from './call-abort.js';
 import { http2HeaderView } from './http2-header-view.js';
 import { requestDecodeFailure } from './request-bounds.js';
@@ -63,15 +63,10 @@ export function unaryStreamServer(methods: ReadonlyMap<string, UnarySpec>, optio
   return (stream, headers) => {
     if (headers[':method'] !== 'POST') return false;
     const method = chains.get(headers[':path'] ?? '');
-    if (!method || !isBinaryGrpcContentType(headers['content-type'])) return false;
+    if (!method || !isBinaryGrpc(headers['content-type'])) return false;
     new UnaryStreamCall(method.spec, method.chain, options, stream, headers).start();
     return true;
   };
-}
-
-/** `application/grpc` or `application/grpc+proto`, with or without parameters. */
-function isBinaryGrpcContentType(contentType: string | undefined): boolean {
-  return contentType !== undefined && /^application\/grpc(?:\+proto)?(?:;|$)/i.test(contentType);
 }
 
 type Chain = (req: UnaryRequest) => Promise<UnaryResponse>;
