@@ -3,6 +3,7 @@ import { UsageError, type CliContext, type Command } from './command.js';
 import { deleteCommand, restoreCommand } from './delete-commands.js';
 import { deletionCommand } from './deletion-command.js';
 import { devCommand } from './dev-command.js';
+import { explainCommand } from './explain-command.js';
 import { getCommand } from './get-command.js';
 import { holdCommand, releaseCommand } from './legal-hold-commands.js';
 import { listCommand } from './list-command.js';
@@ -17,6 +18,7 @@ import { cancelCommand, pauseCommand, resumeCommand } from './transition-command
 import { verifyCommand } from './verify-command.js';
 import { watchCommand } from './watch-command.js';
 import { workerCommand } from './worker-command.js';
+import { workersCommand } from './workers-command.js';
 
 /** The subcommands, in the order `docket help` lists them. */
 const COMMANDS: readonly Command[] = [
@@ -26,6 +28,7 @@ const COMMANDS: readonly Command[] = [
   workerCommand,
   submitCommand,
   getCommand,
+  explainCommand,
   listCommand,
   watchCommand,
   cancelCommand,
@@ -42,6 +45,7 @@ const COMMANDS: readonly Command[] = [
   holdCommand,
   releaseCommand,
   queueCommand,
+  workersCommand,
   retentionCommand,
   scheduleCommand,
 ];

@@ -5,6 +5,7 @@ import { isTerminal, type JobStatusName } from '@docket/contracts';
 import {
   AdmissionService,
   SignalReconcileAction,
+  type ExplainReason,
   type Schedule,
   type SubmitJobRequestSchema,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
@@ -136,6 +137,12 @@ export interface ReadOptions {
 }
 
 const DEFAULT_RECONNECT: Partial<RetryPolicy> = { tries: 8, initialDelayMs: 100, maxDelayMs: 5_000 };
+
+/** What ExplainJob answers: the job as the reasons saw it, and the reasons, most decisive first. */
+export interface JobExplanation {
+  readonly job: Job;
+  readonly reasons: readonly ExplainReason[];
+}
 
 /**
  * A client of Docket's public API (admission and events). Every call is
@@ -300,6 +307,17 @@ export class DocketClient {
   async get(jobId: string, options: ReadOptions = {}): Promise<Job> {
     const response = await this.#read('GetJob', options, (o) => this.#admission.getJob({ jobId }, o));
     return required(response.job, 'GetJob', 'job');
+  }
+
+  /**
+   * Why a job is or is not running now (ExplainJob): the job and its
+   * reasons, most decisive first, each an `ExplainCode` with a message and
+   * details that name the numbers. Errors: NOT_FOUND (also for another
+   * subject's job).
+   */
+  async explain(jobId: string, options: ReadOptions = {}): Promise<JobExplanation> {
+    const response = await this.#read('ExplainJob', options, (o) => this.#admission.explainJob({ jobId }, o));
+    return { job: required(response.job, 'ExplainJob', 'job'), reasons: response.reasons };
   }
 
   /** A deletion operation (GetDeletion). */

@@ -4,6 +4,7 @@ export {
   isTerminalStatus,
   type ClientOptions,
   type DeletionReceipt,
+  type JobExplanation,
   type JobPage,
   type JobReceipt,
   type SubmitReceipt,

@@ -1,5 +1,6 @@
 import type { JsonObject } from '@bufbuild/protobuf';
 import { isDocketClientError, isTerminalStatus, newIdempotencyKey, isValidIdempotencyKey, type DocketClient, type MutationReceipt } from '@docket/client';
+import { ExplainCode, type ExplainReason } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
 import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
 import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
@@ -41,8 +42,8 @@ export function showJobPage(context: PageContext, jobId: string): void {
     return;
   }
   void client
-    .get(jobId, { signal })
-    .then((job) => new JobView(context, job).start())
+    .explain(jobId, { signal })
+    .then(({ job, reasons }) => new JobView(context, job, reasons).start())
     .catch((error: unknown) => {
       if (signal.aborted) return;
       if (isDocketClientError(error) && describeRefusal(error).reason === 'NOT_FOUND') showNotFound(main, jobId);
@@ -62,6 +63,8 @@ function showNotFound(main: HTMLElement, jobId: string): void {
 class JobView {
   readonly #context: PageContext;
   #job: Job;
+  /** Why the job is where it is (ExplainJob), read with it. */
+  #reasons: readonly ExplainReason[];
   readonly #events: Event[] = [];
   #chain: BrowserChain | undefined;
   /** The chain checks run one after another, in sequence order. */
@@ -71,6 +74,7 @@ class JobView {
 
   readonly #summary = el('dl', { id: 'job-summary', class: 'facts' });
   readonly #progress = el('div', { id: 'job-progress' });
+  readonly #why = el('section', { id: 'job-why', class: 'card', 'aria-labelledby': 'why-title' });
   readonly #badge = el('p', { id: 'chain-badge', class: 'badge', role: 'status' }, 'Chain: not checked yet');
   readonly #timeline = el('ol', { id: 'timeline', class: 'timeline', 'aria-label': 'Journal events, oldest first' });
   readonly #attempts = el('tbody', { id: 'attempt-rows' });
@@ -83,9 +87,10 @@ class JobView {
   readonly #signalPayload = el('textarea', { id: 'signal-payload', rows: 2, spellcheck: 'false' }, '{}');
   readonly #comment = el('input', { id: 'approval-comment', type: 'text', autocomplete: 'off' });
 
-  constructor(context: PageContext, job: Job) {
+  constructor(context: PageContext, job: Job, reasons: readonly ExplainReason[]) {
     this.#context = context;
     this.#job = job;
+    this.#reasons = reasons;
   }
 
   start(): void {
@@ -97,6 +102,7 @@ class JobView {
       this.#context.main,
       el('h1', {}, 'Job ', el('code', { id: 'job-id' }, this.#job.id)),
       el('section', { 'aria-labelledby': 'state-title', class: 'card' }, el('h2', { id: 'state-title' }, 'State'), this.#summary, this.#progress, this.#badge),
+      this.#why,
       el(
         'section',
         { 'aria-labelledby': 'actions-title', class: 'card' },
@@ -256,9 +262,10 @@ class JobView {
     this.#refreshTimer = setTimeout(() => {
       if (this.#context.signal.aborted) return;
       this.#context.client
-        .get(this.#job.id, { signal: this.#context.signal })
-        .then((job) => {
+        .explain(this.#job.id, { signal: this.#context.signal })
+        .then(({ job, reasons }) => {
           this.#job = job;
+          this.#reasons = reasons;
           this.#render();
         })
         .catch(() => {
@@ -291,6 +298,25 @@ class JobView {
     this.#renderOutcome();
     this.#renderProgress();
     this.#renderAttempts();
+    this.#renderWhy();
+  }
+
+  /** While the job waits (neither running nor ended): why, most decisive reason first (ExplainJob). */
+  #renderWhy(): void {
+    const waiting = this.#reasons.length > 0 && !this.#reasons.some((reason) => reason.code === ExplainCode.RUNNING || reason.code === ExplainCode.TERMINAL);
+    this.#why.hidden = !waiting;
+    if (!waiting) return;
+    replaceChildren(
+      this.#why,
+      el('h2', { id: 'why-title' }, 'Why it is not running'),
+      el(
+        'ol',
+        { id: 'job-reasons' },
+        ...this.#reasons.map((reason) =>
+          el('li', { 'data-code': ExplainCode[reason.code] ?? 'UNSPECIFIED' }, el('code', {}, ExplainCode[reason.code] ?? 'UNSPECIFIED'), ` ${reason.message}`),
+        ),
+      ),
+    );
   }
 
   #renderProgress(): void {

@@ -1,12 +1,14 @@
 import { create } from '@bufbuild/protobuf';
 import { durationFromMs, timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { Client } from '@connectrpc/connect';
-import { coerceListPageSize, invalidField, isValidId, parseIdempotencyKey } from '@docket/contracts';
+import { DocketError, coerceListPageSize, invalidField, isValidId, parseIdempotencyKey } from '@docket/contracts';
 import type { Principal } from '@docket/auth';
+import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { RetryPolicySchema } from '@docket/proto/docket/common/v1/retry_policy_pb.js';
 import {
   SubmitJobRequestSchema,
+  type ExplainJobResponse,
   type GetJobResponse,
   type ListJobsRequest,
   type ListJobsResponse,
@@ -14,6 +16,7 @@ import {
   type SubmitJobResponse,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import {
+  ExplainJobResponseSchema,
   GetJobResponseSchema,
   ListJobsResponseSchema,
   SubmitJobResponseSchema,
@@ -22,6 +25,7 @@ import {
   AdmitJobRequestSchema,
   type AdmitJobRequest,
   type AdmitJobResponse,
+  type FeedPosition,
   type StateService,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import {
@@ -116,10 +120,25 @@ export async function getJob(
 ): Promise<GetJobResponse> {
   if (!isValidId(jobId)) throw invalidField('job_id', 'must be a Docket job id');
   const found = await deps.state.getJob({ caller: callerOf(principal), jobId }, call);
-  const eventCursor = found.feedPosition
-    ? deps.feedCursors.seal(found.feedPosition, { subject: principal.subject, filter: normaliseFeedFilter(undefined) })
-    : '';
-  return create(GetJobResponseSchema, { job: found.job ? { ...found.job, eventCursor } : undefined });
+  return create(GetJobResponseSchema, { job: withEventCursor(deps, principal, found.job, found.feedPosition) });
+}
+
+/**
+ * ExplainJob: why a job the caller may see is or is not running now (the
+ * state service decides); its job carries an event cursor as GetJob's does.
+ */
+export async function explainJob(deps: AdmissionDependencies, principal: Principal, jobId: string, call: ForwardedDeadline): Promise<ExplainJobResponse> {
+  if (!isValidId(jobId)) throw invalidField('job_id', 'must be a Docket job id');
+  const found = await deps.state.explainJob({ caller: callerOf(principal), jobId }, call);
+  if (!found.response) throw new DocketError('INTERNAL', 'the state service answered without an explanation');
+  return create(ExplainJobResponseSchema, { ...found.response, job: withEventCursor(deps, principal, found.response.job, found.feedPosition) });
+}
+
+/** `job` with the WatchJobs cursor of the read's feed position: resuming the feed from it misses no later change. */
+function withEventCursor(deps: AdmissionDependencies, principal: Principal, job: Job | undefined, feedPosition: FeedPosition | undefined): Job | undefined {
+  if (!job) return undefined;
+  const eventCursor = feedPosition ? deps.feedCursors.seal(feedPosition, { subject: principal.subject, filter: normaliseFeedFilter(undefined) }) : '';
+  return { ...job, eventCursor };
 }
 
 /**

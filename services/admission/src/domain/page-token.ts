@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { DocketError, canonicalJson, openToken, sealToken, type JsonValue } from '@docket/contracts';
 
 /** Where the next ListJobs page starts, and what it is bound to. */
@@ -70,6 +71,16 @@ export class PageTokenCodec {
       });
     }
     return { snapshot: body['snap'], createdAt: new Date(body['t']), jobId: body['id'] };
+  }
+
+  /**
+   * The next page's token of a snapshot-free keyset listing (schedules,
+   * workers): sealed after `last` (its time and id) when more follow, else
+   * empty.
+   */
+  nextAfter(hasMore: boolean, last: { readonly at: Timestamp | undefined; readonly id: string } | undefined, binding: PageBinding): string {
+    if (!hasMore || !last?.at) return '';
+    return this.seal({ snapshot: '', createdAt: timestampDate(last.at), jobId: last.id }, binding);
   }
 }
 

@@ -104,10 +104,7 @@ export async function listSchedules(deps: AdmissionDependencies, principal: Prin
   );
   const page = answerOf(answer, 'listSchedules');
   const last = page.schedules.at(-1);
-  const nextPageToken =
-    answer.hasMore && last?.createTime
-      ? deps.pageTokens.seal({ snapshot: '', createdAt: timestampDate(last.createTime), jobId: last.scheduleId }, binding)
-      : '';
+  const nextPageToken = deps.pageTokens.nextAfter(answer.hasMore, last && { at: last.createTime, id: last.scheduleId }, binding);
   return create(ListSchedulesResponseSchema, { schedules: page.schedules, nextPageToken });
 }
 

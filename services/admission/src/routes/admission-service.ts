@@ -1,7 +1,8 @@
 import type { ConnectRouter } from '@connectrpc/connect';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { forwardDeadline, principalOf } from '@docket/service-kit';
-import { getJob, listJobs, submitJob, type AdmissionDependencies } from '../domain/admission.js';
+import { explainJob, getJob, listJobs, submitJob, type AdmissionDependencies } from '../domain/admission.js';
+import { listWorkers } from '../domain/list-workers.js';
 import { JOB_CHANGE_RPCS, changeJob } from '../domain/change-job.js';
 import { forwardOwnerCall } from '../domain/owner-call.js';
 import { submitJobs } from '../domain/submit-jobs.js';
@@ -31,6 +32,8 @@ export function admissionServiceRoutes(deps: AdmissionDependencies): (router: Co
       setRetentionPolicy: (request, ctx) => setRetentionPolicy(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       setQueuePolicy: (request, ctx) => setQueuePolicy(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       getQueue: (request, ctx) => getQueue(deps, principalOf(ctx), request, forwardDeadline(ctx)),
+      explainJob: (request, ctx) => explainJob(deps, principalOf(ctx), request.jobId, forwardDeadline(ctx)),
+      listWorkers: (request, ctx) => listWorkers(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       setLegalHold: (request, ctx) => setLegalHold(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       decideApproval: (request, ctx) => forwardOwnerCall(deps, principalOf(ctx), 'decideApproval', request, forwardDeadline(ctx)),
       sendSignal: (request, ctx) => forwardOwnerCall(deps, principalOf(ctx), 'sendSignal', request, forwardDeadline(ctx)),

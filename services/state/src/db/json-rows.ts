@@ -46,6 +46,7 @@ export function incarnationFromJson(row: JsonRow): IncarnationRow {
     generation: int8(row['generation']),
     registered_at: date(row['registered_at']),
     superseded_at: nullableDate(row['superseded_at']),
+    last_seen_at: date(row['last_seen_at']),
   };
 }
 

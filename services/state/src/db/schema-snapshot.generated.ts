@@ -7,7 +7,7 @@ import type { SchemaSnapshot } from './schema-snapshot.js';
 
 /** The schema this build's migrations leave, which start-up requires exactly. */
 export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
-  "version": "20261201-0009-queue-policies",
+  "version": "20261206-0010-worker-last-seen",
   "docket": {
     "tables": {
       "attempts": {
@@ -1775,6 +1775,13 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
             "identity": "",
             "generated": ""
           },
+          "last_seen_at": {
+            "type": "timestamp with time zone",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
           "max_concurrency": {
             "type": "integer",
             "nullable": false,
@@ -1836,6 +1843,10 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
           }
         ],
         "indexes": [
+          {
+            "name": "worker_incarnations_newest",
+            "definition": "btree (registered_at DESC, id DESC)"
+          },
           {
             "name": "worker_incarnations_pkey",
             "definition": "UNIQUE btree (id)"

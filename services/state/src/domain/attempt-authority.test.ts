@@ -15,6 +15,7 @@ const incarnation: IncarnationRow = {
   max_concurrency: 4,
   registered_at: now,
   superseded_at: null,
+  last_seen_at: now,
 };
 const ref = create(AttemptRefSchema, { attemptId: 'att_aaaaaaaaaaaaaaaaaaaaaaaaaa', fence: 1n, workerIncarnation: incarnation.id });
 

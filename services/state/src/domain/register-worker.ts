@@ -59,6 +59,7 @@ export async function registerWorker(
       max_concurrency: maxConcurrency,
       registered_at: now,
       superseded_at: null,
+      last_seen_at: now,
     });
     for (const job of await lockJobsHeldBy(tx, superseded)) await settleLostAttempt(tx, job, 'superseded', now);
     return create(RegisterWorkerResponseSchema, {

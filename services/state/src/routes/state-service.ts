@@ -8,6 +8,8 @@ import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_stat
 import {
   AdmitJobResponseSchema,
   GetQueueResponseSchema,
+  ExplainJobResponseSchema,
+  ListWorkersResponseSchema,
   SetQueuePolicyResponseSchema,
   AdmitJobResultSchema,
   AdmitJobsResponseSchema,
@@ -53,6 +55,8 @@ import { readJobChanges } from '../domain/read-job-changes.js';
 import { eventOf, readJobEvents } from '../domain/read-job-events.js';
 import { encodeEvents, encodedJournalAnswer } from '../domain/event-encoding.js';
 import { getJob, listJobs } from '../domain/read-jobs.js';
+import { explainJob } from '../domain/explain-job.js';
+import { listWorkers } from '../domain/list-workers.js';
 import {
   parseAdmitJobRequest,
   parseChangeJobRequest,
@@ -226,6 +230,14 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
       async getQueue(request) {
         adminOf(request.caller);
         return create(GetQueueResponseSchema, { response: await readQueue(deps.db, request.request?.queue ?? '') });
+      },
+      async explainJob(request) {
+        const { response, feedPosition } = await explainJob(deps.db, viewerOf(request.caller), parseJobId(request.jobId), deps.execution.leaseMs);
+        return create(ExplainJobResponseSchema, { response, feedPosition });
+      },
+      async listWorkers(request) {
+        adminOf(request.caller);
+        return create(ListWorkersResponseSchema, await listWorkers(deps.db, request, deps.execution.leaseMs));
       },
       async setLegalHold(request) {
         const viewer = adminOf(request.caller);

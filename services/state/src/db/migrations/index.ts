@@ -7,9 +7,10 @@ import { jobQuarantine } from './20261201-0006-job-quarantine.js';
 import { uniqueAndLimits } from './20261201-0007-unique-and-limits.js';
 import { queuePolicies } from './20261201-0009-queue-policies.js';
 import { schedules } from './20261201-0008-schedules.js';
+import { workerLastSeen } from './20261206-0010-worker-last-seen.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
 /** Every migration this build knows, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [initial, jobChanges, execution, humanLoop, afterTheEnd, jobQuarantine, uniqueAndLimits, schedules, queuePolicies];
+export const MIGRATIONS: readonly Migration[] = [initial, jobChanges, execution, humanLoop, afterTheEnd, jobQuarantine, uniqueAndLimits, schedules, queuePolicies, workerLastSeen];

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type pg from 'pg';
 import type { Queryable } from '../database.js';
 import { PreparedStatement } from '../prepared-statement.js';
+import { claimOrder, holdsASlot, isClaimable, rateTokensNow } from './claimability.js';
 import type { JobRow } from './jobs.js';
 
 const LOCK_QUEUES_COUNT_HELD = new PreparedStatement<{ limited: string[] | null; held: Record<string, number> | null }>(
@@ -12,7 +13,7 @@ const LOCK_QUEUES_COUNT_HELD = new PreparedStatement<{ limited: string[] | null;
         from (select queue from queue_settings where queue = any($1::text[]) order by queue) ordered) limited) as limited,
      (select json_object_agg(current_worker_incarnation, held) from (
         select current_worker_incarnation, count(*) as held from jobs
-        where current_worker_incarnation = any($2::text[]) and status in ('RUNNING', 'CANCELLING')
+        where current_worker_incarnation = any($2::text[]) and ${holdsASlot('jobs')}
         group by current_worker_incarnation) h) as held`,
 );
 
@@ -55,11 +56,10 @@ const QUEUE_ROOM = new PreparedStatement<{
   `select s.queue, s.paused, s.rate_jobs, s.rate_per_ms, s.per_key_concurrency, b.tokens,
           case when s.paused then 0 else least(
             case when s.max_concurrency is null then null else s.max_concurrency - (
-              select count(*) from jobs j where j.queue = s.queue and j.status in ('RUNNING', 'CANCELLING')) end,
+              select count(*) from jobs j where j.queue = s.queue and ${holdsASlot('j')}) end,
             floor(b.tokens)::bigint) end as remaining
    from queue_settings s
-   cross join lateral (select case when s.rate_jobs is null then null else least(s.rate_jobs::float8,
-       coalesce(s.rate_tokens, s.rate_jobs) + extract(epoch from now() - coalesce(s.rate_refilled_at, now())) * 1000 * s.rate_jobs / s.rate_per_ms) end as tokens) b
+   cross join lateral (select ${rateTokensNow('s')} as tokens) b
    where s.queue = any($1::text[])`,
 );
 
@@ -132,7 +132,7 @@ const LOCK_KEYED_CLAIMABLE = new PreparedStatement<KeyedCandidate>(
   'docket_lock_keyed_claimable',
   `with running as (
      select coalesce(concurrency_key, '') as member, count(*) as running from jobs
-     where queue = $1 and status in ('RUNNING', 'CANCELLING') group by 1
+     where queue = $1 and ${holdsASlot('jobs')} group by 1
    ),
    members as (
      select k.concurrency_key as member, k.served_at from queue_keys k where k.queue = $1 and k.concurrency_key <> ''
@@ -146,9 +146,8 @@ const LOCK_KEYED_CLAIMABLE = new PreparedStatement<KeyedCandidate>(
    select j.*, r.member, r.served_at as member_served_at, r.room as member_room from rooms r
    cross join lateral (
      select * from jobs
-     where status = 'QUEUED' and queue = $1 and concurrency_key = r.member and (run_after is null or run_after <= now())
-       and id <> all($3::text[]) and not exists (select 1 from job_quarantine x where x.job_id = jobs.id)
-     order by concurrency_key, priority desc, created_at, id
+     where ${isClaimable('jobs')} and queue = $1 and concurrency_key = r.member and id <> all($3::text[])
+     order by concurrency_key, ${claimOrder('jobs')}
      limit least(r.room, $4)
      for update skip locked
    ) j
@@ -157,9 +156,8 @@ const LOCK_KEYED_CLAIMABLE = new PreparedStatement<KeyedCandidate>(
    select j.*, '', r.served_at, r.room from rooms r
    cross join lateral (
      select * from jobs
-     where status = 'QUEUED' and queue = $1 and concurrency_key is null and (run_after is null or run_after <= now())
-       and id <> all($3::text[]) and not exists (select 1 from job_quarantine x where x.job_id = jobs.id)
-     order by priority desc, created_at, id
+     where ${isClaimable('jobs')} and queue = $1 and concurrency_key is null and id <> all($3::text[])
+     order by ${claimOrder('jobs')}
      limit least(r.room, $4)
      for update skip locked
    ) j
@@ -214,10 +212,8 @@ const LOCK_CLAIMABLE = new PreparedStatement<JobRow>(
   `select j.* from unnest($1::text[]) as q(queue)
    cross join lateral (
      select * from jobs
-     where status = 'QUEUED' and queue = q.queue and (run_after is null or run_after <= now())
-       and id <> all($3::text[])
-       and not exists (select 1 from job_quarantine x where x.job_id = jobs.id)
-     order by priority desc, created_at, id
+     where ${isClaimable('jobs')} and queue = q.queue and id <> all($3::text[])
+     order by ${claimOrder('jobs')}
      limit $2
      for update skip locked
    ) j

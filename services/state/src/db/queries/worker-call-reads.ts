@@ -32,13 +32,24 @@ const OPERATIONS = `(select coalesce(json_agg(json_build_object(
    from json_to_recordset($1::json) as k(worker_incarnation text, operation_id text)
    join worker_operations o on o.worker_incarnation = k.worker_incarnation and o.operation_id = k.operation_id)`;
 
+/**
+ * Marks incarnations seen (`last_seen_at`, ListWorkers and ExplainJob) at
+ * most once a second each: a row seen less than a second ago, or held by
+ * another transaction (a claim, a registration), is skipped rather than
+ * waited for, so marking never blocks nor deadlocks a worker call.
+ */
+const MARK_SEEN = (ids: string) => `seen as (
+     update worker_incarnations w set last_seen_at = now()
+     where w.id in (select id from worker_incarnations where id = any(${ids}) and last_seen_at < now() - interval '1 second' for update skip locked)
+   )`;
+
 const READ_REPORT_CONTEXT = new PreparedStatement<{ operations: Record<string, unknown>[]; incarnations: Record<string, unknown>[]; jobs: Record<string, unknown>[] }>(
   'docket_read_report_context',
   `with locked as (
      select * from jobs
      where id in (select job_id from attempts where id = any($3::text[])) and lifecycle <> 'HARD_DELETED'
      order by id for update
-   )
+   ), ${MARK_SEEN('$2::text[]')}
    select ${OPERATIONS} as operations,
           (select coalesce(json_agg(w), '[]') from worker_incarnations w where w.id = any($2::text[])) as incarnations,
           (select coalesce(json_agg(l), '[]') from locked l) as jobs`,
@@ -46,14 +57,15 @@ const READ_REPORT_CONTEXT = new PreparedStatement<{ operations: Record<string, u
 
 /**
  * In one round trip: the responses recorded for `operations`, the
- * `incarnations`, and the jobs of `attemptIds`, locked in id order (so
- * batches never deadlock one another). Recorded operations and
+ * `incarnations` (marked seen), and the jobs of `attemptIds`, locked in id
+ * order (so batches never deadlock one another). Recorded operations and
  * incarnations are read in the statement's snapshot, which may predate the
  * lock; what matters for authority is decided on the locked rows, which
  * are their latest versions.
  *
  * ```sql
- * with locked as (select * from jobs where id in (select job_id from attempts where id = any($3)) order by id for update)
+ * with locked as (select * from jobs where id in (select job_id from attempts where id = any($3)) order by id for update),
+ *      seen as (update worker_incarnations set last_seen_at = now() where <seen over a second ago, skip locked>)
  * select <recorded operations>, <incarnations>, <locked>
  * ```
  */
@@ -80,17 +92,21 @@ export interface ClaimContext {
 
 const LOCK_CLAIM_CONTEXT = new PreparedStatement<{ operations: Record<string, unknown>[]; incarnations: Record<string, unknown>[] }>(
   'docket_lock_claim_context',
-  `with locked as (select * from worker_incarnations where id = any($2::text[]) order by id for update)
+  `with locked as (select * from worker_incarnations where id = any($2::text[]) order by id for update),
+   seen as (update worker_incarnations w set last_seen_at = now() from locked l where w.id = l.id and l.last_seen_at < now() - interval '1 second')
    select ${OPERATIONS} as operations, (select coalesce(json_agg(l), '[]') from locked l) as incarnations`,
 );
 
 /**
  * In one round trip: the responses recorded for `operations` and the
- * `incarnations`, locked in id order. A registration superseding one of
- * them waits for this transaction, or this one sees it superseded.
+ * `incarnations`, locked in id order and marked seen (at most once a
+ * second each; an empty claim is a sign of life too). A registration
+ * superseding one of them waits for this transaction, or this one sees it
+ * superseded.
  *
  * ```sql
- * with locked as (select * from worker_incarnations where id = any($2) order by id for update)
+ * with locked as (select * from worker_incarnations where id = any($2) order by id for update),
+ *      seen as (update worker_incarnations set last_seen_at = now() where <locked, seen over a second ago>)
  * select <recorded operations>, <locked>
  * ```
  */

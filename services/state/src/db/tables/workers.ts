@@ -19,6 +19,8 @@ export interface WorkerIncarnationsTable {
   registered_at: Date;
   /** Set when a later registration of the name superseded this one. */
   superseded_at: Date | null;
+  /** When a claim, report or renewal of it last reached the state service, to within a second (migration 0010). */
+  last_seen_at: Date;
 }
 
 /** An attempt's state. */
