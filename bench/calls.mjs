@@ -1,8 +1,8 @@
 // What one call costs a server in CPU, beside the floors: Health/Check
 // (which does no work) on a bare node:http2 server writing the gRPC frame
-// by hand, on a @grpc/grpc-js server, and on each Docket service; GetJob
-// and SubmitJob through admission, with the state service's share of the
-// internal hop. The caller is a plain @grpc/grpc-js client in this process
+// by hand, on a @grpc/grpc-js server, and on each Docket service; GetJob,
+// ExplainJob and SubmitJob through admission, with the state service's
+// share of the internal hop, and each call's median latency. The caller is a plain @grpc/grpc-js client in this process
 // (what an outside caller uses), `IN_FLIGHT` calls at once; each server is
 // its own process and its CPU is read from /proc before and after a run of
 // calls. Targets are interleaved within each repetition; the rows are
@@ -15,6 +15,8 @@ import { randomBytes } from 'node:crypto';
 import { create, toBinary, fromBinary } from '@bufbuild/protobuf';
 import * as grpc from '@grpc/grpc-js';
 import {
+  ExplainJobRequestSchema,
+  ExplainJobResponseSchema,
   GetJobRequestSchema,
   GetJobResponseSchema,
   SubmitJobRequestSchema,
@@ -58,23 +60,28 @@ function unary(target, path, input, output, token) {
   return { call, close: () => client.close() };
 }
 
-/** Runs `count` calls of `next(index)`, `IN_FLIGHT` at once; resolves to the elapsed ms. */
+/** Runs `count` calls of `next(index)`, `IN_FLIGHT` at once; resolves to the elapsed ms and the median call's latency. */
 async function drive(count, next) {
   let issued = 0;
+  const latencies = [];
   const started = performance.now();
   await Promise.all(
     Array.from({ length: IN_FLIGHT }, async () => {
-      while (issued < count) await next(issued++);
+      while (issued < count) {
+        const callStarted = performance.now();
+        await next(issued++);
+        latencies.push(performance.now() - callStarted);
+      }
     }),
   );
-  return performance.now() - started;
+  return { elapsedMs: performance.now() - started, latencyMs: median(latencies) };
 }
 
 /** CPU ms of each of `pids` used while `work` runs, and `work`'s result. */
 async function measured(pids, work) {
   const before = pids.map((pid) => cpuMsOf(pid));
-  const elapsedMs = await work();
-  return { elapsedMs, cpuMs: pids.map((pid, index) => cpuMsOf(pid) - before[index]) };
+  const result = await work();
+  return { ...result, cpuMs: pids.map((pid, index) => cpuMsOf(pid) - before[index]) };
 }
 
 export async function benchCalls(options = {}) {
@@ -95,12 +102,22 @@ export async function benchCalls(options = {}) {
     const admission = docket('admission');
     const state = docket('state');
     const getJob = unary(admission.target, '/docket.admission.v1.AdmissionService/GetJob', GetJobRequestSchema, GetJobResponseSchema, token);
+    const explainJob = unary(admission.target, '/docket.admission.v1.AdmissionService/ExplainJob', ExplainJobRequestSchema, ExplainJobResponseSchema, token);
     const submitJob = unary(admission.target, '/docket.admission.v1.AdmissionService/SubmitJob', SubmitJobRequestSchema, SubmitJobResponseSchema, token);
     const submitJobs = unary(admission.target, '/docket.admission.v1.AdmissionService/SubmitJobs', SubmitJobsRequestSchema, SubmitJobsResponseSchema, token);
-    clients.push(getJob, submitJob, submitJobs);
+    clients.push(getJob, explainJob, submitJob, submitJobs);
     const run = randomBytes(4).toString('hex');
     const submitted = await submitJob.call(create(SubmitJobRequestSchema, { idempotencyKey: `calls-${run}-seed-job`, queue: `calls-${run}`, input: {} }));
     const jobId = submitted.job.id;
+    // The job ExplainJob reads sits behind more claimable jobs than it counts (1,000): its worst case.
+    let deepJobId = '';
+    for (let call = 0; call < 11; call += 1) {
+      const items = Array.from({ length: BATCH_ITEMS }, (_, index) =>
+        create(SubmitJobRequestSchema, { idempotencyKey: `calls-${run}-deep-${call}-${index}`, queue: `calls-${run}-deep`, input: {} }),
+      );
+      const answer = await submitJobs.call(create(SubmitJobsRequestSchema, { items }));
+      deepJobId = answer.results.at(-1).result.value.job.id;
+    }
     let keys = 0;
     const submitRequest = () => create(SubmitJobRequestSchema, { idempotencyKey: `calls-${run}-${(keys += 1)}-submit`, queue: `calls-${run}`, input: { n: keys } });
 
@@ -110,6 +127,8 @@ export async function benchCalls(options = {}) {
       { name: 'Health/Check, @grpc/grpc-js server', pids: [floors.grpcJs.pid], call: health(floors.grpcJs.target) },
       ...['admission', 'execution', 'events', 'state'].map((name) => ({ name: `Health/Check, Docket ${name}`, pids: [docket(name).pid], call: health(docket(name).target) })),
       { name: 'GetJob, Docket admission (+ state)', pids: [admission.pid, state.pid], call: () => getJob.call(create(GetJobRequestSchema, { jobId })) },
+      // ExplainJob of a queued job with 1,099 claimable jobs ahead (it counts 1,001): the reasons' statement on top of GetJob's read.
+      { name: 'ExplainJob, 1,099 jobs ahead, Docket admission (+ state)', pids: [admission.pid, state.pid], call: () => explainJob.call(create(ExplainJobRequestSchema, { jobId: deepJobId })) },
       { name: 'SubmitJob, Docket admission (+ state)', pids: [admission.pid, state.pid], call: () => submitJob.call(submitRequest()) },
       {
         name: `SubmitJobs of ${BATCH_ITEMS}, Docket admission (+ state), per job`,
@@ -129,12 +148,13 @@ export async function benchCalls(options = {}) {
     for (let rep = 0; rep < reps; rep += 1) {
       for (const target of targets) {
         const count = Math.max(20, Math.round(calls / (target.jobsPerCall ?? 1)));
-        const { elapsedMs, cpuMs } = await measured(target.pids, () => drive(count, target.call));
+        const { elapsedMs, latencyMs, cpuMs } = await measured(target.pids, () => drive(count, target.call));
         const jobs = count * (target.jobsPerCall ?? 1);
         samples.get(target.name).push({
           perJobUs: cpuMs.map((ms) => (ms * 1000) / jobs),
           idlePerJobUs: target.pids.map((pid) => (idlePerMs.get(pid) * elapsedMs * 1000) / jobs),
           perSecond: (jobs * 1000) / elapsedMs,
+          latencyMs,
         });
       }
     }
@@ -152,6 +172,7 @@ export async function benchCalls(options = {}) {
         'x bare http2': (serving / bareUs).toFixed(2),
         'x bare, net of idle': ((serving - idle) / bareUs).toFixed(2),
         [target.jobsPerCall ? 'jobs/s' : 'calls/s']: Math.round(median(runs.map((sample) => sample.perSecond))),
+        'p50 call ms': median(runs.map((sample) => sample.latencyMs)).toFixed(2),
       };
     });
   } finally {

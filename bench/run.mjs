@@ -28,6 +28,7 @@ const EXTRAS = {
   reaper: async (options) => (await import('./reaper.mjs')).benchReaper(options),
   wakeups: async (options) => (await import('./wakeups.mjs')).benchWakeups(options),
   renewals: async (options) => (await import('./renewals.mjs')).benchRenewals(options),
+  'queue-stats': async (options) => (await import('./queue-stats.mjs')).benchQueueStats(options),
 };
 
 const options = parseOptions(process.argv.slice(2));

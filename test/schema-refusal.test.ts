@@ -193,13 +193,14 @@ describe('startup against a database it must not run on', () => {
     const [first, second] = await Promise.all([startService('state', env), startService('state', env)]);
     const sql = await openSql(url);
     try {
-      const marker = await sql.query('select id from docket_schema_migrations');
-      const all = ['20261129-0001-initial', '20261129-0002-job-changes', '20261129-0003-execution', '20261201-0004-human-loop', '20261201-0005-after-the-end', '20261201-0006-job-quarantine', '20261201-0007-unique-and-limits', '20261201-0008-schedules', '20261201-0009-queue-policies'];
-      expect(marker.rows).toEqual(all.map((id) => ({ id })));
+      const marker = await sql.query<{ id: string }>('select id from docket_schema_migrations order by id');
       const ready = [...first.logs, ...second.logs].filter((line) => line.includes('"schema ready"'));
       expect(ready).toHaveLength(2);
-      expect(ready.filter((line) => line.includes(`"applied":${JSON.stringify(all)}`))).toHaveLength(1);
-      expect(ready.filter((line) => line.includes('"applied":[]'))).toHaveLength(1);
+      // One process applied every migration this build knows, the other none; each is recorded once.
+      const applied = ready.map((line) => (JSON.parse(line) as { applied: string[] }).applied).sort((a, b) => a.length - b.length);
+      expect(applied[0]).toEqual([]);
+      expect(applied[1]!.length).toBeGreaterThanOrEqual(11);
+      expect(marker.rows.map((row) => row.id)).toEqual(applied[1]);
     } finally {
       await sql.end();
       await first.stop();

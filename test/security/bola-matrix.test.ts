@@ -291,6 +291,7 @@ const FRONT_CASES: Record<string, FrontCase> = {
   'AdmissionService.GetQueue': { request: (t) => ({ queue: t.queue }), owner: [ADMIN_ONLY, ADMIN_ONLY], admin: ['OK', 'OK'], other: ADMIN_ONLY },
   'AdmissionService.ExplainJob': { request: (t) => ({ jobId: t.jobId }), project: jobOf, owner: ['OK', NOT_FOUND], admin: ['OK', NOT_FOUND], other: NOT_FOUND },
   // Admin only; the owner's worker is listed, by queue, to an admin alone.
+  'AdmissionService.GetQueueStats': { request: (t) => ({ queue: t.queue }), owner: [ADMIN_ONLY, ADMIN_ONLY], admin: ['OK', 'OK'], other: ADMIN_ONLY },
   'AdmissionService.ListWorkers': { request: (t) => ({ queue: t.queue }), owner: [ADMIN_ONLY, ADMIN_ONLY], admin: ['OK', 'OK'], other: ADMIN_ONLY },
   'AdmissionService.CreateSchedule': {
     // Like SubmitJob: another caller's create under the owner's key makes its own schedule, never replays the owner's.

@@ -48,6 +48,8 @@ export interface ExecutionConfig extends FrontServiceConfig {
    * BUFFER_ONE tick fires after the job it waited for ends.
    */
   readonly scheduleIntervalMs: number;
+  /** How often the queue statistics folder runs (DOCKET_QUEUE_STATS_INTERVAL_MS). */
+  readonly queueStatsIntervalMs: number;
 }
 
 /** Default port of the execution service (SPEC section 12). */
@@ -89,5 +91,6 @@ export function readExecutionConfig(env: Environment): ExecutionConfig {
     feedRetentionMs: (readPositiveInteger(env, 'DOCKET_FEED_CURSOR_TTL_SECONDS', DEFAULT_FEED_CURSOR_TTL_MS / 1000) + 86_400) * 1000,
     claimRecheckMs: readPositiveInteger(env, 'DOCKET_CLAIM_RECHECK_MS', 5000),
     scheduleIntervalMs: readPositiveInteger(env, 'DOCKET_SCHEDULE_INTERVAL_MS', 1000),
+    queueStatsIntervalMs: readPositiveInteger(env, 'DOCKET_QUEUE_STATS_INTERVAL_MS', 1000),
   };
 }

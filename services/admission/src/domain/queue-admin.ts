@@ -2,6 +2,8 @@ import type { Principal } from '@docket/auth';
 import type {
   GetQueueRequest,
   GetQueueResponse,
+  GetQueueStatsRequest,
+  GetQueueStatsResponse,
   SetQueuePolicyRequest,
   SetQueuePolicyResponse,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
@@ -19,4 +21,10 @@ export async function setQueuePolicy(deps: AdmissionDependencies, principal: Pri
 export async function getQueue(deps: AdmissionDependencies, principal: Principal, request: GetQueueRequest, call: ForwardedDeadline): Promise<GetQueueResponse> {
   requireAdmin(principal);
   return stateAnswer((await deps.state.getQueue({ caller: callerOf(principal), request }, call)).response, 'a queue');
+}
+
+/** GetQueueStats: admins only; the state service reads the counters. */
+export async function getQueueStats(deps: AdmissionDependencies, principal: Principal, request: GetQueueStatsRequest, call: ForwardedDeadline): Promise<GetQueueStatsResponse> {
+  requireAdmin(principal);
+  return stateAnswer((await deps.state.getQueueStats({ caller: callerOf(principal), request }, call)).response, 'queue statistics');
 }

@@ -7,7 +7,7 @@ import { JOB_CHANGE_RPCS, changeJob } from '../domain/change-job.js';
 import { forwardOwnerCall } from '../domain/owner-call.js';
 import { submitJobs } from '../domain/submit-jobs.js';
 import { getDeletion, setLegalHold, setRetentionPolicy } from '../domain/lifecycle-admin.js';
-import { getQueue, setQueuePolicy } from '../domain/queue-admin.js';
+import { getQueue, getQueueStats, setQueuePolicy } from '../domain/queue-admin.js';
 import { getSchedule, listSchedules, mutateSchedule } from '../domain/schedules.js';
 
 /**
@@ -32,6 +32,7 @@ export function admissionServiceRoutes(deps: AdmissionDependencies): (router: Co
       setRetentionPolicy: (request, ctx) => setRetentionPolicy(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       setQueuePolicy: (request, ctx) => setQueuePolicy(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       getQueue: (request, ctx) => getQueue(deps, principalOf(ctx), request, forwardDeadline(ctx)),
+      getQueueStats: (request, ctx) => getQueueStats(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       explainJob: (request, ctx) => explainJob(deps, principalOf(ctx), request.jobId, forwardDeadline(ctx)),
       listWorkers: (request, ctx) => listWorkers(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       setLegalHold: (request, ctx) => setLegalHold(deps, principalOf(ctx), request, forwardDeadline(ctx)),

@@ -23,7 +23,9 @@ export interface BackgroundLoops {
  * the feed pruner (change-feed entries older than any live cursor
  * needs) and the schedule firer (due ticks admitted as jobs, SKIP LOCKED
  * per schedule, at most {@link SCHEDULE_BATCH} schedules a step so one
- * step of many firings stays inside the step timeout). No job timer
+ * step of many firings stays inside the step timeout), and the queue
+ * statistics folder (the jobs table's counter deltas into per-queue
+ * counts, minutes and pickup histograms). No job timer
  * lives in memory: every round asks the database what is due, so any
  * number of replicas may run them and a restart loses nothing.
  */
@@ -40,6 +42,7 @@ export function startBackgroundLoops(
     | 'feedPruneIntervalMs'
     | 'feedRetentionMs'
     | 'scheduleIntervalMs'
+    | 'queueStatsIntervalMs'
   >,
   logger: Logger,
 ): BackgroundLoops {
@@ -52,6 +55,7 @@ export function startBackgroundLoops(
     { task: MaintenanceTask.APPLY_RETENTION, intervalMs: config.retentionIntervalMs },
     { task: MaintenanceTask.PRUNE_FEED, intervalMs: config.feedPruneIntervalMs, olderThanMs: config.feedRetentionMs },
     { task: MaintenanceTask.FIRE_DUE_SCHEDULES, intervalMs: config.scheduleIntervalMs, batch: Math.min(config.maintenanceBatch, SCHEDULE_BATCH) },
+    { task: MaintenanceTask.FOLD_QUEUE_STATS, intervalMs: config.queueStatsIntervalMs },
   ].map((loop) => runMaintenanceLoop(state, { ...loop, batch: loop.batch ?? config.maintenanceBatch }, logger, stop.signal));
   let stopped: Promise<void> | undefined;
   return {

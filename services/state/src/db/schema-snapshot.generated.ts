@@ -7,7 +7,7 @@ import type { SchemaSnapshot } from './schema-snapshot.js';
 
 /** The schema this build's migrations leave, which start-up requires exactly. */
 export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
-  "version": "20261206-0010-worker-last-seen",
+  "version": "20261206-0011-queue-stats",
   "docket": {
     "tables": {
       "attempts": {
@@ -1353,6 +1353,62 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
             "definition": "UNIQUE btree (owner, queue, unique_key) WHERE ((unique_key IS NOT NULL) AND (status <> ALL (ARRAY['SUCCEEDED'::text, 'FAILED'::text, 'CANCELLED'::text, 'INTERRUPTED'::text])))"
           }
         ],
+        "triggers": [
+          {
+            "name": "jobs_queue_stats_deleted",
+            "definition": "CREATE TRIGGER jobs_queue_stats_deleted AFTER DELETE ON jobs REFERENCING OLD TABLE AS old_jobs FOR EACH STATEMENT EXECUTE FUNCTION docket_queue_stats_deleted()",
+            "enabled": "O"
+          },
+          {
+            "name": "jobs_queue_stats_inserted",
+            "definition": "CREATE TRIGGER jobs_queue_stats_inserted AFTER INSERT ON jobs REFERENCING NEW TABLE AS new_jobs FOR EACH STATEMENT EXECUTE FUNCTION docket_queue_stats_inserted()",
+            "enabled": "O"
+          },
+          {
+            "name": "jobs_queue_stats_updated",
+            "definition": "CREATE TRIGGER jobs_queue_stats_updated AFTER UPDATE ON jobs REFERENCING OLD TABLE AS old_jobs NEW TABLE AS new_jobs FOR EACH STATEMENT EXECUTE FUNCTION docket_queue_stats_updated()",
+            "enabled": "O"
+          }
+        ]
+      },
+      "queue_counts": {
+        "kind": "r",
+        "columns": {
+          "jobs": {
+            "type": "bigint",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "queue": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "status": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          }
+        },
+        "constraints": [
+          {
+            "name": "queue_counts_pkey",
+            "type": "p",
+            "definition": "PRIMARY KEY (queue, status)"
+          }
+        ],
+        "indexes": [
+          {
+            "name": "queue_counts_pkey",
+            "definition": "UNIQUE btree (queue, status)"
+          }
+        ],
         "triggers": []
       },
       "queue_keys": {
@@ -1391,6 +1447,119 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
           {
             "name": "queue_keys_pkey",
             "definition": "UNIQUE btree (queue, concurrency_key)"
+          }
+        ],
+        "triggers": []
+      },
+      "queue_minutes": {
+        "kind": "r",
+        "columns": {
+          "admitted": {
+            "type": "bigint",
+            "nullable": false,
+            "default": "0",
+            "identity": "",
+            "generated": ""
+          },
+          "claimed": {
+            "type": "bigint",
+            "nullable": false,
+            "default": "0",
+            "identity": "",
+            "generated": ""
+          },
+          "failed": {
+            "type": "bigint",
+            "nullable": false,
+            "default": "0",
+            "identity": "",
+            "generated": ""
+          },
+          "minute": {
+            "type": "timestamp with time zone",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "queue": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "succeeded": {
+            "type": "bigint",
+            "nullable": false,
+            "default": "0",
+            "identity": "",
+            "generated": ""
+          }
+        },
+        "constraints": [
+          {
+            "name": "queue_minutes_pkey",
+            "type": "p",
+            "definition": "PRIMARY KEY (queue, minute)"
+          }
+        ],
+        "indexes": [
+          {
+            "name": "queue_minutes_pkey",
+            "definition": "UNIQUE btree (queue, minute)"
+          }
+        ],
+        "triggers": []
+      },
+      "queue_pickups": {
+        "kind": "r",
+        "columns": {
+          "claims": {
+            "type": "bigint",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "latency_class": {
+            "type": "smallint",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "minute": {
+            "type": "timestamp with time zone",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "queue": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          }
+        },
+        "constraints": [
+          {
+            "name": "queue_pickups_latency_class_check",
+            "type": "c",
+            "definition": "CHECK (((latency_class >= 0) AND (latency_class <= 255)))"
+          },
+          {
+            "name": "queue_pickups_pkey",
+            "type": "p",
+            "definition": "PRIMARY KEY (queue, minute, latency_class)"
+          }
+        ],
+        "indexes": [
+          {
+            "name": "queue_pickups_pkey",
+            "definition": "UNIQUE btree (queue, minute, latency_class)"
           }
         ],
         "triggers": []
@@ -1491,6 +1660,99 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
           {
             "name": "queue_settings_pkey",
             "definition": "UNIQUE btree (queue)"
+          }
+        ],
+        "triggers": []
+      },
+      "queue_stat_deltas": {
+        "kind": "r",
+        "columns": {
+          "admitted": {
+            "type": "integer",
+            "nullable": false,
+            "default": "0",
+            "identity": "",
+            "generated": ""
+          },
+          "claimed": {
+            "type": "integer",
+            "nullable": false,
+            "default": "0",
+            "identity": "",
+            "generated": ""
+          },
+          "failed": {
+            "type": "integer",
+            "nullable": false,
+            "default": "0",
+            "identity": "",
+            "generated": ""
+          },
+          "id": {
+            "type": "bigint",
+            "nullable": false,
+            "default": null,
+            "identity": "a",
+            "generated": ""
+          },
+          "jobs": {
+            "type": "integer",
+            "nullable": false,
+            "default": "0",
+            "identity": "",
+            "generated": ""
+          },
+          "minute": {
+            "type": "timestamp with time zone",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "pickup_ms": {
+            "type": "double precision[]",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "queue": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "status": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "succeeded": {
+            "type": "integer",
+            "nullable": false,
+            "default": "0",
+            "identity": "",
+            "generated": ""
+          }
+        },
+        "constraints": [
+          {
+            "name": "queue_stat_deltas_pkey",
+            "type": "p",
+            "definition": "PRIMARY KEY (id)"
+          }
+        ],
+        "indexes": [
+          {
+            "name": "queue_stat_deltas_by_queue",
+            "definition": "btree (queue)"
+          },
+          {
+            "name": "queue_stat_deltas_pkey",
+            "definition": "UNIQUE btree (id)"
           }
         ],
         "triggers": []
@@ -1971,7 +2233,29 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
         "triggers": []
       }
     },
-    "functions": {}
+    "functions": {
+      "docket_queue_stats_deleted()": {
+        "result": "trigger",
+        "language": "plpgsql",
+        "volatility": "v",
+        "security_definer": false,
+        "body_md5": "8731bd8bda1fac13eaa64c424c723281"
+      },
+      "docket_queue_stats_inserted()": {
+        "result": "trigger",
+        "language": "plpgsql",
+        "volatility": "v",
+        "security_definer": false,
+        "body_md5": "1971915ce27ea15ffd7cc02fd0e82cf8"
+      },
+      "docket_queue_stats_updated()": {
+        "result": "trigger",
+        "language": "plpgsql",
+        "volatility": "v",
+        "security_definer": false,
+        "body_md5": "8371aea92611e58ebbed26d0e10c6a53"
+      }
+    }
   },
   "approval_history": {
     "tables": {

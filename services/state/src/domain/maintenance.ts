@@ -4,6 +4,7 @@ import { MaintenanceTask, type RunMaintenanceRequest } from '@docket/proto/docke
 import { transactionNow } from '../db/queries/clock.js';
 import { deleteExpiredRecords, lockDueRetry, lockExpiredLease, nextDue } from '../db/queries/maintenance.js';
 import type { JobRow } from '../db/queries/jobs.js';
+import { foldQueueStats } from '../db/queries/queue-stats.js';
 import type { Database } from '../db/tables/index.js';
 import { applyTransition } from './apply-transition.js';
 import { settleLostAttempt } from './settle-lost-attempt.js';
@@ -41,6 +42,14 @@ export async function requeueDueRetries(deps: QuarantineDependencies, limit: num
     await applyTransition(tx, job, { toStatus: 'QUEUED', events: [{ type: 'job.requeued', payload: { attempt_count: job.attempt_count } }], patch: { not_before: null } }, now);
   });
   return { handled, nextDueAt: await nextDue(deps.db, 'retry') };
+}
+
+/** Deltas one FOLD_QUEUE_STATS step moves per unit of its `limit`. */
+const QUEUE_STAT_DELTAS_PER_LIMIT = 100;
+
+/** The queue statistics folder's step: up to `limit` x 100 deltas folded into the per-queue counters (migration 0011). */
+export async function foldQueueStatsStep(db: Kysely<Database>, limit: number): Promise<MaintenanceStep> {
+  return { handled: await foldQueueStats(db, limit * QUEUE_STAT_DELTAS_PER_LIMIT), nextDueAt: undefined };
 }
 
 /** The sweeper's step: expired idempotency and worker operation records go. */
@@ -106,6 +115,8 @@ export async function runMaintenance(deps: DeletionDependencies & ScheduleFiring
       return sweepIdempotencyRecords(db, request.limit);
     case MaintenanceTask.FIRE_DUE_SCHEDULES:
       return fireDueSchedules(deps, request.limit);
+    case MaintenanceTask.FOLD_QUEUE_STATS:
+      return foldQueueStatsStep(db, request.limit);
     default:
       throw invalidField('task', 'must be a maintenance task');
   }

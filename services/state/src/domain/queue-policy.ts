@@ -1,7 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { durationFromMs } from '@bufbuild/protobuf/wkt';
-import { sql, type Kysely } from 'kysely';
-import { invalidField, isValidQueueName, type JobStatusName } from '@docket/contracts';
+import type { Kysely } from 'kysely';
+import { invalidField, isValidQueueName } from '@docket/contracts';
 import {
   GetQueueResponseSchema,
   QueuePolicySchema,
@@ -10,10 +10,11 @@ import {
   type QueuePolicy,
   type SetQueuePolicyRequest,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
-import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { durationMs } from '@docket/service-kit';
 import type { Database } from '../db/tables/index.js';
 import { retentionAges, setRetentionPolicy } from './retention.js';
+import { readOldestQueuedMs, readQueueCounts } from '../db/queries/queue-stats.js';
+import { statusCounts } from './queue-stats.js';
 
 /** Bounds of a queue policy (SPEC section 13). */
 export const QUEUE_POLICY_BOUNDS = {
@@ -107,7 +108,12 @@ export async function setQueuePolicy(db: Kysely<Database>, change: QueuePolicyCh
   return readPolicy(db, change.queue);
 }
 
-/** GetQueue: the policy, jobs by status, running attempts and the oldest queued job's age, in one snapshot. */
+/**
+ * GetQueue: the policy, jobs by status, running attempts and the oldest
+ * queued job's age, in one snapshot; the counts come from the counters the
+ * jobs table's triggers maintain (as GetQueueStats'), so the cost does not
+ * grow with the queue.
+ */
 export async function readQueue(db: Kysely<Database>, queue: string): Promise<GetQueueResponse> {
   if (!isValidQueueName(queue)) throw invalidField('queue', 'must match ^[a-z0-9][a-z0-9._-]{0,127}$');
   return db
@@ -116,22 +122,13 @@ export async function readQueue(db: Kysely<Database>, queue: string): Promise<Ge
     .setAccessMode('read only')
     .execute(async (tx) => {
       const policy = await readPolicy(tx, queue);
-      const counts = await tx
-        .selectFrom('jobs')
-        .select(['status', sql<string>`count(*)`.as('jobs')])
-        .where('queue', '=', queue)
-        .groupBy('status')
-        .execute();
-      const oldest = await sql<{ waited_ms: number | null }>`
-        select (extract(epoch from now() - min(created_at)) * 1000)::float8 as waited_ms
-        from jobs where status = 'QUEUED' and queue = ${queue}`.execute(tx);
-      const byStatus = new Map(counts.map((row) => [row.status as JobStatusName, BigInt(row.jobs)]));
-      const waitedMs = oldest.rows[0]?.waited_ms;
+      const counts = await readQueueCounts(tx, queue);
+      const waitedMs = await readOldestQueuedMs(tx, queue);
       return create(GetQueueResponseSchema, {
         policy,
-        counts: [...byStatus].sort(([a], [b]) => JobStatus[a] - JobStatus[b]).map(([status, jobs]) => ({ status: JobStatus[status], jobs })),
-        runningAttempts: (byStatus.get('RUNNING') ?? 0n) + (byStatus.get('CANCELLING') ?? 0n),
-        oldestQueuedAge: waitedMs === null || waitedMs === undefined ? undefined : durationFromMs(Math.max(0, Math.round(waitedMs))),
+        counts: statusCounts(counts),
+        runningAttempts: (counts.get('RUNNING') ?? 0n) + (counts.get('CANCELLING') ?? 0n),
+        oldestQueuedAge: waitedMs === undefined ? undefined : durationFromMs(Math.round(waitedMs)),
       });
     });
 }

@@ -10,6 +10,7 @@ import {
   GetQueueResponseSchema,
   ExplainJobResponseSchema,
   ListWorkersResponseSchema,
+  GetQueueStatsResponseSchema,
   SetQueuePolicyResponseSchema,
   AdmitJobResultSchema,
   AdmitJobsResponseSchema,
@@ -57,6 +58,7 @@ import { encodeEvents, encodedJournalAnswer } from '../domain/event-encoding.js'
 import { getJob, listJobs } from '../domain/read-jobs.js';
 import { explainJob } from '../domain/explain-job.js';
 import { listWorkers } from '../domain/list-workers.js';
+import { parseQueueStatsRequest, readQueueStats } from '../domain/queue-stats.js';
 import {
   parseAdmitJobRequest,
   parseChangeJobRequest,
@@ -234,6 +236,10 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
       async explainJob(request) {
         const { response, feedPosition } = await explainJob(deps.db, viewerOf(request.caller), parseJobId(request.jobId), deps.execution.leaseMs);
         return create(ExplainJobResponseSchema, { response, feedPosition });
+      },
+      async getQueueStats(request) {
+        adminOf(request.caller);
+        return create(GetQueueStatsResponseSchema, { response: await readQueueStats(deps.db, parseQueueStatsRequest(request.request)) });
       },
       async listWorkers(request) {
         adminOf(request.caller);
