@@ -10,6 +10,9 @@ import { create, toBinary } from '@bufbuild/protobuf';
 import { createClient, type DocketClient } from '@docket/client';
 import { WatchJobsRequestSchema } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { AdmissionService, ScheduleState } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
+import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
+import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { demoHandler, serveConsole, type ConsoleServer, type ConsoleServices } from '@docket/cli';
 import { createWorker, type Worker } from '@docket/worker-sdk';
 import { REPO_ROOT } from './support/cluster.js';
@@ -18,6 +21,7 @@ import { startInProcessCluster, stopInProcessClusters } from './support/in-proce
 import { createMigratedTestDatabase } from './support/database.js';
 import { openSql } from './support/sql.js';
 import { clientFor } from './support/clients.js';
+import { newOperationId } from './support/raw-worker.js';
 
 /*
  * The web console (packages/console, built by `npm run build`) in a real
@@ -27,8 +31,8 @@ import { clientFor } from './support/clients.js';
  * on a real PostgreSQL, with a real worker (the demo handler `docket
  * worker` runs) serving its queue. Nothing is reloaded while a job is
  * followed: every change arrives over the streams. Screenshots (list, job
- * page, submit form, queues) go to test-output/console/ (gitignored) for a
- * reviewer.
+ * page, submit form, queues, a queue's charts, workers, a waiting job) go to
+ * test-output/console/ (gitignored) for a reviewer.
  */
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -121,6 +125,24 @@ async function signIn(page: Page, token: string): Promise<void> {
   await page.getByRole('heading', { name: 'Jobs' }).waitFor();
   // Set once per document: still there at the end means nothing reloaded.
   await page.evaluate(() => ((window as unknown as { docketNoReload: boolean }).docketNoReload = true));
+}
+
+/** `count` jobs of the owner's in `queue` that ended FAILED: a worker of the test claims them and reports a permanent failure. */
+async function failedJobs(queue: string, count: number): Promise<string[]> {
+  const ids = [];
+  for (let index = 0; index < count; index += 1) ids.push((await owner.submit({ queue, input: { n: index } })).job.id);
+  const execution = clientFor(ExecutionService, cluster.execution.url, await cluster.tokenFor('console-failer', 'worker', [queue]));
+  const { workerIncarnation } = await execution.registerWorker({ workerName: 'console-failer', queues: [queue], maxConcurrency: count });
+  const { assignments } = await execution.claimJobs({ workerIncarnation, queues: [queue], maxJobs: count, operationId: newOperationId() });
+  expect(assignments).toHaveLength(count);
+  for (const assignment of assignments) {
+    await execution.reportOutcome({
+      attempt: { attemptId: assignment.authority!.attemptId, fence: assignment.authority!.fence, workerIncarnation },
+      operationId: newOperationId(),
+      outcome: { case: 'failure', value: { failureClass: FailureClass.INVALID_INPUT, message: 'the input was bad' } },
+    });
+  }
+  return ids;
 }
 
 /** Form controls on the page that no label names (each must have a <label>, or an aria-label). */
@@ -500,12 +522,63 @@ describe('the web console', () => {
     const stored = await page.evaluate(() => ({ local: localStorage.length, cookies: document.cookie }));
     expect(stored).toEqual({ local: 0, cookies: '' });
 
+    // Queue statistics are for admins: a user is told so, and nothing is counted in the browser.
     await page.getByRole('link', { name: 'Queues' }).click();
-    const row = page.locator(`#queue-rows tr[data-queue="${IDLE_QUEUE}"]`);
+    await expect.poll(() => page.locator('main [role="alert"]').textContent()).toContain('PERMISSION_DENIED');
+    expect(await page.locator('#queue-rows tr').count()).toBe(0);
+  });
+});
+
+describe('operator pages (admin)', () => {
+  it('lists the queues live workers serve with their counts, charts one queue, and lists the workers', async () => {
+    const queued = (await owner.submit({ queue: IDLE_QUEUE, input: { operator: true } })).job.id;
+    const page = await newPage();
+    await signIn(page, await cluster.tokenFor('console-admin', 'admin'));
+    await page.getByRole('link', { name: 'Queues' }).click();
+    const row = page.locator(`#queue-rows tr[data-queue="${QUEUE}"]`);
     await row.waitFor();
-    expect(Number(await row.locator('td[data-status="QUEUED"]').textContent())).toBeGreaterThanOrEqual(1);
+    // The console worker's queue: its jobs ran, so some succeeded in the last hour.
+    await expect.poll(async () => Number(await row.locator('td[data-status="SUCCEEDED"]').textContent())).toBeGreaterThanOrEqual(1);
+    expect(Number(await row.locator('td[data-fact="claimed"]').textContent())).toBeGreaterThanOrEqual(1);
     expect(await unlabelledControls(page)).toEqual([]);
-    expect(await row.locator('td[data-fact="oldest-queued"]').textContent()).toMatch(/^\d+ (s|min)$/);
     await page.screenshot({ path: join(OUTPUT, 'queues.png'), fullPage: true });
+
+    // A queue no worker serves, opened by name: its counts and three charts.
+    await page.getByLabel('Queue name').fill(IDLE_QUEUE);
+    await page.getByRole('button', { name: 'Open' }).click();
+    await page.getByRole('heading', { name: `Queue ${IDLE_QUEUE}` }).waitFor();
+    await expect.poll(async () => Number(await page.locator('#queue-counts dd[data-fact="QUEUED"]').textContent())).toBeGreaterThanOrEqual(1);
+    for (const chart of ['#chart-depth', '#chart-throughput', '#chart-pickup']) await page.locator(`${chart} canvas`).waitFor();
+    expect(await page.locator('#bucket-rows tr').count()).toBe(60);
+    expect(new URL(page.url()).hash).toBe(`#/queues/${IDLE_QUEUE}`);
+    await page.screenshot({ path: join(OUTPUT, 'queue.png'), fullPage: true });
+
+    // A queue with failed jobs: retry them all as one bulk operation and watch it complete.
+    const failing = `${IDLE_QUEUE}-failing`;
+    const failedIds = await failedJobs(failing, 2);
+    await page.goto(`${consoleServer.url}/#/queues/${failing}`);
+    await expect.poll(() => page.locator('#failed-rows tr[data-job]').count()).toBe(2);
+    await page.getByRole('button', { name: 'Retry all failed' }).click();
+    await expect.poll(() => page.locator('#bulk-progress').getAttribute('data-state'), { timeout: 20_000 }).toBe('COMPLETED');
+    expect(await page.locator('#bulk-progress').textContent()).toContain('2 of 2 done (changed 2, skipped 0, failed 0)');
+    for (const jobId of failedIds) expect((await owner.get(jobId)).status).toBe(JobStatus.QUEUED);
+    await expect.poll(() => page.locator('#failed-rows').textContent(), { timeout: 15_000 }).toBe('No failed jobs.');
+    await page.screenshot({ path: join(OUTPUT, 'queue-bulk-retry.png'), fullPage: true });
+
+    await page.getByRole('link', { name: 'Workers' }).click();
+    const live = page.locator('#worker-rows tr[data-state="LIVE"]', { hasText: 'console-worker' });
+    await live.waitFor();
+    // Its capacity is the SDK's pipeline: the handlers and the jobs it prefetches.
+    expect(await live.locator('td[data-fact="running"]').textContent()).toMatch(/^\d+ of \d+$/);
+    await page.screenshot({ path: join(OUTPUT, 'workers.png'), fullPage: true });
+
+    // The job page says why a job waits: nothing holds it, but no live worker serves its queue.
+    await page.goto(`${consoleServer.url}/#/jobs/${queued}`);
+    const reasons = page.locator('#job-reasons li');
+    await reasons.first().waitFor();
+    expect(await reasons.evaluateAll((items) => items.map((item) => item.getAttribute('data-code')))).toEqual(
+      expect.arrayContaining(['CLAIMABLE_NOW', 'NO_LIVE_WORKER']),
+    );
+    await page.screenshot({ path: join(OUTPUT, 'job-waiting.png'), fullPage: true });
   });
 });

@@ -291,6 +291,10 @@ const FRONT_CASES: Record<string, FrontCase> = {
   'AdmissionService.GetQueue': { request: (t) => ({ queue: t.queue }), owner: [ADMIN_ONLY, ADMIN_ONLY], admin: ['OK', 'OK'], other: ADMIN_ONLY },
   'AdmissionService.ExplainJob': { request: (t) => ({ jobId: t.jobId }), project: jobOf, owner: ['OK', NOT_FOUND], admin: ['OK', NOT_FOUND], other: NOT_FOUND },
   // Admin only; the owner's worker is listed, by queue, to an admin alone.
+  // Admin only: a bulk operation acts on every owner's jobs.
+  'AdmissionService.RetryJobs': { request: (t) => ({ idempotencyKey: key(), filter: { queue: t.queue } }), owner: [ADMIN_ONLY, ADMIN_ONLY], admin: ['OK', 'OK'], other: ADMIN_ONLY },
+  'AdmissionService.CancelJobs': { request: (t) => ({ idempotencyKey: key(), filter: { queue: t.queue } }), owner: [ADMIN_ONLY, ADMIN_ONLY], admin: ['OK', 'OK'], other: ADMIN_ONLY },
+  'AdmissionService.GetBulkOperation': { request: () => ({ operationId: `bop_${'a'.repeat(26)}` }), owner: [ADMIN_ONLY, ADMIN_ONLY], admin: [NOT_FOUND, NOT_FOUND], other: ADMIN_ONLY },
   'AdmissionService.GetQueueStats': { request: (t) => ({ queue: t.queue }), owner: [ADMIN_ONLY, ADMIN_ONLY], admin: ['OK', 'OK'], other: ADMIN_ONLY },
   'AdmissionService.ListWorkers': { request: (t) => ({ queue: t.queue }), owner: [ADMIN_ONLY, ADMIN_ONLY], admin: ['OK', 'OK'], other: ADMIN_ONLY },
   'AdmissionService.CreateSchedule': {

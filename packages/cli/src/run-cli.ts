@@ -1,4 +1,5 @@
 import { approveCommand, denyCommand } from './approval-commands.js';
+import { bulkCommand } from './bulk-command.js';
 import { UsageError, type CliContext, type Command } from './command.js';
 import { deleteCommand, restoreCommand } from './delete-commands.js';
 import { deletionCommand } from './deletion-command.js';
@@ -39,6 +40,7 @@ const COMMANDS: readonly Command[] = [
   signalCommand,
   signalsCommand,
   retryCommand,
+  bulkCommand,
   deleteCommand,
   restoreCommand,
   deletionCommand,

@@ -1,12 +1,16 @@
 import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
-import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
+import { durationFromMs, timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { Code, createClient as createConnectClient, type Client } from '@connectrpc/connect';
 import { isTerminal, type JobStatusName } from '@docket/contracts';
 import {
   AdmissionService,
   SignalReconcileAction,
+  type BulkJobFilterSchema,
+  type BulkOperation,
   type ExplainReason,
+  type GetQueueStatsResponse,
   type Schedule,
+  type Worker,
   type SubmitJobRequestSchema,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ApprovalDecision } from '@docket/proto/docket/common/v1/approval_pb.js';
@@ -137,6 +141,9 @@ export interface ReadOptions {
 }
 
 const DEFAULT_RECONNECT: Partial<RetryPolicy> = { tries: 8, initialDelayMs: 100, maxDelayMs: 5_000 };
+
+/** A started bulk operation, and whether the start was a replay of its key. */
+export type BulkOperationReceipt = MutationReceipt & { readonly operation: BulkOperation };
 
 /** What ExplainJob answers: the job as the reasons saw it, and the reasons, most decisive first. */
 export interface JobExplanation {
@@ -352,6 +359,56 @@ export class DocketClient {
       yield* page.schedules;
       pageToken = page.nextPageToken;
     } while (pageToken !== '');
+  }
+
+  /**
+   * A queue's statistics (GetQueueStats, admin tokens only): jobs by
+   * status, the oldest queued job's age, and per bucket of `bucketMs`
+   * (default a minute) over `windowMs` (default an hour) the jobs admitted,
+   * claimed, succeeded and failed with pickup latency p50 and p99.
+   */
+  async getQueueStats(queue: string, options: ReadOptions & { readonly windowMs?: number; readonly bucketMs?: number } = {}): Promise<GetQueueStatsResponse> {
+    const request = {
+      queue,
+      ...(options.windowMs === undefined ? {} : { window: durationFromMs(options.windowMs) }),
+      ...(options.bucketMs === undefined ? {} : { bucket: durationFromMs(options.bucketMs) }),
+    };
+    return this.#read('GetQueueStats', options, (o) => this.#admission.getQueueStats(request, o));
+  }
+
+  /** Every worker registration (ListWorkers, admin tokens only), newest first, page after page; `queue` keeps those that serve it. */
+  async *listWorkers(options: ReadOptions & { readonly queue?: string; readonly pageSize?: number } = {}): AsyncGenerator<Worker, void, undefined> {
+    let pageToken = '';
+    do {
+      const page = await this.#read('ListWorkers', options, (o) =>
+        this.#admission.listWorkers({ queue: options.queue ?? '', pageSize: options.pageSize ?? 0, pageToken }, o),
+      );
+      yield* page.workers;
+      pageToken = page.nextPageToken;
+    } while (pageToken !== '');
+  }
+
+  /**
+   * Starts a durable bulk RetryJob (RetryJobs, admin tokens only) of every
+   * job `filter` matches; follow it with {@link getBulkOperation}.
+   */
+  async retryJobs(filter: MessageInitShape<typeof BulkJobFilterSchema>, options: MutationOptions = {}): Promise<BulkOperationReceipt> {
+    const key = resolveIdempotencyKey(options.idempotencyKey);
+    const response = await this.#mutate('RetryJobs', key, options, (o) => this.#admission.retryJobs({ idempotencyKey: key, filter }, o));
+    return { operation: required(response.operation, 'RetryJobs', 'operation'), ...receipt(response, key) };
+  }
+
+  /** Starts a durable bulk CancelJob (CancelJobs, admin tokens only) of every job `filter` matches. */
+  async cancelJobs(filter: MessageInitShape<typeof BulkJobFilterSchema>, options: MutationOptions = {}): Promise<BulkOperationReceipt> {
+    const key = resolveIdempotencyKey(options.idempotencyKey);
+    const response = await this.#mutate('CancelJobs', key, options, (o) => this.#admission.cancelJobs({ idempotencyKey: key, filter }, o));
+    return { operation: required(response.operation, 'CancelJobs', 'operation'), ...receipt(response, key) };
+  }
+
+  /** A bulk operation's progress (GetBulkOperation, admin tokens only). */
+  async getBulkOperation(operationId: string, options: ReadOptions = {}): Promise<BulkOperation> {
+    const response = await this.#read('GetBulkOperation', options, (o) => this.#admission.getBulkOperation({ operationId }, o));
+    return required(response.operation, 'GetBulkOperation', 'operation');
   }
 
   /** Stops a schedule firing (PauseSchedule); idempotent by its key like every mutation. */

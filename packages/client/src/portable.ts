@@ -2,6 +2,7 @@
 export {
   DocketClient,
   isTerminalStatus,
+  type BulkOperationReceipt,
   type ClientOptions,
   type DeletionReceipt,
   type JobExplanation,

@@ -3,7 +3,8 @@ import { connect } from './connection.js';
 import { el, replaceChildren } from './dom.js';
 import { showJobList } from './pages/job-list-page.js';
 import { showJobPage } from './pages/job-page.js';
-import { showQueues } from './pages/queue-page.js';
+import { showQueue, showQueues } from './pages/queue-page.js';
+import { showWorkers } from './pages/workers-page.js';
 import { showSchedules } from './pages/schedule-page.js';
 import { showSignIn } from './pages/sign-in-page.js';
 import { showSubmit } from './pages/submit-page.js';
@@ -39,6 +40,8 @@ async function boot(): Promise<void> {
     if (route.page === 'job') showJobPage(context, route.jobId);
     else if (route.page === 'submit') showSubmit(context);
     else if (route.page === 'queues') showQueues(context);
+    else if (route.page === 'queue') showQueue(context, route.queue);
+    else if (route.page === 'workers') showWorkers(context);
     else if (route.page === 'schedules') showSchedules(context);
     else showJobList(context);
     main.focus({ preventScroll: true });
@@ -65,7 +68,7 @@ function showWho(who: HTMLElement, token: string | undefined, reshow: () => void
 function markCurrent(page: string): void {
   for (const link of document.querySelectorAll<HTMLAnchorElement>('header nav a')) {
     const target = parseRoute(link.hash).page;
-    if (target === page || (target === 'jobs' && page === 'job')) link.setAttribute('aria-current', 'page');
+    if (target === page || (target === 'jobs' && page === 'job') || (target === 'queues' && page === 'queue')) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
 }

@@ -7,6 +7,8 @@ export type Route =
   | { readonly page: 'job'; readonly jobId: string }
   | { readonly page: 'submit' }
   | { readonly page: 'queues' }
+  | { readonly page: 'queue'; readonly queue: string }
+  | { readonly page: 'workers' }
   | { readonly page: 'schedules' };
 
 /**
@@ -19,7 +21,9 @@ export function parseRoute(hash: string): Route {
   const [first, second] = path.split('/');
   if (first === 'sign-in') return { page: 'sign-in' };
   if (first === 'submit') return { page: 'submit' };
+  if (first === 'queues' && second !== undefined && second !== '') return { page: 'queue', queue: decodeURIComponent(second) };
   if (first === 'queues') return { page: 'queues' };
+  if (first === 'workers') return { page: 'workers' };
   if (first === 'schedules') return { page: 'schedules' };
   if (first === 'jobs' && second !== undefined && second !== '') return { page: 'job', jobId: decodeURIComponent(second) };
   return { page: 'jobs' };
@@ -28,6 +32,11 @@ export function parseRoute(hash: string): Route {
 /** The fragment of a job's page. */
 export function jobHref(jobId: string): string {
   return `#/jobs/${encodeURIComponent(jobId)}`;
+}
+
+/** The fragment of a queue's page. */
+export function queueHref(queue: string): string {
+  return `#/queues/${encodeURIComponent(queue)}`;
 }
 
 /** Whether `jobId` could name a job at all (the job page asks the service only then). */

@@ -1,13 +1,14 @@
 import { base32Lower } from './base32.js';
 
 /** The type prefixes of SPEC §2, in the order the SPEC lists them. */
-export const ID_PREFIXES = Object.freeze(['job', 'att', 'wkr', 'op', 'del', 'apr', 'eff', 'sch'] as const);
+export const ID_PREFIXES = Object.freeze(['job', 'att', 'wkr', 'op', 'del', 'apr', 'eff', 'sch', 'bop'] as const);
 
 /**
  * `job` jobs, `att` attempts, `wkr` worker incarnations, `op` operations,
  * `del` deletions, `apr` approvals, and `eff` effect-journal records (named
- * by the Effect message) and `sch` schedules (SPEC section 13); the last
- * two are not in section 2's list, which they extend.
+ * by the Effect message), `sch` schedules (SPEC section 13) and `bop` bulk
+ * operations (section 14); the last three are not in section 2's list,
+ * which they extend.
  */
 export type IdPrefix = (typeof ID_PREFIXES)[number];
 

@@ -50,6 +50,8 @@ export interface ExecutionConfig extends FrontServiceConfig {
   readonly scheduleIntervalMs: number;
   /** How often the queue statistics folder runs (DOCKET_QUEUE_STATS_INTERVAL_MS). */
   readonly queueStatsIntervalMs: number;
+  /** The bulk operation runner's longest pause between rounds (DOCKET_BULK_INTERVAL_MS). */
+  readonly bulkIntervalMs: number;
 }
 
 /** Default port of the execution service (SPEC section 12). */
@@ -92,5 +94,6 @@ export function readExecutionConfig(env: Environment): ExecutionConfig {
     claimRecheckMs: readPositiveInteger(env, 'DOCKET_CLAIM_RECHECK_MS', 5000),
     scheduleIntervalMs: readPositiveInteger(env, 'DOCKET_SCHEDULE_INTERVAL_MS', 1000),
     queueStatsIntervalMs: readPositiveInteger(env, 'DOCKET_QUEUE_STATS_INTERVAL_MS', 1000),
+    bulkIntervalMs: readPositiveInteger(env, 'DOCKET_BULK_INTERVAL_MS', 1000),
   };
 }

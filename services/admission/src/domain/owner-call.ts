@@ -1,6 +1,4 @@
-import type { DescMessage, MessageShape } from '@bufbuild/protobuf';
-import { durationFromMs } from '@bufbuild/protobuf/wkt';
-import { DocketError, invalidField, isValidId, parseIdempotencyKey } from '@docket/contracts';
+import { invalidField, isValidId, parseIdempotencyKey } from '@docket/contracts';
 import type { Principal } from '@docket/auth';
 import {
   DecideApprovalRequestSchema,
@@ -8,9 +6,9 @@ import {
   SendSignalRequestSchema,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import type { HandleOwnerCallRequest, HandleOwnerCallResponse } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { callerOf, type ForwardedDeadline } from '@docket/service-kit';
+import type { ForwardedDeadline } from '@docket/service-kit';
 import type { AdmissionDependencies } from './admission.js';
-import { fingerprintRequest } from './request-fingerprint.js';
+import { answerOfCase, idempotentBinding, type IdempotentRpc } from './state-call.js';
 
 /** An owner call as HandleOwnerCall carries it. */
 type OwnerCall = Exclude<HandleOwnerCallRequest['request'], { case: undefined }>;
@@ -20,7 +18,7 @@ type OwnerCallName = OwnerCall['case'];
 type OwnerCallResponse<C extends OwnerCallName> = Extract<HandleOwnerCallResponse['response'], { case: C }>['value'];
 
 /** The owner RPCs HandleOwnerCall decides: their request schemas and RPC paths. */
-const OWNER_CALLS: { readonly [C in OwnerCallName]: { readonly schema: DescMessage; readonly operation: string } } = {
+const OWNER_CALLS: { readonly [C in OwnerCallName]: IdempotentRpc } = {
   decideApproval: { schema: DecideApprovalRequestSchema, operation: 'docket.admission.v1.AdmissionService/DecideApproval' },
   sendSignal: { schema: SendSignalRequestSchema, operation: 'docket.admission.v1.AdmissionService/SendSignal' },
   reconcileSignals: { schema: ReconcileSignalsRequestSchema, operation: 'docket.admission.v1.AdmissionService/ReconcileSignals' },
@@ -43,18 +41,6 @@ export async function forwardOwnerCall<C extends OwnerCallName>(
   parseIdempotencyKey(request.idempotencyKey);
   if (!isValidId(request.jobId)) throw invalidField('job_id', 'must be a Docket job id');
   const rpc = OWNER_CALLS[name];
-  const answer = await deps.state.handleOwnerCall(
-    {
-      caller: callerOf(principal),
-      operation: rpc.operation,
-      idempotencyKey: request.idempotencyKey,
-      requestDigest: fingerprintRequest(rpc.schema, request as MessageShape<DescMessage> & { idempotencyKey: string }, rpc.operation, principal.subject),
-      idempotencyTtl: durationFromMs(deps.idempotencyTtlMs),
-      request: { case: name, value: request } as OwnerCall,
-    },
-    call,
-  );
-  // A response of another kind would be a state bug: fail closed.
-  if (answer.response.case !== name) throw new DocketError('INTERNAL', 'the state service answered another call');
-  return answer.response.value as OwnerCallResponse<C>;
+  const answer = await deps.state.handleOwnerCall({ ...idempotentBinding(deps, principal, rpc, request), request: { case: name, value: request } as OwnerCall }, call);
+  return answerOfCase(answer.response, name) as OwnerCallResponse<C>;
 }

@@ -1,6 +1,6 @@
-import { create, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
-import { durationFromMs, timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { DocketError, coerceListPageSize, invalidField, isValidId, parseIdempotencyKey } from '@docket/contracts';
+import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { coerceListPageSize, invalidField, isValidId, parseIdempotencyKey } from '@docket/contracts';
 import type { Principal } from '@docket/auth';
 import {
   CreateScheduleRequestSchema,
@@ -9,7 +9,6 @@ import {
   PauseScheduleRequestSchema,
   ResumeScheduleRequestSchema,
   type CreateScheduleRequest,
-  type CreateScheduleResponse,
   type GetScheduleResponse,
   type ListSchedulesRequest,
   type ListSchedulesResponse,
@@ -17,7 +16,7 @@ import {
 import type { HandleScheduleCallRequest, HandleScheduleCallResponse } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { callerOf, type ForwardedDeadline } from '@docket/service-kit';
 import type { AdmissionDependencies } from './admission.js';
-import { fingerprintRequest } from './request-fingerprint.js';
+import { answerOfCase, idempotentBinding, type IdempotentRpc } from './state-call.js';
 
 /** A schedule call as HandleScheduleCall carries it. */
 type ScheduleCall = Exclude<HandleScheduleCallRequest['request'], { case: undefined }>;
@@ -30,7 +29,7 @@ const SCHEDULE_MUTATIONS = {
   pauseSchedule: { schema: PauseScheduleRequestSchema, operation: 'docket.admission.v1.AdmissionService/PauseSchedule' },
   resumeSchedule: { schema: ResumeScheduleRequestSchema, operation: 'docket.admission.v1.AdmissionService/ResumeSchedule' },
   deleteSchedule: { schema: DeleteScheduleRequestSchema, operation: 'docket.admission.v1.AdmissionService/DeleteSchedule' },
-} as const satisfies Record<string, { readonly schema: DescMessage; readonly operation: string }>;
+} as const satisfies Record<string, IdempotentRpc>;
 
 /** The name of a schedule mutation. */
 type ScheduleMutation = keyof typeof SCHEDULE_MUTATIONS;
@@ -59,18 +58,8 @@ export async function mutateSchedule<C extends ScheduleMutation>(
     throw invalidField('schedule_id', 'must be a Docket id');
   }
   const rpc = SCHEDULE_MUTATIONS[name];
-  const answer = await deps.state.handleScheduleCall(
-    {
-      caller: callerOf(principal),
-      operation: rpc.operation,
-      idempotencyKey: request.idempotencyKey,
-      requestDigest: fingerprintRequest(rpc.schema as DescMessage, request as MessageShape<DescMessage> & { idempotencyKey: string }, rpc.operation, principal.subject),
-      idempotencyTtl: durationFromMs(deps.idempotencyTtlMs),
-      request: { case: name, value: request } as ScheduleCall,
-    },
-    call,
-  );
-  return answerOf(answer, name);
+  const answer = await deps.state.handleScheduleCall({ ...idempotentBinding(deps, principal, rpc, request), request: { case: name, value: request } as ScheduleCall }, call);
+  return answerOfCase(answer.response, name) as ScheduleCallResponse<C>;
 }
 
 /** GetSchedule: one of the caller's schedules (any, for an admin); others are NOT_FOUND. */
@@ -80,7 +69,7 @@ export async function getSchedule(deps: AdmissionDependencies, principal: Princi
     { caller: callerOf(principal), request: { case: 'getSchedule', value: { scheduleId } } },
     call,
   );
-  return answerOf(answer, 'getSchedule');
+  return answerOfCase(answer.response, 'getSchedule');
 }
 
 /**
@@ -102,14 +91,8 @@ export async function listSchedules(deps: AdmissionDependencies, principal: Prin
     },
     call,
   );
-  const page = answerOf(answer, 'listSchedules');
+  const page = answerOfCase(answer.response, 'listSchedules');
   const last = page.schedules.at(-1);
   const nextPageToken = deps.pageTokens.nextAfter(answer.hasMore, last && { at: last.createTime, id: last.scheduleId }, binding);
   return create(ListSchedulesResponseSchema, { schedules: page.schedules, nextPageToken });
-}
-
-/** The response of call `name`; a response of another kind would be a state bug: fail closed. */
-function answerOf<C extends ScheduleCall['case']>(answer: HandleScheduleCallResponse, name: C): ScheduleCallResponse<C> {
-  if (answer.response.case !== name) throw new DocketError('INTERNAL', 'the state service answered another call');
-  return answer.response.value as ScheduleCallResponse<C>;
 }

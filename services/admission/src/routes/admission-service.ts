@@ -3,6 +3,7 @@ import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_se
 import { forwardDeadline, principalOf } from '@docket/service-kit';
 import { explainJob, getJob, listJobs, submitJob, type AdmissionDependencies } from '../domain/admission.js';
 import { listWorkers } from '../domain/list-workers.js';
+import { getBulkOperation, startBulkOperation } from '../domain/bulk-operations.js';
 import { JOB_CHANGE_RPCS, changeJob } from '../domain/change-job.js';
 import { forwardOwnerCall } from '../domain/owner-call.js';
 import { submitJobs } from '../domain/submit-jobs.js';
@@ -35,6 +36,9 @@ export function admissionServiceRoutes(deps: AdmissionDependencies): (router: Co
       getQueueStats: (request, ctx) => getQueueStats(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       explainJob: (request, ctx) => explainJob(deps, principalOf(ctx), request.jobId, forwardDeadline(ctx)),
       listWorkers: (request, ctx) => listWorkers(deps, principalOf(ctx), request, forwardDeadline(ctx)),
+      retryJobs: (request, ctx) => startBulkOperation(deps, principalOf(ctx), 'retryJobs', request, forwardDeadline(ctx)),
+      cancelJobs: (request, ctx) => startBulkOperation(deps, principalOf(ctx), 'cancelJobs', request, forwardDeadline(ctx)),
+      getBulkOperation: (request, ctx) => getBulkOperation(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       setLegalHold: (request, ctx) => setLegalHold(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       decideApproval: (request, ctx) => forwardOwnerCall(deps, principalOf(ctx), 'decideApproval', request, forwardDeadline(ctx)),
       sendSignal: (request, ctx) => forwardOwnerCall(deps, principalOf(ctx), 'sendSignal', request, forwardDeadline(ctx)),

@@ -25,7 +25,8 @@ export interface BackgroundLoops {
  * per schedule, at most {@link SCHEDULE_BATCH} schedules a step so one
  * step of many firings stays inside the step timeout), and the queue
  * statistics folder (the jobs table's counter deltas into per-queue
- * counts, minutes and pickup histograms). No job timer
+ * counts, minutes and pickup histograms) and the bulk operation runner
+ * (RetryJobs and CancelJobs, job by job). No job timer
  * lives in memory: every round asks the database what is due, so any
  * number of replicas may run them and a restart loses nothing.
  */
@@ -43,6 +44,7 @@ export function startBackgroundLoops(
     | 'feedRetentionMs'
     | 'scheduleIntervalMs'
     | 'queueStatsIntervalMs'
+    | 'bulkIntervalMs'
   >,
   logger: Logger,
 ): BackgroundLoops {
@@ -56,6 +58,7 @@ export function startBackgroundLoops(
     { task: MaintenanceTask.PRUNE_FEED, intervalMs: config.feedPruneIntervalMs, olderThanMs: config.feedRetentionMs },
     { task: MaintenanceTask.FIRE_DUE_SCHEDULES, intervalMs: config.scheduleIntervalMs, batch: Math.min(config.maintenanceBatch, SCHEDULE_BATCH) },
     { task: MaintenanceTask.FOLD_QUEUE_STATS, intervalMs: config.queueStatsIntervalMs },
+    { task: MaintenanceTask.RUN_BULK_OPERATIONS, intervalMs: config.bulkIntervalMs },
   ].map((loop) => runMaintenanceLoop(state, { ...loop, batch: loop.batch ?? config.maintenanceBatch }, logger, stop.signal));
   let stopped: Promise<void> | undefined;
   return {

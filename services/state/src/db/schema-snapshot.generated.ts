@@ -7,7 +7,7 @@ import type { SchemaSnapshot } from './schema-snapshot.js';
 
 /** The schema this build's migrations leave, which start-up requires exactly. */
 export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
-  "version": "20261206-0011-queue-stats",
+  "version": "20261206-0012-bulk-operations",
   "docket": {
     "tables": {
       "attempts": {
@@ -115,6 +115,177 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
           },
           {
             "name": "attempts_pkey",
+            "definition": "UNIQUE btree (id)"
+          }
+        ],
+        "triggers": []
+      },
+      "bulk_operation_items": {
+        "kind": "r",
+        "columns": {
+          "job_id": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "operation_id": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "outcome": {
+            "type": "text",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          }
+        },
+        "constraints": [
+          {
+            "name": "bulk_operation_items_outcome_check",
+            "type": "c",
+            "definition": "CHECK ((outcome = ANY (ARRAY['CHANGED'::text, 'SKIPPED'::text, 'FAILED'::text])))"
+          },
+          {
+            "name": "bulk_operation_items_operation_id_fkey",
+            "type": "f",
+            "definition": "FOREIGN KEY (operation_id) REFERENCES bulk_operations(id)"
+          },
+          {
+            "name": "bulk_operation_items_pkey",
+            "type": "p",
+            "definition": "PRIMARY KEY (operation_id, job_id)"
+          }
+        ],
+        "indexes": [
+          {
+            "name": "bulk_operation_items_pending",
+            "definition": "btree (operation_id, job_id) WHERE (outcome IS NULL)"
+          },
+          {
+            "name": "bulk_operation_items_pkey",
+            "definition": "UNIQUE btree (operation_id, job_id)"
+          }
+        ],
+        "triggers": []
+      },
+      "bulk_operations": {
+        "kind": "r",
+        "columns": {
+          "action": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "changed": {
+            "type": "bigint",
+            "nullable": false,
+            "default": "0",
+            "identity": "",
+            "generated": ""
+          },
+          "completed_at": {
+            "type": "timestamp with time zone",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "created_at": {
+            "type": "timestamp with time zone",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "failed": {
+            "type": "bigint",
+            "nullable": false,
+            "default": "0",
+            "identity": "",
+            "generated": ""
+          },
+          "filter": {
+            "type": "jsonb",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "id": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "matched": {
+            "type": "bigint",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "requested_by": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "skipped": {
+            "type": "bigint",
+            "nullable": false,
+            "default": "0",
+            "identity": "",
+            "generated": ""
+          },
+          "state": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "updated_at": {
+            "type": "timestamp with time zone",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          }
+        },
+        "constraints": [
+          {
+            "name": "bulk_operations_action_check",
+            "type": "c",
+            "definition": "CHECK ((action = ANY (ARRAY['RETRY'::text, 'CANCEL'::text])))"
+          },
+          {
+            "name": "bulk_operations_state_check",
+            "type": "c",
+            "definition": "CHECK ((state = ANY (ARRAY['QUEUED'::text, 'RUNNING'::text, 'COMPLETED'::text])))"
+          },
+          {
+            "name": "bulk_operations_pkey",
+            "type": "p",
+            "definition": "PRIMARY KEY (id)"
+          }
+        ],
+        "indexes": [
+          {
+            "name": "bulk_operations_open",
+            "definition": "btree (created_at, id) WHERE (state <> 'COMPLETED'::text)"
+          },
+          {
+            "name": "bulk_operations_pkey",
             "definition": "UNIQUE btree (id)"
           }
         ],

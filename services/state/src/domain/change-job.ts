@@ -1,6 +1,5 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { DocketError, RETRYABLE_ENDINGS, isTerminal, type JobStatusName } from '@docket/contracts';
-import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import type { Database } from '../db/tables/index.js';
 import type { Queryable } from '../db/database.js';
 import type { JobRow, Viewer } from '../db/queries/jobs.js';
@@ -36,11 +35,30 @@ export async function changeJob(db: Kysely<Database>, command: ChangeJobCommand 
   const action = command.action;
   return mutateIdempotently(db, command.request, async (tx, now) => {
     const job = await lockJobForChange(tx, command.viewer, command.jobId, command.expectedRevision);
-    const transition = planChange(job, action, { requested_by: command.viewer.admin ? 'admin' : 'owner', subject: command.viewer.subject });
-    if (!transition) return projectJob(job);
-    if (action === 'RETRY') await assertUniqueKeyFree(tx, job);
-    return projectJob((await applyTransition(tx, job, transition, now)).job);
+    const by = { requested_by: command.viewer.admin ? 'admin' : 'owner', subject: command.viewer.subject };
+    return projectJob((await applyChange(tx, job, action, by, now)) ?? job);
   });
+}
+
+/**
+ * Plans `action` for a job locked by this transaction and applies it;
+ * undefined when the job is already where the action asks (nothing
+ * written). ILLEGAL_TRANSITION when the action does not apply to its
+ * status, or when a retried job's `unique_while_active` key is held by
+ * another active job (metadata `unique_key_holder`). `by` goes into the
+ * journal event's payload.
+ */
+export async function applyChange(
+  tx: Transaction<Database>,
+  job: JobRow,
+  action: Exclude<JobChangeActionName, 'HARD_DELETE'>,
+  by: { readonly requested_by: string; readonly subject?: string; readonly bulk_operation_id?: string },
+  now: Date,
+): Promise<JobRow | undefined> {
+  const transition = planChange(job, action, by);
+  if (!transition) return undefined;
+  if (action === 'RETRY') await assertUniqueKeyFree(tx, job);
+  return (await applyTransition(tx, job, transition, now)).job;
 }
 
 /**
@@ -48,7 +66,11 @@ export async function changeJob(db: Kysely<Database>, command: ChangeJobCommand 
  * (SPEC section 4), undefined when there is nothing to do, or
  * ILLEGAL_TRANSITION.
  */
-export function planChange(job: JobRow, action: Exclude<JobChangeActionName, 'HARD_DELETE'>, by: { readonly requested_by: string; readonly subject?: string } = { requested_by: 'owner' }): JobTransition | undefined {
+export function planChange(
+  job: JobRow,
+  action: Exclude<JobChangeActionName, 'HARD_DELETE'>,
+  by: { readonly requested_by: string; readonly subject?: string; readonly bulk_operation_id?: string } = { requested_by: 'owner' },
+): JobTransition | undefined {
   if (job.lifecycle !== 'ACTIVE' && action !== 'RESTORE' && !(action === 'SOFT_DELETE' && job.lifecycle === 'SOFT_DELETED')) {
     throw new DocketError('ILLEGAL_TRANSITION', `a ${job.lifecycle} job can only be restored`, { metadata: { from: job.lifecycle } });
   }

@@ -14,6 +14,7 @@ import { applyRetention, pruneFeed } from './retention.js';
 import { runDeletions, type DeletionDependencies } from './run-deletions.js';
 import { isolatingJob, type QuarantineDependencies } from './job-quarantine.js';
 import { fireDueSchedules, type ScheduleFiringDependencies } from './fire-due-schedules.js';
+import { runBulkOperations } from './bulk-operations.js';
 
 /** What one maintenance step did. */
 export interface MaintenanceStep {
@@ -117,6 +118,8 @@ export async function runMaintenance(deps: DeletionDependencies & ScheduleFiring
       return fireDueSchedules(deps, request.limit);
     case MaintenanceTask.FOLD_QUEUE_STATS:
       return foldQueueStatsStep(db, request.limit);
+    case MaintenanceTask.RUN_BULK_OPERATIONS:
+      return { handled: await runBulkOperations(deps, request.limit), nextDueAt: undefined };
     default:
       throw invalidField('task', 'must be a maintenance task');
   }

@@ -23,6 +23,7 @@ import {
   type Caller,
   type ChangeJobRequest,
   type HandleOwnerCallRequest,
+  type HandleBulkCallRequest,
   type HandleScheduleCallRequest,
   type SetRetentionPolicyRequest,
   type ListJobsRequest,
@@ -109,9 +110,10 @@ export function parseOwnerCall(request: HandleOwnerCallRequest): OwnerCallComman
   }
 }
 
-/** The idempotency binding every effecting request carries. */
 /** The binding fields every idempotent state request carries, checked. */
-export function parseIdempotentRequest(request: AdmitJobRequest | ChangeJobRequest | HandleOwnerCallRequest | HandleScheduleCallRequest): IdempotentRequest {
+export function parseIdempotentRequest(
+  request: AdmitJobRequest | ChangeJobRequest | HandleOwnerCallRequest | HandleScheduleCallRequest | HandleBulkCallRequest,
+): IdempotentRequest {
   const viewer = viewerOf(request.caller);
   if (!OPERATION_PATTERN.test(request.operation)) {
     throw invalidField('operation', 'must be a Docket RPC path without its leading slash');

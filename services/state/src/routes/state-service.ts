@@ -41,6 +41,7 @@ import { changeJob } from '../domain/change-job.js';
 import { handleWorkerCall } from '../domain/handle-worker-call.js';
 import { handleOwnerCall } from '../domain/owner-calls.js';
 import { answerScheduleCall } from './schedule-calls.js';
+import { answerBulkCall } from './bulk-calls.js';
 import { hardDeleteJob } from '../domain/hard-delete-job.js';
 import { findDeletion } from '../db/queries/deletions.js';
 import { projectDeletion } from '../domain/deletion-projection.js';
@@ -255,6 +256,9 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
       },
       async handleScheduleCall(request) {
         return answerScheduleCall(deps.db, request);
+      },
+      async handleBulkCall(request) {
+        return answerBulkCall(deps.db, request);
       },
       async handleWorkerCall(request, ctx) {
         return handleWorkerCall(deps.db, deps.writes, deps.execution, request, deadlineOf(ctx));

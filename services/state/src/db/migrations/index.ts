@@ -9,9 +9,10 @@ import { queuePolicies } from './20261201-0009-queue-policies.js';
 import { schedules } from './20261201-0008-schedules.js';
 import { workerLastSeen } from './20261206-0010-worker-last-seen.js';
 import { queueStats } from './20261206-0011-queue-stats.js';
+import { bulkOperations } from './20261206-0012-bulk-operations.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
 /** Every migration this build knows, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [initial, jobChanges, execution, humanLoop, afterTheEnd, jobQuarantine, uniqueAndLimits, schedules, queuePolicies, workerLastSeen, queueStats];
+export const MIGRATIONS: readonly Migration[] = [initial, jobChanges, execution, humanLoop, afterTheEnd, jobQuarantine, uniqueAndLimits, schedules, queuePolicies, workerLastSeen, queueStats, bulkOperations];

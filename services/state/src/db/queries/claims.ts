@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type pg from 'pg';
 import type { Queryable } from '../database.js';
 import { PreparedStatement } from '../prepared-statement.js';
