@@ -11,6 +11,7 @@ import type { DocketServices } from './support/docket-services.js';
 import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { until } from './support/polling.js';
+import { runDocket } from './support/docket-cli.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from './support/raw-worker.js';
 
@@ -165,5 +166,27 @@ describe('GetQueueStats', () => {
     await invalid({ queue: 'q', window: durationFromMs(7 * 86_400_000) }, 'bucket');
     expect((await admin.getQueueStats({ queue: 'q', window: durationFromMs(86_400_000) })).buckets).toHaveLength(1_440);
     expect((await admin.getQueueStats({ queue: 'never-used' })).counts).toEqual([]);
+  });
+});
+
+describe('docket queue stats', () => {
+  it('prints the counts, the oldest wait and one line per bucket with activity; as JSON, the whole answer', async () => {
+    const queue = freshQueue('cli-stats');
+    await Promise.all(Array.from({ length: 3 }, () => harness.submit({ queue })));
+    await work(queue, 2, 'success');
+    const url = ['--url', cluster.admission.url];
+    const env = { DOCKET_TOKEN: await cluster.tokenFor('stats-cli-admin', 'admin') };
+    const printed = await runDocket(['queue', 'stats', queue, '--window', '10m', '--bucket', '5m', ...url], env);
+    expect(printed.code).toBe(0);
+    const [head, ...buckets] = printed.stdout.trimEnd().split('\n');
+    expect(head).toMatch(new RegExp(`^${queue}: QUEUED 1, SUCCEEDED 2; oldest queued \\d+s$`));
+    const totals = buckets.map((line) => /admitted (\d+) {2}claimed (\d+) {2}succeeded (\d+) {2}failed (\d+) {2}pickup p50 (\d+ ms|-)/.exec(line)!);
+    expect(totals.every(Boolean)).toBe(true);
+    expect(totals.reduce((sum, match) => sum + Number(match[1]), 0)).toBe(3);
+    expect(totals.reduce((sum, match) => sum + Number(match[3]), 0)).toBe(2);
+    const json = JSON.parse((await runDocket(['queue', 'stats', queue, '--json', ...url], env)).stdout) as { buckets: unknown[] };
+    expect(json.buckets).toHaveLength(60);
+    expect(await runDocket(['queue', 'stats', queue, '--bucket', '30s', ...url], env)).toMatchObject({ code: 1 });
+    expect((await runDocket(['queue', 'get', queue, '--window', '1h', ...url], env)).code).toBe(2);
   });
 });

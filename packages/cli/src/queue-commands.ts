@@ -1,7 +1,10 @@
 import { isValidQueueName } from '@docket/contracts';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
+import { durationMs, timestampDate, type Duration } from '@bufbuild/protobuf/wkt';
 import {
   GetQueueResponseSchema,
+  GetQueueStatsResponseSchema,
+  type GetQueueStatsResponse,
   SetQueuePolicyResponseSchema,
   type GetQueueResponse,
   type QueuePolicy,
@@ -22,6 +25,14 @@ export interface QueuePolicyChange {
 /** What `docket queue` was asked: read a queue, or change the fields of its policy given. */
 export type QueueArguments =
   | { readonly action: 'get'; readonly queue: string; readonly json: boolean; readonly call: AdmissionOptions }
+  | {
+      readonly action: 'stats';
+      readonly queue: string;
+      readonly window: { seconds: bigint } | undefined;
+      readonly bucket: { seconds: bigint } | undefined;
+      readonly json: boolean;
+      readonly call: AdmissionOptions;
+    }
   | { readonly action: 'set'; readonly queue: string; readonly change: QueuePolicyChange; readonly json: boolean; readonly call: AdmissionOptions };
 
 const RATE = /^([0-9]+)\/([0-9]+[dhms])$/;
@@ -37,14 +48,23 @@ export function parseQueueArguments(args: readonly string[]): QueueArguments {
     'max-concurrency': { type: 'string' },
     'per-key-concurrency': { type: 'string' },
     rate: { type: 'string' },
+    window: { type: 'string' },
+    bucket: { type: 'string' },
     json: { type: 'boolean' },
   });
   const [queue, ...extra] = positionals;
-  if (!verb || !['get', 'set', 'pause', 'resume'].includes(verb)) throw new UsageError('say get, set, pause or resume (docket help queue)');
+  if (!verb || !['get', 'stats', 'set', 'pause', 'resume'].includes(verb)) throw new UsageError('say get, stats, set, pause or resume (docket help queue)');
   if (queue === undefined || !isValidQueueName(queue)) throw new UsageError('a queue matching ^[a-z0-9][a-z0-9._-]{0,127}$ is required');
   if (extra.length > 0) throw new UsageError(`one queue at a time (also got ${extra.join(' ')})`);
   const json = values['json'] === true;
   const limits = ['max-concurrency', 'per-key-concurrency', 'rate'].some((flag) => values[flag] !== undefined);
+  const windowed = values['window'] !== undefined || values['bucket'] !== undefined;
+  if (verb === 'stats') {
+    if (limits) throw new UsageError('stats takes no limits');
+    const age = (flag: string) => (typeof values[flag] === 'string' ? { seconds: parseRetentionAge(values[flag], `--${flag}`) } : undefined);
+    return { action: 'stats', queue, window: age('window'), bucket: age('bucket'), json, call };
+  }
+  if (windowed) throw new UsageError('--window and --bucket are for stats');
   if (verb === 'get') {
     if (limits) throw new UsageError('get takes no limits');
     return { action: 'get', queue, json, call };
@@ -89,6 +109,11 @@ export async function runQueueAction(client: AdmissionClient, parsed: QueueArgum
         context.out(parsed.json ? protoJsonLine(GetQueueResponseSchema, answer) : `${formatQueue(answer)}\n`);
         return 0;
       }
+      if (parsed.action === 'stats') {
+        const answer = await client.getQueueStats({ queue: parsed.queue, window: parsed.window, bucket: parsed.bucket });
+        context.out(parsed.json ? protoJsonLine(GetQueueStatsResponseSchema, answer) : formatQueueStats(parsed.queue, answer));
+        return 0;
+      }
       const answer = await client.setQueuePolicy({ queue: parsed.queue, ...parsed.change });
       context.out(parsed.json ? protoJsonLine(SetQueuePolicyResponseSchema, answer) : `${answer.policy ? formatPolicy(answer.policy) : `${parsed.queue}: no policy in the answer`}\n`);
       return 0;
@@ -112,6 +137,23 @@ export function formatQueue(answer: GetQueueResponse): string {
   return `${answer.policy ? formatPolicy(answer.policy) : '?'}\n  ${counts}; ${answer.runningAttempts} running attempts; ${oldest}`;
 }
 
+/**
+ * The statistics: a line of counts and the oldest wait, then one line per
+ * bucket with activity: `  <start>  admitted N  claimed N  succeeded N  failed N  pickup p50 X ms p99 Y ms`.
+ */
+export function formatQueueStats(queue: string, answer: GetQueueStatsResponse): string {
+  const counts = answer.counts.map((count) => `${JobStatus[count.status]} ${count.jobs}`).join(', ') || 'no jobs';
+  const oldest = answer.oldestQueuedAge ? `oldest queued ${formatWait(answer.oldestQueuedAge.seconds)}` : 'none queued';
+  const ms = (value: Duration | undefined) => (value === undefined ? '-' : `${Math.round(durationMs(value))} ms`);
+  const active = answer.buckets.filter((bucket) => bucket.admitted + bucket.claimed + bucket.succeeded + bucket.failed > 0n);
+  const lines = active.map(
+    (bucket) =>
+      `  ${bucket.startTime ? timestampDate(bucket.startTime).toISOString() : '?'}  admitted ${bucket.admitted}  claimed ${bucket.claimed}` +
+      `  succeeded ${bucket.succeeded}  failed ${bucket.failed}  pickup p50 ${ms(bucket.pickupLatencyP50)} p99 ${ms(bucket.pickupLatencyP99)}`,
+  );
+  return `${queue}: ${counts}; ${oldest}\n${lines.length === 0 ? `  no activity in the ${answer.buckets.length} buckets\n` : `${lines.join('\n')}\n`}`;
+}
+
 function formatWait(seconds: bigint): string {
   return seconds < 120n ? `${seconds}s` : seconds < 7_200n ? `${seconds / 60n}m` : `${seconds / 3_600n}h`;
 }
@@ -121,6 +163,8 @@ export const queueCommand: Command = {
   name: 'queue',
   summary: "read a queue, or set its flow control: concurrency, rate, pause (admin)",
   help: `Usage: docket queue get <queue> [--json] [--url <url>] [--token <jwt>]
+       docket queue stats <queue> [--window <age>] [--bucket <age>] [--json]
+                     [--url <url>] [--token <jwt>]
        docket queue set <queue> [--max-concurrency <n>|none]
                      [--per-key-concurrency <n>|none] [--rate <jobs>/<age>|none]
                      [--json] [--url <url>] [--token <jwt>]
@@ -130,6 +174,11 @@ Queue administration (AdmissionService GetQueue and SetQueuePolicy;
 docs/queues.md):
   get      the queue's policy and statistics: jobs by status, running
            attempts and how long the oldest queued job has waited
+  stats    GetQueueStats: jobs by status, the oldest queued job's wait,
+           and per bucket (--bucket, default 1m, whole minutes) over
+           --window (default 1h, at most 7d) the jobs admitted, claimed,
+           succeeded and failed with pickup latency p50 and p99; one line
+           per bucket that saw any (docs/operators.md)
   set      changes only what it is given:
              --max-concurrency <n>   running attempts allowed across every
                                      worker (none: no limit)
