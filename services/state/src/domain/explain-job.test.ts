@@ -8,7 +8,7 @@ const now = new Date('2026-12-06T12:00:00.000Z');
 
 /** A queued job on a queue with a live worker, no policy and nothing ahead, with `overrides`. */
 function found(overrides: Partial<JobClaimability> = {}, job: Parameters<typeof jobRow>[0] = {}): JobClaimability {
-  return { job: jobRow({ status: 'QUEUED', attempt_count: 0, ...job }), now, quarantine: undefined, queue: undefined, jobsAhead: 0, liveWorker: true, ...overrides };
+  return { job: jobRow({ status: 'QUEUED', attempt_count: 0, ...job }), now, horizon: 1n, quarantine: undefined, queue: undefined, jobsAhead: 0, liveWorker: true, ...overrides };
 }
 
 const fullQueue = {

@@ -8,7 +8,7 @@ import {
   type ExplainJobResponse,
   type ExplainReason,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
-import { feedHorizon, type FeedPosition } from '../db/queries/job-changes.js';
+import type { FeedPosition } from '../db/queries/job-changes.js';
 import { JOBS_AHEAD_COUNTED, readJobClaimability, type JobClaimability } from '../db/queries/explain-job.js';
 import type { Viewer } from '../db/queries/jobs.js';
 import type { Database } from '../db/tables/index.js';
@@ -18,7 +18,7 @@ import { pendingApprovalOf } from './pending-approval.js';
 /**
  * ExplainJob: the job the viewer may see (NOT_FOUND, identical for missing
  * and foreign) and why it is or is not running now, with the feed position
- * taken before the read (as GetJob's).
+ * of the read's own snapshot (as GetJob's).
  */
 export async function explainJob(
   db: Kysely<Database>,
@@ -26,12 +26,11 @@ export async function explainJob(
   jobId: string,
   leaseMs: number,
 ): Promise<{ response: ExplainJobResponse; feedPosition: FeedPosition }> {
-  const horizon = await feedHorizon(db);
   const found = await readJobClaimability(db, viewer, jobId, leaseMs);
   if (!found) throw notFound('job');
   return {
     response: create(ExplainJobResponseSchema, { job: projectJob(found.job), reasons: explainReasons(found) }),
-    feedPosition: { transactionId: horizon, entryId: 0n },
+    feedPosition: { transactionId: found.horizon, entryId: 0n },
   };
 }
 

@@ -4,22 +4,22 @@ import { LIMITS, notFound, type JobStatusName } from '@docket/contracts';
 import { JobSchema, type Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import type { Database } from '../db/tables/index.js';
 import { currentSnapshot } from '../db/queries/clock.js';
-import { feedHorizon, type FeedPosition } from '../db/queries/job-changes.js';
-import { findVisibleJob, listVisibleJobs, type JobListing, type Viewer } from '../db/queries/jobs.js';
+import type { FeedPosition } from '../db/queries/job-changes.js';
+import { listVisibleJobs, type JobListing, type Viewer } from '../db/queries/jobs.js';
+import { findVisibleJobAtHorizon } from '../db/queries/visible-job.js';
 import { projectJob } from './job-projection.js';
 
 /**
  * A job the viewer may see (NOT_FOUND, identical for missing and foreign),
- * with the feed position taken before the read: every change not reflected
- * in the job lies after it.
+ * with the feed position of the read's own snapshot: every change not
+ * reflected in the job lies after it.
  */
 export async function getJob(
   db: Kysely<Database>,
   viewer: Viewer,
   jobId: string,
 ): Promise<{ job: Job; feedPosition: FeedPosition }> {
-  const horizon = await feedHorizon(db);
-  const row = await findVisibleJob(db, viewer, jobId);
+  const { row, horizon } = await findVisibleJobAtHorizon(db, viewer, jobId);
   if (!row) throw notFound('job');
   return { job: projectJob(row), feedPosition: { transactionId: horizon, entryId: 0n } };
 }

@@ -13,6 +13,8 @@ export interface JobClaimability {
   readonly job: JobRow;
   /** The database clock of the read. */
   readonly now: Date;
+  /** The feed's horizon in the read's snapshot (its xmin): any change the read does not show lies at or after it. */
+  readonly horizon: bigint;
   readonly quarantine: { readonly task: string; readonly errorClass: string; readonly since: Date } | undefined;
   /** The queue's policy row, if it has one. */
   readonly queue:
@@ -36,6 +38,7 @@ export interface JobClaimability {
 interface ExplainRow {
   job: Record<string, unknown>;
   now: Date;
+  horizon: string;
   quarantine_task: string | null;
   quarantine_error_class: string | null;
   quarantined_at: Date | null;
@@ -63,7 +66,7 @@ interface ExplainRow {
  * {@link JOBS_AHEAD_COUNTED} + 1 rows.
  *
  * ```sql
- * select to_json(j), now(), q.*, s.*, <tokens now>,
+ * select to_json(j), now(), pg_snapshot_xmin(pg_current_snapshot()), q.*, s.*, <tokens now>,
  *   (select count(*) from jobs r where r.queue = j.queue and r.status in ('RUNNING', 'CANCELLING')),
  *   (select count(*) from (select 1 from jobs a where a.queue = j.queue and <claimable a> and <a ahead of j> limit 1001) x),
  *   exists (select 1 from worker_incarnations w where j.queue = any(w.queues) and <w LIVE>)
@@ -76,7 +79,7 @@ export async function readJobClaimability(db: Queryable, viewer: Viewer, jobId: 
   const sameKey = raw(`coalesce(r.concurrency_key, '') = coalesce(j.concurrency_key, '')`);
   const keyOfAhead = raw(`(s.per_key_concurrency is null or coalesce(a.concurrency_key, '') = coalesce(j.concurrency_key, ''))`);
   const result = await sql<ExplainRow>`
-    select to_json(j) as job, now() as now,
+    select to_json(j) as job, now() as now, pg_snapshot_xmin(pg_current_snapshot())::text as horizon,
       q.task as quarantine_task, q.error_class as quarantine_error_class, q.quarantined_at,
       s.queue is not null as has_policy, s.paused, s.max_concurrency, s.per_key_concurrency, s.rate_jobs, s.rate_per_ms,
       ${raw(rateTokensNow('s'))} as rate_tokens,
@@ -97,6 +100,7 @@ export async function readJobClaimability(db: Queryable, viewer: Viewer, jobId: 
   return {
     job: jobRowFromJson(row.job),
     now: row.now,
+    horizon: BigInt(row.horizon),
     quarantine:
       row.quarantined_at === null ? undefined : { task: row.quarantine_task ?? '', errorClass: row.quarantine_error_class ?? '', since: row.quarantined_at },
     queue: row.has_policy
