@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { durationFromMs } from '@bufbuild/protobuf/wkt';
-import type { Client } from '@connectrpc/connect';
+import { ConnectError, type Client } from '@connectrpc/connect';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PING_INTERVAL_MS, PING_TIMEOUT_MS } from '@docket/service-kit';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
@@ -88,13 +88,24 @@ async function waiters(owner: string, label: string) {
   const { job: followed } = await admission.submitJob({ idempotencyKey: newIdempotencyKey(label), queue: freshQueue(`${label}-followed`), input: {} });
   const stream = new StreamReader<StreamJobEventsResponse>(events.streamJobEvents({ jobId: followed!.id })[Symbol.asyncIterator]());
   expect(await stream.next(isPage)).toBeDefined();
-  const claim = execution.claimJobs({ workerIncarnation, maxJobs: 1, wait: durationFromMs(60_000), operationId: newOperationId() });
+  const claimRequest = { workerIncarnation, maxJobs: 1, wait: durationFromMs(60_000), operationId: newOperationId() };
+  // A long poll re-tries its claim when the change stream wakes it; a re-try that meets the partition ends the call
+  // with a transient code (it cannot know whether the claim committed), and a worker claims again with the same
+  // operation id, which replays a committed claim. Any other failure fails the test.
+  const claim = execution.claimJobs(claimRequest).then(
+    (answer) => answer,
+    (error: unknown) => {
+      if (!TRANSIENT.includes(ConnectError.from(error).code)) throw error;
+      return 'retry' as const;
+    },
+  );
   return {
     /** Once the path is back: a new job on the claim's queue wakes it, and a cancel of the followed job reaches the subscriber. */
     async expectWoken(): Promise<void> {
       const { job } = await admission.submitJob({ idempotencyKey: newIdempotencyKey('wake'), queue, input: {} }, { timeoutMs: 10_000 });
+      const waited = claim.then((answer) => (answer === 'retry' ? execution.claimJobs(claimRequest) : answer));
       // Real time: a timeout race, the bound on a wake-up.
-      const claimed = await Promise.race([claim, sleep(WOKEN_WITHIN_MS, 'not woken' as const)]);
+      const claimed = await Promise.race([waited, sleep(WOKEN_WITHIN_MS, 'not woken' as const)]);
       expect(claimed === 'not woken' ? claimed : claimed.assignments.map((assignment) => assignment.envelope!.jobId)).toEqual([job!.id]);
       await admission.cancelJob({ idempotencyKey: newIdempotencyKey('cancel'), jobId: followed!.id }, { timeoutMs: 10_000 });
       const types: string[] = [];
