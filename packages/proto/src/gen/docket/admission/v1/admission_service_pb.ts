@@ -2773,7 +2773,7 @@ export type BulkOperation = Message<"docket.admission.v1.BulkOperation"> & {
   requestedBy: string;
 
   /**
-   * When it started, last moved, and completed (database clock).
+   * When it started (database clock).
    *
    * @generated from field: google.protobuf.Timestamp create_time = 11;
    */
