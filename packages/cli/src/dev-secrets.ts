@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { chmod, link, mkdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** The secrets a local system signs tokens and cursors with. */
@@ -27,22 +27,32 @@ export function devSecretsPath(dataDir: string): string {
  */
 export async function loadOrCreateDevSecrets(dataDir: string): Promise<DevSecrets> {
   await mkdir(dataDir, { recursive: true });
+  const file = devSecretsPath(dataDir);
   const fresh: DevSecrets = { authSecret: newSecret(), cursorSecret: newSecret(), serviceAuthSecret: newSecret() };
+  // Written whole beside the file, then linked into place: a concurrent reader sees no file or the whole
+  // file, never an empty one, and the link fails if another process got there first.
+  const staged = await stagedCopy(file, fresh);
   try {
-    await writeFile(devSecretsPath(dataDir), `${JSON.stringify(fresh, null, 2)}\n`, {
-      flag: 'wx',
-      mode: 0o600,
-    });
+    await link(staged, file);
     return fresh;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  } finally {
+    await unlink(staged);
   }
   const existing = await readDevSecrets(dataDir);
-  if (!existing) throw new Error(`${devSecretsPath(dataDir)} vanished while being read`);
+  if (!existing) throw new Error(`${file} vanished while being read`);
   if (existing.serviceAuthSecret !== undefined) return { ...existing, serviceAuthSecret: existing.serviceAuthSecret };
   const upgraded: DevSecrets = { ...existing, serviceAuthSecret: newSecret() };
-  await writeFile(devSecretsPath(dataDir), `${JSON.stringify(upgraded, null, 2)}\n`, { mode: 0o600 });
+  await rename(await stagedCopy(file, upgraded), file);
   return upgraded;
+}
+
+/** `secrets` written whole, mode 0600, to a fresh file beside `file`; its path. */
+async function stagedCopy(file: string, secrets: DevSecrets): Promise<string> {
+  const staged = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  await writeFile(staged, `${JSON.stringify(secrets, null, 2)}\n`, { flag: 'wx', mode: 0o600 });
+  return staged;
 }
 
 /**
