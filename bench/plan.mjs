@@ -19,7 +19,7 @@ export const isDocket = (system) => system.startsWith('docket');
 /** Scenarios measured by default, in order. */
 export const DEFAULT_SCENARIOS = ['submit', 'claim', 'claim-batched', 'backlog', 'e2e'];
 /** In-process benchmarks, run after the scenarios above. */
-export const EXTRA_SCENARIOS = ['calls', 'journal', 'streams', 'reaper', 'wakeups', 'renewals', 'queue-stats'];
+export const EXTRA_SCENARIOS = ['calls', 'journal', 'streams', 'reaper', 'wakeups', 'renewals', 'queue-stats', 'dependencies'];
 /** The in-process benchmarks a default run includes (the others only when named with --only). */
 export const DEFAULT_EXTRAS = ['calls'];
 

@@ -29,6 +29,7 @@ const EXTRAS = {
   wakeups: async (options) => (await import('./wakeups.mjs')).benchWakeups(options),
   renewals: async (options) => (await import('./renewals.mjs')).benchRenewals(options),
   'queue-stats': async (options) => (await import('./queue-stats.mjs')).benchQueueStats(options),
+  dependencies: async (options) => (await import('./dependencies.mjs')).benchDependencies(options),
 };
 
 const options = parseOptions(process.argv.slice(2));

@@ -43,6 +43,11 @@ const decide = (jobId: string, approvalId: string, decision: ApprovalDecision, i
   harness.admission.decideApproval({ idempotencyKey, jobId, approvalId, decision, comment: 'looks right' });
 
 /** A job whose worker saved a checkpoint and asked for approval: it is PAUSED, waiting. */
+/** A `jobs` column's value as an update takes it back: a jsonb object as JSON text, anything else (a text[], a timestamp) as node-postgres writes it. */
+function jsonbAsText(value: unknown): unknown {
+  return typeof value === 'object' && value !== null && !(value instanceof Date) && !Array.isArray(value) ? JSON.stringify(value) : value;
+}
+
 async function waitingJob(label: string) {
   const queue = freshQueue(label);
   const worker = await harness.worker();
@@ -143,7 +148,7 @@ describe('DecideApproval', () => {
     await harness.sql.query('delete from job_events where job_id = $1 and sequence > $2', [jobId, row['event_count']]);
     await harness.sql.query(
       `update jobs set ${columns.map((column, index) => `${column} = $${index + 2}`).join(', ')} where id = $1`,
-      [jobId, ...columns.map((column) => (typeof row[column] === 'object' && row[column] !== null && !(row[column] instanceof Date) ? JSON.stringify(row[column]) : row[column]))],
+      [jobId, ...columns.map((column) => jsonbAsText(row[column]))],
     );
     expect((await harness.admission.getJob({ jobId })).job?.status).toBe(JobStatus.PAUSED);
     await harness.journal(jobId); // the restored journal is self-consistent

@@ -529,6 +529,29 @@ describe('the web console', () => {
   });
 });
 
+describe('parents and children', () => {
+  it('shows what a waiting job waits for, links its parents, and lists a parent\'s children with their statuses', async () => {
+    const parent = (await owner.submit({ queue: IDLE_QUEUE, input: { step: 'extract' } })).job.id;
+    const child = (await owner.submit({ queue: IDLE_QUEUE, input: { step: 'load' }, dependsOn: [parent] })).job.id;
+    const page = await newPage();
+    await signIn(page, ownerToken);
+    await page.goto(`${consoleServer.url}/#/jobs/${child}`);
+    await page.locator(`#job-parents li[data-job="${parent}"]`).waitFor();
+    expect(await page.locator('#job-parents-summary').textContent()).toBe('Waits for 1 parent, 1 not settled yet; a failed parent cancels it (DEPENDENCY_FAILED).');
+    expect(await page.locator('#job-reasons li').first().getAttribute('data-code')).toBe('WAITING_FOR_PARENTS');
+    expect(await page.locator('#job-summary [data-status]').first().textContent()).toBe('WAITING');
+    await page.screenshot({ path: join(OUTPUT, 'job-parents.png'), fullPage: true });
+
+    await page.locator(`#job-parents a[href="#/jobs/${parent}"]`).click();
+    const row = page.locator(`#job-children li[data-job="${child}"]`);
+    await row.waitFor();
+    expect(await row.locator('[data-status]').textContent()).toBe('WAITING');
+    expect(await page.locator('#job-children-summary').textContent()).toBe('1 job waits for it.');
+    expect(await unlabelledControls(page)).toEqual([]);
+    await page.screenshot({ path: join(OUTPUT, 'job-children.png'), fullPage: true });
+  });
+});
+
 describe('operator pages (admin)', () => {
   it('lists the queues live workers serve with their counts, charts one queue, and lists the workers', async () => {
     const queued = (await owner.submit({ queue: IDLE_QUEUE, input: { operator: true } })).job.id;

@@ -242,11 +242,14 @@ describe(`kill -9 of every service during ${KEYS * CALLS_PER_KEY} concurrent adm
         plannedAtMs += gapMs;
         // Real time: the seeded fault plan places each kill at a real instant of the load.
         await sleep(Math.max(0, plannedAtMs - clock()));
-        // Kill while admissions are in flight (the bursts leave idle gaps), a seeded few ms into them.
-        // Real time: the poll interval of this wait for admissions in flight.
-        while (loadRunning && inFlight === 0) await sleep(1);
-        // Real time: the seeded few ms into the admissions in flight.
-        await sleep(intoLoadMs);
+        // Kill while admissions are in flight (the bursts leave idle gaps), a seeded few ms into them; if
+        // the burst drained in those few ms, wait for the next one, or the kill would cut nothing (soak run 5).
+        do {
+          // Real time: the poll interval of this wait for admissions in flight.
+          while (loadRunning && inFlight === 0) await sleep(1);
+          // Real time: the seeded few ms into the admissions in flight.
+          await sleep(intoLoadMs);
+        } while (loadRunning && inFlight === 0);
         if (!loadRunning) break;
         const victim = cluster.replicas[name][0]!;
         const atMs = clock();

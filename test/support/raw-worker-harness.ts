@@ -6,7 +6,7 @@ import pg from 'pg';
 import { AdmissionService, SubmitJobRequestSchema, type SubmitJobRequest } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import type { LostAttemptPolicy, RetryPolicySchema } from '@docket/proto/docket/common/v1/retry_policy_pb.js';
 import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
-import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
+import type { Job, OnParentFailure } from '@docket/proto/docket/common/v1/job_pb.js';
 import { clientFor } from './clients.js';
 import type { DocketServices } from './docket-services.js';
 import { readWholeJournal } from './job-writer.js';
@@ -60,6 +60,8 @@ export interface SubmitInit {
   readonly attemptTimeout?: Duration;
   readonly heartbeatTimeout?: Duration;
   readonly concurrencyKey?: string;
+  readonly dependsOn?: string[];
+  readonly onParentFailure?: OnParentFailure;
 }
 
 /** A fresh queue name, so tests in one database never claim each other's jobs. */

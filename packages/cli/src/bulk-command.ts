@@ -51,7 +51,7 @@ export const bulkCommand: Command = {
 Bulk operations (AdmissionService RetryJobs, CancelJobs, GetBulkOperation;
 docs/operators.md): retry runs RetryJob on every ACTIVE job the filter
 matches (FAILED, CANCELLED, INTERRUPTED, or the --status ones among them),
-cancel runs CancelJob (QUEUED, RUNNING, PAUSED, RETRY_WAIT, or the
+cancel runs CancelJob (WAITING, QUEUED, RUNNING, PAUSED, RETRY_WAIT, or the
 --status ones among them), of every owner. The matching jobs are fixed when
 the operation starts; the service then works through them in the
 background, durably: a restart resumes it. A job that no longer qualifies

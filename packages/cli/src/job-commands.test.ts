@@ -180,6 +180,8 @@ describe('arguments of submit, get, list, watch, cancel, pause and resume', () =
       concurrencyKey: undefined,
       attemptTimeoutSeconds: undefined,
       heartbeatTimeoutSeconds: undefined,
+      after: [],
+      runOnParentFailure: false,
       json: false,
       watch: false,
       eventsUrl: DEFAULT_EVENTS_URL,
@@ -188,7 +190,8 @@ describe('arguments of submit, get, list, watch, cancel, pause and resume', () =
     expect(
       parseSubmitArguments([
         '--queue', 'emails', '--input', '{"to":"a@example.com"}', '--label', 'welcome', '--priority=-5', '--unique-key', 'tenant:7', '--concurrency-key', 'tenant-7',
-        '--attempt-timeout', '15m', '--heartbeat-timeout', '30s', '--key', USER_KEY, '--json', '--watch', '--events-url', 'https://events.example', '--token', 't',
+        '--attempt-timeout', '15m', '--heartbeat-timeout', '30s', '--after', 'job_aaaaaaaaaaaaaaaaaaaaaaaaaa,job_bbbbbbbbbbbbbbbbbbbbbbbbbb', '--after', 'job_cccccccccccccccccccccccccc',
+        '--on-parent-failure', 'RUN', '--key', USER_KEY, '--json', '--watch', '--events-url', 'https://events.example', '--token', 't',
       ]),
     ).toEqual({
       queue: 'emails',
@@ -199,6 +202,8 @@ describe('arguments of submit, get, list, watch, cancel, pause and resume', () =
       concurrencyKey: 'tenant-7',
       attemptTimeoutSeconds: 900n,
       heartbeatTimeoutSeconds: 30n,
+      after: ['job_aaaaaaaaaaaaaaaaaaaaaaaaaa', 'job_bbbbbbbbbbbbbbbbbbbbbbbbbb', 'job_cccccccccccccccccccccccccc'],
+      runOnParentFailure: true,
       json: true,
       watch: true,
       eventsUrl: 'https://events.example',
@@ -207,7 +212,7 @@ describe('arguments of submit, get, list, watch, cancel, pause and resume', () =
   });
 
   it('reads list filters: repeated or comma-separated statuses in any case, a limit, deleted jobs', () => {
-    expect(parseListArguments([])).toEqual({ queue: undefined, statuses: [], includeDeleted: false, limit: undefined, json: false, call: { url: DEFAULT_ADMISSION_URL, token: undefined } });
+    expect(parseListArguments([])).toEqual({ queue: undefined, statuses: [], includeDeleted: false, parent: undefined, limit: undefined, json: false, call: { url: DEFAULT_ADMISSION_URL, token: undefined } });
     expect(parseListArguments(['--queue', 'emails', '--status', 'failed', '--status', 'CANCELLED,job_status_interrupted', '--status', 'FAILED', '--include-deleted', '--limit', '7', '--json'])).toMatchObject({
       queue: 'emails',
       statuses: [JobStatus.FAILED, JobStatus.CANCELLED, JobStatus.INTERRUPTED],
@@ -234,7 +239,7 @@ describe('arguments of submit, get, list, watch, cancel, pause and resume', () =
     [() => parseSubmitArguments(['--queue', 'q', '--priority', '1.5']), /--priority must be a whole number/],
     [() => parseSubmitArguments(['--queue', 'q', '--priority', '2147483648']), /--priority must be a whole number/],
     [() => parseSubmitArguments(['--queue', 'q', '--key', 'short']), /--key must be 16 to 128/],
-    [() => parseListArguments(['--status', 'DONE']), /--status must be one of QUEUED, RUNNING, .*INTERRUPTED \(got "DONE"\)/],
+    [() => parseListArguments(['--status', 'DONE']), /--status must be one of WAITING, QUEUED, RUNNING, .*INTERRUPTED \(got "DONE"\)/],
     [() => parseListArguments(['--status', 'unspecified']), /--status must be one of/],
     [() => parseListArguments(['--limit', '0']), /--limit must be a whole number of at least 1/],
     [() => parseListArguments(['--limit', 'ten']), /--limit must be/],

@@ -3,6 +3,7 @@ import { JobLifecycle, JobStatus } from '@docket/client';
 import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
 import type { Progress } from '@docket/proto/docket/common/v1/progress_pb.js';
+import { JOB_STATUSES } from '@docket/contracts';
 import { UsageError } from './command.js';
 
 /** `QUEUED` for `JobStatus.QUEUED`: a status as the CLI prints it (the proto name without its prefix). */
@@ -18,7 +19,7 @@ export function parseStatusName(name: string): JobStatus {
   const bare = name.toUpperCase().replace(/^JOB_STATUS_/, '');
   const status = (JobStatus as unknown as Record<string, JobStatus | string>)[bare];
   if (typeof status !== 'number' || status === JobStatus.UNSPECIFIED) {
-    const names = Object.values(JobStatus).filter((value): value is JobStatus => typeof value === 'number' && value !== JobStatus.UNSPECIFIED);
+    const names = JOB_STATUSES.map((short) => JobStatus[short]);
     throw new UsageError(`--status must be one of ${names.map(statusName).join(', ')} (got "${name}")`);
   }
   return status;

@@ -14,6 +14,8 @@ export interface ListArguments {
   /** Jobs in any of these statuses; empty: every status. */
   readonly statuses: readonly JobStatus[];
   readonly includeDeleted: boolean;
+  /** Only the children of this job. */
+  readonly parent: string | undefined;
   /** At most this many jobs; `undefined`: all of them. */
   readonly limit: number | undefined;
   /** One Job per line as proto3 JSON instead of the table. */
@@ -21,12 +23,13 @@ export interface ListArguments {
   readonly call: AdmissionOptions;
 }
 
-/** Reads `docket list [--queue Q] [--status S ...] [--include-deleted] [--limit N] [--json] ...`; UsageError for anything wrong. */
+/** Reads `docket list [--queue Q] [--status S ...] [--include-deleted] [--parent J] [--limit N] [--json] ...`; UsageError for anything wrong. */
 export function parseListArguments(args: readonly string[]): ListArguments {
   const { positionals, values, call } = parseAdmissionArguments(args, {
     queue: { type: 'string' },
     status: { type: 'string', multiple: true },
     'include-deleted': { type: 'boolean' },
+    parent: { type: 'string' },
     limit: { type: 'string' },
     json: { type: 'boolean' },
   });
@@ -37,7 +40,9 @@ export function parseListArguments(args: readonly string[]): ListArguments {
   const limitText = values['limit'] as string | undefined;
   const limit = limitText === undefined ? undefined : /^\d+$/.test(limitText) ? Number(limitText) : Number.NaN;
   if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 1)) throw new UsageError('--limit must be a whole number of at least 1');
-  return { queue, statuses: [...new Set(statuses)], includeDeleted: values['include-deleted'] === true, limit, json: values['json'] === true, call };
+  const parent = values['parent'] as string | undefined;
+  if (parent === '') throw new UsageError('--parent must name a job');
+  return { queue, statuses: [...new Set(statuses)], includeDeleted: values['include-deleted'] === true, parent, limit, json: values['json'] === true, call };
 }
 
 /**
@@ -53,6 +58,7 @@ export async function listJobs(client: DocketClient, parsed: ListArguments, cont
       statuses: parsed.statuses,
       ...(parsed.queue === undefined ? {} : { queue: parsed.queue }),
       includeDeleted: parsed.includeDeleted,
+      ...(parsed.parent === undefined ? {} : { parentJobId: parsed.parent }),
       pageSize: Math.min(parsed.limit ?? MAX_PAGE_SIZE, MAX_PAGE_SIZE),
     });
     let count = 0;
@@ -72,7 +78,7 @@ export const listCommand: Command = {
   name: 'list',
   summary: 'list jobs (by queue and status), newest first',
   help: `Usage: docket list [--queue <queue>] [--status <status>]... [--include-deleted]
-                   [--limit <n>] [--json] [--url <url>] [--token <jwt>]
+                   [--parent <job>] [--limit <n>] [--json] [--url <url>] [--token <jwt>]
 
 Lists the token's jobs (every job for an admin), newest first, reading
 AdmissionService ListJobs page after page. The first page fixes the
@@ -86,10 +92,12 @@ alone when no job matches.)
 
 Options:
   --queue <queue>      only jobs of this queue
-  --status <status>    only jobs in this status: QUEUED, RUNNING, PAUSED,
-                       RETRY_WAIT, CANCELLING, SUCCEEDED, FAILED, CANCELLED
-                       or INTERRUPTED (any case); repeat it, or separate
-                       with commas, for several
+  --status <status>    only jobs in this status: WAITING, QUEUED, RUNNING,
+                       PAUSED, RETRY_WAIT, CANCELLING, SUCCEEDED, FAILED,
+                       CANCELLED or INTERRUPTED (any case); repeat it, or
+                       separate with commas, for several
+  --parent <job>       only the children of this job (jobs submitted with
+                       it as a parent)
   --include-deleted    list soft-deleted jobs too
   --limit <n>          stop after n jobs (default: all)
   --json               print each Job as one line of proto3 JSON instead

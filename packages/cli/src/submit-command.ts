@@ -2,6 +2,7 @@ import { create, type JsonObject } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { DocketClient } from '@docket/client';
 import { SubmitJobResponseSchema } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
+import { OnParentFailure } from '@docket/proto/docket/common/v1/job_pb.js';
 import { UsageError, type CliContext, type Command } from './command.js';
 import { EVENTS_URL_FLAG, EVENTS_URL_OPTION_HELP, eventsUrlOf, protoJsonLine, reportingClientFailures, withJobClient } from './job-client.js';
 import { watchJob } from './watch-command.js';
@@ -24,6 +25,10 @@ export interface SubmitArguments {
   /** Attempt limits, in seconds, if given. */
   readonly attemptTimeoutSeconds: bigint | undefined;
   readonly heartbeatTimeoutSeconds: bigint | undefined;
+  /** Parents (`--after`, repeatable): the job waits until they settle. */
+  readonly after: readonly string[];
+  /** `--on-parent-failure run`: a failed parent does not cancel the job. */
+  readonly runOnParentFailure: boolean;
   /** Print the SubmitJob response as proto3 JSON instead of the summary line. */
   readonly json: boolean;
   /** Then follow the job live, as `docket watch` does, and exit by its outcome. */
@@ -52,6 +57,8 @@ export function parseSubmitArguments(args: readonly string[]): SubmitArguments |
     'concurrency-key': { type: 'string' },
     'attempt-timeout': { type: 'string' },
     'heartbeat-timeout': { type: 'string' },
+    after: { type: 'string', multiple: true },
+    'on-parent-failure': { type: 'string' },
     json: { type: 'boolean' },
     watch: { type: 'boolean' },
     file: { type: 'string' },
@@ -60,13 +67,17 @@ export function parseSubmitArguments(args: readonly string[]): SubmitArguments |
   if (positionals.length > 0) throw new UsageError(`submit takes no positional arguments (got ${positionals.join(' ')}); name the queue with --queue`);
   const file = values['file'];
   if (typeof file === 'string') {
-    const jobFlags = ['queue', 'input', 'label', 'priority', 'unique-key', 'concurrency-key', 'attempt-timeout', 'heartbeat-timeout', 'watch'].filter((flag) => values[flag] !== undefined);
+    const jobFlags = ['queue', 'input', 'label', 'priority', 'unique-key', 'concurrency-key', 'attempt-timeout', 'heartbeat-timeout', 'after', 'on-parent-failure', 'watch'].filter((flag) => values[flag] !== undefined);
     if (jobFlags.length > 0) throw new UsageError(`--file takes every job from the file; drop --${jobFlags.join(', --')}`);
     if (file === '') throw new UsageError('--file needs a path (or - for standard input)');
     return { file, json: values['json'] === true, owner };
   }
   const queue = values['queue'];
   if (typeof queue !== 'string' || queue === '') throw new UsageError('--queue is required');
+  const after = ((values['after'] as unknown as string[] | undefined) ?? []).flatMap((text) => text.split(',')).filter((id) => id !== '');
+  const onParentFailure = (values['on-parent-failure'] as string | undefined)?.toLowerCase();
+  if (onParentFailure !== undefined && onParentFailure !== 'cancel' && onParentFailure !== 'run') throw new UsageError('--on-parent-failure must be cancel or run');
+  if (onParentFailure !== undefined && after.length === 0) throw new UsageError('--on-parent-failure needs --after');
   return {
     queue,
     input: parseJsonObjectFlag(values['input'] as string | undefined, '--input'),
@@ -76,6 +87,8 @@ export function parseSubmitArguments(args: readonly string[]): SubmitArguments |
     concurrencyKey: values['concurrency-key'] as string | undefined,
     attemptTimeoutSeconds: durationFlag(values, 'attempt-timeout'),
     heartbeatTimeoutSeconds: durationFlag(values, 'heartbeat-timeout'),
+    after,
+    runOnParentFailure: onParentFailure === 'run',
     json: values['json'] === true,
     watch: values['watch'] === true,
     eventsUrl: eventsUrlOf(values),
@@ -120,6 +133,8 @@ async function admit(client: DocketClient, parsed: SubmitArguments, context: Cli
         ...(parsed.concurrencyKey === undefined ? {} : { concurrencyKey: parsed.concurrencyKey }),
         ...(parsed.attemptTimeoutSeconds === undefined ? {} : { attemptTimeout: { seconds: parsed.attemptTimeoutSeconds } }),
         ...(parsed.heartbeatTimeoutSeconds === undefined ? {} : { heartbeatTimeout: { seconds: parsed.heartbeatTimeoutSeconds } }),
+        ...(parsed.after.length === 0 ? {} : { dependsOn: [...parsed.after] }),
+        ...(parsed.runOnParentFailure ? { onParentFailure: OnParentFailure.RUN } : {}),
       },
       { idempotencyKey },
     );
@@ -160,6 +175,7 @@ export const submitCommand: Command = {
   help: `Usage: docket submit --queue <queue> [--input <json>] [--label <text>]
                      [--priority <n>] [--unique-key <key>] [--concurrency-key <key>]
                      [--attempt-timeout <age>] [--heartbeat-timeout <age>]
+                     [--after <job>]... [--on-parent-failure cancel|run]
                      [--key <key>] [--json] [--watch]
                      [--url <url>] [--events-url <url>] [--token <jwt>]
        docket submit --file <jobs.ndjson | -> [--key <key>] [--json]
@@ -174,7 +190,7 @@ deadline exceeded, connection reset) is retried with the same key, so it
 never admits two jobs.
 
 Prints one line:
-  submitted <job_id> to <queue>: QUEUED
+  submitted <job_id> to <queue>: QUEUED (WAITING with --after)
   replayed <job_id> to <queue>: <STATUS> (this key was used before: ...)
   deduplicated <job_id> to <queue>: <STATUS> (an active job holds ...)
 
@@ -198,6 +214,13 @@ Options:
                     renews (30s, 15m, 2h, 1d; 1s to 7 days)
   --heartbeat-timeout <age>
                     end an attempt not renewed for this long (1s to 24h)
+  --after <job>     a parent: the job is WAITING until every parent has
+                    succeeded, then QUEUED (repeat it, or separate ids with
+                    commas; at most 100; docs/dependencies.md)
+  --on-parent-failure cancel|run
+                    what a parent that fails, is cancelled or interrupted
+                    does: cancel the job (the default, reason
+                    DEPENDENCY_FAILED) or run it once every parent settled
   --json            print the SubmitJob response as one line of proto3
                     JSON instead
   --watch           then follow the job live until it ends, exactly as

@@ -42,7 +42,8 @@ const EFFECT: Readonly<Record<Transition, { summary: string; rpc: string; text: 
   cancel: {
     summary: 'cancel a job (at once, or CANCELLING until its worker stops)',
     rpc: 'CancelJob',
-    text: `A QUEUED, PAUSED or RETRY_WAIT job ends CANCELLED at once. A RUNNING job
+    text: `A WAITING, QUEUED, PAUSED or RETRY_WAIT job ends CANCELLED at once (and
+its children that depend on it are cancelled with DEPENDENCY_FAILED). A RUNNING job
 goes CANCELLING: its worker is told at its next heartbeat, and the job
 ends CANCELLED when the worker reports (or its lease runs out; a success
 the worker already reported stands). An ended job is refused
@@ -51,8 +52,9 @@ the worker already reported stands). An ended job is refused
   pause: {
     summary: 'pause a job (a running attempt checkpoints and stops)',
     rpc: 'PauseJob',
-    text: `A QUEUED or RETRY_WAIT job is PAUSED at once and is not claimed until it
-is resumed. A RUNNING job stays RUNNING with a pause requested: its
+    text: `A WAITING, QUEUED or RETRY_WAIT job is PAUSED at once and is not claimed
+until it is resumed (a child whose parents have not all settled resumes to
+WAITING). A RUNNING job stays RUNNING with a pause requested: its
 worker is told at its next heartbeat, saves a checkpoint and stops, and
 the job is PAUSED when the worker reports (or its lease runs out), so
 this prints RUNNING. Anything else is refused (failed_precondition

@@ -48,6 +48,8 @@ function fakeJob(input: JobResult, checkpoint?: JobResult, abortAfterProgress?: 
     queue: 'default',
     input: input as JobContext['input'],
     checkpoint: checkpoint as JobContext['checkpoint'],
+    parentResults: {},
+    parentResultsTruncated: false,
     lastApproval,
     signal: controller.signal,
     progress: async (completed) => {

@@ -107,6 +107,8 @@ export interface ListOptions {
   readonly queue?: string;
   /** Include soft-deleted jobs. */
   readonly includeDeleted?: boolean;
+  /** Only the children of this job (jobs submitted with it as a parent). */
+  readonly parentJobId?: string;
   /** Jobs per page (0: the service's 50, at most 200). */
   readonly pageSize?: number;
   readonly signal?: AbortSignal;
@@ -452,7 +454,12 @@ export class DocketClient {
    * `nextPageToken` with the same filter; empty means the last page.
    */
   async listPage(options: ListOptions & { readonly pageToken?: string } = {}): Promise<JobPage> {
-    const filter = { statuses: [...(options.statuses ?? [])], queue: options.queue ?? '', includeDeleted: options.includeDeleted ?? false };
+    const filter = {
+      statuses: [...(options.statuses ?? [])],
+      queue: options.queue ?? '',
+      includeDeleted: options.includeDeleted ?? false,
+      parentJobId: options.parentJobId ?? '',
+    };
     const request = { pageSize: options.pageSize ?? 0, pageToken: options.pageToken ?? '', filter };
     const page = await this.#read('ListJobs', options, (o) => this.#admission.listJobs(request, o));
     return { jobs: page.jobs, nextPageToken: page.nextPageToken, eventCursor: page.eventCursor };

@@ -46,7 +46,10 @@ interface Pending {
  * Admits jobs through SubmitJobs, in calls of at most 1,000 jobs and
  * under the admission service's request size, one call after another so
  * that jobs are decided in the order given (a later job with an earlier
- * job's key replays it). Every job gets an answer, in order. A call that
+ * job's key replays it). A job that names earlier jobs as parents
+ * (`dependsOnItems`, indexes into `jobs`) is sent once they are answered,
+ * naming them by job id (see `readyToSend`); one whose parent failed is
+ * answered PARENT_ITEM_FAILED without being sent. Every job gets an answer, in order. A call that
  * fails as a whole, and the jobs of a call that came back with a
  * retryable error (UNAVAILABLE, DEADLINE_EXCEEDED, ...), are sent again
  * with the same keys under the client's retry policy: a job is admitted
@@ -66,16 +69,65 @@ export async function submitMany(deps: SubmitManyDependencies, jobs: readonly Ba
       results[index] = { ok: false, error, idempotencyKey: job.idempotencyKey ?? '' };
       return;
     }
-    const request = create(SubmitJobRequestSchema, { ...job, idempotencyKey: key });
-    pending.push({ index, request, bytes: toBinary(SubmitJobRequestSchema, request).byteLength + ITEM_FRAMING_BYTES });
+    pending.push({ index, request: create(SubmitJobRequestSchema, { ...job, idempotencyKey: key }), bytes: 0 });
   });
   let answered = jobs.length - pending.length;
-  for (const call of callsOf(pending)) {
-    await submitCall(deps, call, results, options.signal);
-    answered += call.length;
-    options.onProgress?.(answered, jobs.length);
+  for (let round = pending; round.length > 0; ) {
+    const { ready, later } = readyToSend(round, results);
+    for (const call of callsOf(ready)) {
+      await submitCall(deps, call, results, options.signal);
+      answered += call.length;
+      options.onProgress?.(answered, jobs.length);
+    }
+    round = later;
   }
   return results;
+}
+
+/**
+ * The jobs that can be sent now (pure but for `results`, where a job whose
+ * parent failed gets PARENT_ITEM_FAILED): those whose `dependsOnItems`
+ * parents have all been answered, rewritten to name them by job id after
+ * `dependsOn`, which is how the service resolves and fingerprints them,
+ * so a job's digest is the same however it is sent. A job also waits for
+ * every earlier job with its key, so that the later one replays.
+ */
+function readyToSend(round: readonly Pending[], results: SubmitManyResult[]): { ready: Pending[]; later: Pending[] } {
+  const ready: Pending[] = [];
+  const later: Pending[] = [];
+  const waitingKeys = new Set<string>();
+  for (const job of round) {
+    const parents = job.request.dependsOnItems;
+    const unanswered = parents.some((parent) => results[parent] === undefined && parent < job.index);
+    if (unanswered || waitingKeys.has(job.request.idempotencyKey)) {
+      later.push(job);
+      waitingKeys.add(job.request.idempotencyKey);
+      continue;
+    }
+    const failed = parents.find((parent) => parent < job.index && results[parent]?.ok === false);
+    if (failed !== undefined) {
+      results[job.index] = {
+        ok: false,
+        error: new DocketClientError(Code.FailedPrecondition, 'PARENT_ITEM_FAILED', `SubmitJobs failed: PARENT_ITEM_FAILED: job ${failed} of the batch failed`, {
+          metadata: { item: String(failed) },
+        }),
+        idempotencyKey: job.request.idempotencyKey,
+      };
+      continue;
+    }
+    // Indexes that name no earlier job stay as they are: the service refuses them (INVALID_ARGUMENT).
+    const resolved = parents.filter((parent) => parent < job.index && parent >= 0);
+    const request =
+      resolved.length === 0
+        ? job.request
+        : create(SubmitJobRequestSchema, {
+            ...job.request,
+            dependsOn: [...job.request.dependsOn, ...resolved.map((parent) => (results[parent] as { readonly job: Job }).job.id)],
+            dependsOnItems: parents.filter((parent) => !resolved.includes(parent)),
+          });
+    ready.push({ index: job.index, request, bytes: toBinary(SubmitJobRequestSchema, request).byteLength + ITEM_FRAMING_BYTES });
+  }
+  return { ready, later };
 }
 
 /** Consecutive runs of at most 1,000 jobs and at most the request limit (less headroom) each; a job larger than that goes alone. */

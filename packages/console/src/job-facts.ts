@@ -5,6 +5,7 @@ import type { Progress } from '@docket/proto/docket/common/v1/progress_pb.js';
 
 /** The statuses a person filters by, in the SPEC's order. */
 export const STATUS_CHOICES: readonly JobStatus[] = [
+  JobStatus.WAITING,
   JobStatus.QUEUED,
   JobStatus.RUNNING,
   JobStatus.PAUSED,

@@ -69,6 +69,7 @@ export {
   RETRY_DEFAULTS,
   validateJobSpec,
   type JobSpecInput,
+  type OnParentFailureName,
   type ValidJobSpec,
 } from './job-spec.js';
 export { openToken, sealToken } from './signed-token.js';

@@ -35,7 +35,19 @@ describe('validateJobSpec', () => {
       initialBackoffMs: RETRY_DEFAULTS.initialBackoffMs,
       maxBackoffMs: RETRY_DEFAULTS.maxBackoffMs,
       lostAttemptPolicy: 'RETRY',
+      dependsOn: [],
+      onParentFailure: 'CANCEL',
     });
+  });
+
+  it('takes up to 100 distinct parents by job id, and CANCEL or RUN on their failure', () => {
+    const parents = Array.from({ length: LIMITS.parentsPerJob }, (_, index) => `job_${String(index).padStart(26, 'a')}`);
+    expect(validateJobSpec({ ...valid, dependsOn: parents, onParentFailure: 'RUN' })).toMatchObject({ dependsOn: parents, onParentFailure: 'RUN' });
+    expect(refusal({ dependsOn: ['job_aaaaaaaaaaaaaaaaaaaaaaaaaa', 'att_aaaaaaaaaaaaaaaaaaaaaaaaaa', 'job_aaaaaaaaaaaaaaaaaaaaaaaaaa'], onParentFailure: 'SOMETIMES' })).toEqual({
+      reason: 'INVALID_FIELD',
+      fields: ['depends_on[1]', 'depends_on[2]', 'on_parent_failure'],
+    });
+    expect(refusal({ dependsOn: [...parents, 'job_zzzzzzzzzzzzzzzzzzzzzzzzzz'] })).toEqual({ reason: 'LIMIT_EXCEEDED', fields: ['depends_on'] });
   });
 
   it('reports every bad field at once', () => {

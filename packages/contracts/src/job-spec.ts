@@ -1,6 +1,7 @@
 import { canonicalJson, type JsonValue } from './canonical-json.js';
 import { DocketError, limitExceeded, type FieldViolation } from './errors.js';
 import { containsNul } from './json-nul.js';
+import { isIdOf } from './ids.js';
 import { LIMITS, isValidQueueName } from './limits.js';
 import { utf8ByteLength } from './utf8.js';
 
@@ -47,7 +48,14 @@ export interface JobSpecInput {
   readonly heartbeatTimeoutMs?: number | undefined;
   /** Empty or undefined: none. */
   readonly concurrencyKey?: string | undefined;
+  /** The parents' job ids (undefined or empty: none). */
+  readonly dependsOn?: readonly string[] | undefined;
+  /** 'UNSPECIFIED' (CANCEL), 'CANCEL' or 'RUN'; undefined: CANCEL. */
+  readonly onParentFailure?: string | undefined;
 }
+
+/** What a child does when a parent fails (SPEC section 14). */
+export type OnParentFailureName = 'CANCEL' | 'RUN';
 
 /** A job description that passed {@link validateJobSpec}, defaults applied. */
 export interface ValidJobSpec {
@@ -73,6 +81,9 @@ export interface ValidJobSpec {
   readonly heartbeatTimeoutMs: number | undefined;
   /** The job's concurrency key: its queue's `per_key_concurrency` counts and rotates by it. */
   readonly concurrencyKey: string | undefined;
+  /** The parents, distinct job ids in the order given, at most `LIMITS.parentsPerJob`. */
+  readonly dependsOn: readonly string[];
+  readonly onParentFailure: OnParentFailureName;
 }
 
 /**
@@ -133,9 +144,17 @@ export function validateJobSpec(spec: JobSpecInput): ValidJobSpec {
   if (!limitOk(spec.heartbeatTimeoutMs, ATTEMPT_LIMIT_BOUNDS.heartbeatTimeout)) {
     violate('heartbeat_timeout', 'must be a whole number of milliseconds between 1s and 24 hours');
   }
+  const dependsOn = spec.dependsOn ?? [];
+  dependsOn.forEach((id, index) => {
+    if (!isIdOf('job', id)) violate(`depends_on[${index}]`, 'must be a Docket job id');
+    else if (dependsOn.indexOf(id) !== index) violate(`depends_on[${index}]`, 'must not repeat a parent');
+  });
+  const onParentFailure = spec.onParentFailure === undefined || spec.onParentFailure === 'UNSPECIFIED' ? 'CANCEL' : spec.onParentFailure;
+  if (onParentFailure !== 'CANCEL' && onParentFailure !== 'RUN') violate('on_parent_failure', 'must be CANCEL or RUN');
   if (violations.length > 0) {
     throw new DocketError('INVALID_FIELD', 'the job description is invalid', { fieldViolations: violations });
   }
+  if (dependsOn.length > LIMITS.parentsPerJob) throw limitExceeded('parentsPerJob', 'depends_on');
   const canonicalInput = canonicalJson(input);
   if (utf8ByteLength(canonicalInput) > LIMITS.jobInputBytes) throw limitExceeded('jobInputBytes', 'input');
   return {
@@ -153,5 +172,7 @@ export function validateJobSpec(spec: JobSpecInput): ValidJobSpec {
     attemptTimeoutMs: spec.attemptTimeoutMs,
     heartbeatTimeoutMs: spec.heartbeatTimeoutMs,
     concurrencyKey: spec.concurrencyKey === '' ? undefined : spec.concurrencyKey,
+    dependsOn,
+    onParentFailure: onParentFailure as OnParentFailureName,
   };
 }

@@ -1,7 +1,8 @@
 import { DocketError } from './errors.js';
 
-/** Every job status of SPEC §4 (wire enum `JOB_STATUS_<name>`), non-terminal first. */
+/** Every job status of SPEC §4 and §14 (wire enum `JOB_STATUS_<name>`), non-terminal first. */
 export const JOB_STATUSES = Object.freeze([
+  'WAITING',
   'QUEUED',
   'RUNNING',
   'PAUSED',
@@ -25,13 +26,16 @@ export const TERMINAL_STATUSES: ReadonlySet<JobStatusName> = new Set<JobStatusNa
 ]);
 
 /**
- * The legal edges of SPEC §4, and nothing else. Every status change any
- * service writes is checked against this table before anything is written.
+ * The legal edges of SPEC §4 and §14 (WAITING: parents not settled), and
+ * nothing else. Every status change any service writes is checked against
+ * this table before anything is written.
  */
 export const LEGAL_EDGES: Readonly<Record<JobStatusName, readonly JobStatusName[]>> = Object.freeze({
+  // No WAITING -> FAILED (SPEC section 14's precise rules): a waiting job never ran, so nothing can fail it.
+  WAITING: Object.freeze(['QUEUED', 'PAUSED', 'CANCELLED'] as const),
   QUEUED: Object.freeze(['RUNNING', 'PAUSED', 'CANCELLED', 'FAILED'] as const),
   RUNNING: Object.freeze(['PAUSED', 'SUCCEEDED', 'FAILED', 'RETRY_WAIT', 'CANCELLING', 'INTERRUPTED'] as const),
-  PAUSED: Object.freeze(['QUEUED', 'CANCELLED', 'FAILED'] as const),
+  PAUSED: Object.freeze(['QUEUED', 'WAITING', 'CANCELLED', 'FAILED'] as const),
   RETRY_WAIT: Object.freeze(['QUEUED', 'PAUSED', 'CANCELLED', 'FAILED'] as const),
   CANCELLING: Object.freeze(['CANCELLED', 'SUCCEEDED', 'FAILED'] as const),
   SUCCEEDED: Object.freeze([] as const),
@@ -77,9 +81,10 @@ export const RETRYABLE_ENDINGS: ReadonlySet<JobStatusName> = new Set<JobStatusNa
 
 /**
  * {@link assertLegalTransition}, or for a RetryJob (`reopen`) only one of
- * {@link RETRYABLE_ENDINGS} -> QUEUED.
+ * {@link RETRYABLE_ENDINGS} -> QUEUED (or WAITING, for a child whose
+ * parents have not all settled).
  */
 export function assertLegalChange(from: JobStatusName, to: JobStatusName, reopen = false): void {
-  if (reopen && to === 'QUEUED' && RETRYABLE_ENDINGS.has(from)) return;
+  if (reopen && (to === 'QUEUED' || to === 'WAITING') && RETRYABLE_ENDINGS.has(from)) return;
   assertLegalTransition(from, to);
 }

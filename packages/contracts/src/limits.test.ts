@@ -10,6 +10,8 @@ describe('LIMITS', () => {
       resultBytes: 1024 * 1024,
       checkpointBytes: 1024 * 1024,
       submitJobsItems: 1_000,
+      parentsPerJob: 100,
+      parentResultsBytes: 1024 * 1024,
       eventBatch: 64,
       eventPageMax: 256,
       eventPageDefault: 100,

@@ -15,6 +15,13 @@ export const LIMITS = Object.freeze({
   checkpointBytes: 1_048_576,
   /** Jobs in one SubmitJobs call (more is BATCH_TOO_LARGE). */
   submitJobsItems: 1_000,
+  /** Parents of one job (`depends_on` with `depends_on_items`). */
+  parentsPerJob: 100,
+  /**
+   * Parent results one claim envelope carries, in canonical JSON bytes:
+   * 1 MiB in all; the rest is left out (`parent_results_truncated`).
+   */
+  parentResultsBytes: 1_048_576,
   /** Events in one AppendEvents call. */
   eventBatch: 64,
   /** Largest event page; larger `page_size` values are coerced down to it. */

@@ -1,5 +1,6 @@
 import { timestampDate, type Duration, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { validateJobSpec, type JsonValue, type ValidJobSpec } from '@docket/contracts';
+import { OnParentFailure } from '@docket/proto/docket/common/v1/job_pb.js';
 import { LostAttemptPolicy, type RetryPolicy } from '@docket/proto/docket/common/v1/retry_policy_pb.js';
 
 /**
@@ -18,6 +19,8 @@ export interface JobSpecMessage {
   readonly attemptTimeout?: Duration;
   readonly heartbeatTimeout?: Duration;
   readonly concurrencyKey?: string;
+  readonly dependsOn?: readonly string[];
+  readonly onParentFailure?: OnParentFailure;
 }
 
 /**
@@ -40,6 +43,8 @@ export function validateJobSpecMessage(message: JobSpecMessage): ValidJobSpec {
     attemptTimeoutMs: durationMs(message.attemptTimeout),
     heartbeatTimeoutMs: durationMs(message.heartbeatTimeout),
     concurrencyKey: message.concurrencyKey,
+    dependsOn: message.dependsOn,
+    onParentFailure: message.onParentFailure === undefined ? undefined : (OnParentFailure[message.onParentFailure] ?? String(message.onParentFailure)),
   });
 }
 

@@ -242,6 +242,8 @@ export class AttemptRun {
       emit: (type: `worker.${string}`, payload?: JobResult) => this.emit(type, payload),
       requestApproval: (prompt: string, details?: JobResult) => this.requestApproval(prompt, details),
       lastApproval: lastApprovalOf(envelope.lastApproval),
+      parentResults: envelope.parentResults,
+      parentResultsTruncated: envelope.parentResultsTruncated,
       signals: this.inbox,
       effect: (kind: string, key: string, input: JobResult, steps: EffectSteps) => this.effect(kind, key, input, steps),
       recoverableEffects: (limit?: number) => this.recoverableEffects(limit),

@@ -138,6 +138,15 @@ export interface JobContext {
   /** The job's latest decided approval (see {@link requestApproval}); `undefined` if none was ever decided. */
   readonly lastApproval: LastApproval | undefined;
   /**
+   * The results of the job's SUCCEEDED parents, by parent job id
+   * (docs/dependencies.md): empty for a job without parents, and without
+   * a parent that failed under `on_parent_failure` RUN. At most 1 MiB in
+   * all; {@link parentResultsTruncated} says when some were left out.
+   */
+  readonly parentResults: Readonly<Record<string, JobResult>>;
+  /** True when some parent results were left out for the 1 MiB cap (read them with GetJob). */
+  readonly parentResultsTruncated: boolean;
+  /**
    * The signals the job's owner sends (SendSignal), each yielded once, in
    * sequence order, for `for await (const s of job.signals)`. They arrive
    * with the claim and with every lease renewal; while the handler waits

@@ -5,7 +5,7 @@ import type { ChangeListenerHub } from './db/change-listener.js';
 import type { BatchedWrites } from './domain/batched-writes.js';
 
 /** The statuses a job is still on its way through (counted on every scrape; ended jobs are not). */
-const OPEN_STATUSES = ['QUEUED', 'RUNNING', 'PAUSED', 'RETRY_WAIT', 'CANCELLING'];
+const OPEN_STATUSES = ['WAITING', 'QUEUED', 'RUNNING', 'PAUSED', 'RETRY_WAIT', 'CANCELLING'];
 
 /** The state service's metrics, beyond every service's RPC metrics. */
 export interface StateMetrics {

@@ -14,6 +14,7 @@ import { looksLikeJobId } from '../route.js';
 import { parseJsonObject } from '../json-input.js';
 import type { PageContext } from './page-context.js';
 import { progressView, statusView } from './job-parts.js';
+import { JobGraphView } from './job-graph.js';
 import { refusalView } from './refusal-view.js';
 
 /** How long after a journal event the job is read again (events come in bursts). */
@@ -75,6 +76,7 @@ class JobView {
   readonly #summary = el('dl', { id: 'job-summary', class: 'facts' });
   readonly #progress = el('div', { id: 'job-progress' });
   readonly #why = el('section', { id: 'job-why', class: 'card', 'aria-labelledby': 'why-title' });
+  readonly #graph: JobGraphView;
   readonly #badge = el('p', { id: 'chain-badge', class: 'badge', role: 'status' }, 'Chain: not checked yet');
   readonly #timeline = el('ol', { id: 'timeline', class: 'timeline', 'aria-label': 'Journal events, oldest first' });
   readonly #attempts = el('tbody', { id: 'attempt-rows' });
@@ -91,6 +93,7 @@ class JobView {
     this.#context = context;
     this.#job = job;
     this.#reasons = reasons;
+    this.#graph = new JobGraphView(context);
   }
 
   start(): void {
@@ -103,6 +106,7 @@ class JobView {
       el('h1', {}, 'Job ', el('code', { id: 'job-id' }, this.#job.id)),
       el('section', { 'aria-labelledby': 'state-title', class: 'card' }, el('h2', { id: 'state-title' }, 'State'), this.#summary, this.#progress, this.#badge),
       this.#why,
+      this.#graph.element,
       el(
         'section',
         { 'aria-labelledby': 'actions-title', class: 'card' },
@@ -299,6 +303,7 @@ class JobView {
     this.#renderProgress();
     this.#renderAttempts();
     this.#renderWhy();
+    this.#graph.render(this.#job);
   }
 
   /** While the job waits (neither running nor ended): why, most decisive reason first (ExplainJob). */

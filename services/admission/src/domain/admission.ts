@@ -73,6 +73,10 @@ export async function submitJob(
  */
 export function admissionOf(deps: AdmissionDependencies, principal: Principal, request: SubmitJobRequest): AdmitJobRequest {
   parseIdempotencyKey(request.idempotencyKey);
+  if (request.dependsOnItems.length > 0) {
+    // Only SubmitJobs has items to name; SubmitJobs resolves them to `depends_on` before it gets here.
+    throw invalidField('depends_on_items', 'names items of a SubmitJobs call: out of range here');
+  }
   const spec = validateJobSpecMessage(request);
   const digest = fingerprintRequest(SubmitJobRequestSchema, request, SUBMIT_JOB_OPERATION, principal.subject, new Map([[spec.input, spec.canonicalInput]]));
   return create(AdmitJobRequestSchema, {
@@ -97,6 +101,8 @@ export function admissionOf(deps: AdmissionDependencies, principal: Principal, r
       attemptTimeout: request.attemptTimeout,
       heartbeatTimeout: request.heartbeatTimeout,
       concurrencyKey: request.concurrencyKey,
+      dependsOn: [...spec.dependsOn],
+      onParentFailure: request.onParentFailure,
     },
   });
 }
@@ -158,10 +164,14 @@ export async function listJobs(
       throw invalidField(`filter.statuses[${index}]`, 'must be a job status');
     }
   });
+  const parentJobId = request.filter?.parentJobId ?? '';
+  if (parentJobId !== '' && !isValidId(parentJobId)) throw invalidField('filter.parent_job_id', 'must be a Docket job id');
   const filter = {
     statuses: statuses.map((status) => JobStatus[status]),
     queue: request.filter?.queue ?? '',
     includeDeleted: request.filter?.includeDeleted ?? false,
+    // Only when set, so that tokens of listings without it keep their binding.
+    ...(parentJobId === '' ? {} : { parentJobId }),
   };
   const binding = { subject: principal.subject, filter };
   const position = request.pageToken === '' ? undefined : deps.pageTokens.open(request.pageToken, binding);
@@ -172,6 +182,7 @@ export async function listJobs(
       statuses,
       queue: filter.queue,
       includeDeleted: filter.includeDeleted,
+      parentJobId,
       snapshot: position?.snapshot ?? '',
       after: position ? { createdAt: timestampFromDate(position.createdAt), jobId: position.jobId } : undefined,
     },

@@ -1,11 +1,12 @@
 import { setMaxListeners } from 'node:events';
 import { create } from '@bufbuild/protobuf';
-import { LIMITS, batchTooLarge, invalidField } from '@docket/contracts';
+import { DocketError, LIMITS, batchTooLarge, invalidField } from '@docket/contracts';
 import type { Principal } from '@docket/auth';
 import {
   SubmitJobRequestSchema,
   SubmitJobsResponseSchema,
   SubmitJobsResultSchema,
+  type SubmitJobRequest,
   type SubmitJobsRequest,
   type SubmitJobsResponse,
   type SubmitJobsResult,
@@ -28,7 +29,9 @@ const SUBMIT_JOBS_RPC = 'docket.admission.v1.AdmissionService/SubmitJobs';
  *
  * The valid items go to the state service together, through the batching
  * state client, so they travel as AdmitJobs calls and commit in the state
- * service's group commits. Items are decided in index order: an item whose
+ * service's group commits. An item that names earlier items as parents
+ * (`depends_on_items`) goes after them, with the job ids they resolved to
+ * (see `levelsOfParents`). Items are decided in index order: an item whose
  * key an earlier item of the call already used waits for that item's
  * decision and is then decided against the binding it left (a replay, or
  * IDEMPOTENCY_CONFLICT when its digest differs), exactly as if it had been
@@ -47,29 +50,94 @@ export async function submitJobs(
   const refused = (index: number, error: unknown): void => {
     results[index] = create(SubmitJobsResultSchema, { result: { case: 'error', value: statusOfFailure(error, deps.logger, { rpc: SUBMIT_JOBS_RPC }) } });
   };
-  const admissions: { readonly index: number; readonly admission: AdmitJobRequest }[] = [];
+  const checked: { readonly index: number; readonly item: SubmitJobRequest }[] = [];
   request.items.forEach((item, index) => {
     try {
       assertRequestWithinBounds(SubmitJobRequestSchema, item);
-      admissions.push({ index, admission: admissionOf(deps, principal, item) });
+      assertItemParents(item, index);
+      checked.push({ index, item });
     } catch (error) {
       refused(index, error);
     }
   });
   // Every item waiting for the state service listens to the call's signal (and stops listening when answered).
-  setMaxListeners(admissions.length + MAX_LISTENERS_DEFAULT, call.signal);
-  for (const wave of wavesByKey(admissions)) {
-    await Promise.all(
-      wave.map(async ({ index, admission }) => {
-        try {
-          results[index] = create(SubmitJobsResultSchema, { result: { case: 'submitted', value: submittedOf(await deps.state.admitJob(admission, call)) } });
-        } catch (error) {
-          refused(index, error);
-        }
-      }),
-    );
+  setMaxListeners(checked.length + MAX_LISTENERS_DEFAULT, call.signal);
+  for (const level of levelsOfParents(checked)) {
+    const admissions: { readonly index: number; readonly admission: AdmitJobRequest }[] = [];
+    for (const { index, item } of level) {
+      try {
+        admissions.push({ index, admission: admissionOf(deps, principal, withResolvedParents(item, results)) });
+      } catch (error) {
+        refused(index, error);
+      }
+    }
+    for (const wave of wavesByKey(admissions)) {
+      await Promise.all(
+        wave.map(async ({ index, admission }) => {
+          try {
+            results[index] = create(SubmitJobsResultSchema, { result: { case: 'submitted', value: submittedOf(await deps.state.admitJob(admission, call)) } });
+          } catch (error) {
+            refused(index, error);
+          }
+        }),
+      );
+    }
   }
   return create(SubmitJobsResponseSchema, { results });
+}
+
+/**
+ * INVALID_ARGUMENT unless every `depends_on_items` index names an earlier
+ * item of the call, once (field paths relative to the item).
+ */
+function assertItemParents(item: SubmitJobRequest, index: number): void {
+  const violations = item.dependsOnItems.flatMap((parent, position) => {
+    const field = `depends_on_items[${position}]`;
+    if (parent === index) return [{ field, description: 'must not name the item itself' }];
+    if (parent < 0 || parent > index) return [{ field, description: 'must name an earlier item of the call' }];
+    if (item.dependsOnItems.indexOf(parent) !== position) return [{ field, description: 'must not repeat an item' }];
+    return [];
+  });
+  if (violations.length > 0) throw new DocketError('INVALID_FIELD', 'the item names parents it cannot have', { fieldViolations: violations });
+}
+
+/**
+ * `item` as admitted: its `depends_on_items` become the job ids those items
+ * resolved to, after `depends_on` (which is what its digest covers).
+ * FAILED_PRECONDITION, reason PARENT_ITEM_FAILED, when one of them failed.
+ */
+function withResolvedParents(item: SubmitJobRequest, results: readonly SubmitJobsResult[]): SubmitJobRequest {
+  if (item.dependsOnItems.length === 0) return item;
+  const resolved = item.dependsOnItems.map((parent) => {
+    const result = results[parent]?.result;
+    if (result?.case !== 'submitted' || !result.value.job) {
+      throw new DocketError('PARENT_ITEM_FAILED', 'a parent item of this item failed', { metadata: { item: String(parent) } });
+    }
+    return result.value.job.id;
+  });
+  return create(SubmitJobRequestSchema, { ...item, dependsOn: [...item.dependsOn, ...resolved], dependsOnItems: [] });
+}
+
+/**
+ * Orders items so that each is admitted after the items it names (pure):
+ * level 0 names none, level n names an item of level n - 1 at most. An
+ * item also never goes before an earlier item with its key, so the later
+ * of two items with one key is still the one that replays or conflicts.
+ */
+export function levelsOfParents<Item extends { readonly index: number; readonly item: { readonly idempotencyKey: string; readonly dependsOnItems: readonly number[] } }>(
+  items: readonly Item[],
+): Item[][] {
+  const levelOf = new Map<number, number>();
+  const keyLevel = new Map<string, number>();
+  const levels: Item[][] = [];
+  for (const entry of items) {
+    const parents = entry.item.dependsOnItems.map((parent) => (levelOf.get(parent) ?? -1) + 1);
+    const level = Math.max(0, keyLevel.get(entry.item.idempotencyKey) ?? 0, ...parents);
+    levelOf.set(entry.index, level);
+    keyLevel.set(entry.item.idempotencyKey, level);
+    (levels[level] ??= []).push(entry);
+  }
+  return levels.filter((level) => level !== undefined);
 }
 
 /**

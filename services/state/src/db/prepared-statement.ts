@@ -1,4 +1,9 @@
+import { CompiledQuery } from 'kysely';
 import type pg from 'pg';
+import type { Queryable } from './database.js';
+
+/** Where a statement runs: a pooled connection, an open transaction's connection, or kysely's handle of either. */
+export type StatementTarget = pg.ClientBase | Queryable;
 
 /**
  * A hot-path SQL statement with a fixed name: node-postgres prepares it once
@@ -12,9 +17,14 @@ export class PreparedStatement<Row> {
     readonly text: string,
   ) {}
 
-  /** Runs the statement on `client` (a pooled connection or an open transaction's). */
-  async run(client: pg.ClientBase, values: readonly unknown[]): Promise<Row[]> {
-    const result = await client.query<Row & pg.QueryResultRow>({ name: this.name, text: this.text, values: [...values] });
+  /**
+   * Runs the statement on `target`. Through kysely (an owner call's
+   * transaction) it runs unnamed, with the same text and parameters: kysely
+   * owns that connection's statements.
+   */
+  async run(target: StatementTarget, values: readonly unknown[]): Promise<Row[]> {
+    if ('executeQuery' in target) return [...(await target.executeQuery<Row>(CompiledQuery.raw(this.text, [...values]))).rows];
+    const result = await target.query<Row & pg.QueryResultRow>({ name: this.name, text: this.text, values: [...values] });
     return result.rows;
   }
 }

@@ -7,7 +7,7 @@ import type { SchemaSnapshot } from './schema-snapshot.js';
 
 /** The schema this build's migrations leave, which start-up requires exactly. */
 export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
-  "version": "20261206-0012-bulk-operations",
+  "version": "20261206-0014-queue-stats-join",
   "docket": {
     "tables": {
       "attempts": {
@@ -648,6 +648,55 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
         ],
         "triggers": []
       },
+      "job_dependencies": {
+        "kind": "r",
+        "columns": {
+          "child_job_id": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "parent_job_id": {
+            "type": "text",
+            "nullable": false,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "settled_status": {
+            "type": "text",
+            "nullable": true,
+            "default": null,
+            "identity": "",
+            "generated": ""
+          }
+        },
+        "constraints": [
+          {
+            "name": "job_dependencies_settled_status_check",
+            "type": "c",
+            "definition": "CHECK ((settled_status = ANY (ARRAY['SUCCEEDED'::text, 'FAILED'::text, 'CANCELLED'::text, 'INTERRUPTED'::text, 'HARD_DELETED'::text])))"
+          },
+          {
+            "name": "job_dependencies_pkey",
+            "type": "p",
+            "definition": "PRIMARY KEY (parent_job_id, child_job_id)"
+          }
+        ],
+        "indexes": [
+          {
+            "name": "job_dependencies_child",
+            "definition": "btree (child_job_id)"
+          },
+          {
+            "name": "job_dependencies_pkey",
+            "definition": "UNIQUE btree (parent_job_id, child_job_id)"
+          }
+        ],
+        "triggers": []
+      },
       "job_effects": {
         "kind": "r",
         "columns": {
@@ -1103,6 +1152,13 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
             "identity": "",
             "generated": ""
           },
+          "child_count": {
+            "type": "integer",
+            "nullable": false,
+            "default": "0",
+            "identity": "",
+            "generated": ""
+          },
           "concurrency_key": {
             "type": "text",
             "nullable": true,
@@ -1271,10 +1327,24 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
             "identity": "",
             "generated": ""
           },
+          "on_parent_failure": {
+            "type": "text",
+            "nullable": false,
+            "default": "'CANCEL'::text",
+            "identity": "",
+            "generated": ""
+          },
           "owner": {
             "type": "text",
             "nullable": false,
             "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "parent_ids": {
+            "type": "text[]",
+            "nullable": false,
+            "default": "'{}'::text[]",
             "identity": "",
             "generated": ""
           },
@@ -1289,6 +1359,13 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
             "type": "jsonb",
             "nullable": true,
             "default": null,
+            "identity": "",
+            "generated": ""
+          },
+          "pending_parent_count": {
+            "type": "integer",
+            "nullable": false,
+            "default": "0",
             "identity": "",
             "generated": ""
           },
@@ -1458,6 +1535,16 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
             "definition": "CHECK ((max_backoff_ms >= initial_backoff_ms))"
           },
           {
+            "name": "jobs_on_parent_failure_check",
+            "type": "c",
+            "definition": "CHECK ((on_parent_failure = ANY (ARRAY['CANCEL'::text, 'RUN'::text])))"
+          },
+          {
+            "name": "jobs_pending_parent_count_check",
+            "type": "c",
+            "definition": "CHECK ((pending_parent_count >= 0))"
+          },
+          {
             "name": "jobs_request_digest_check",
             "type": "c",
             "definition": "CHECK ((request_digest ~ '^[0-9a-f]{64}$'::text))"
@@ -1465,7 +1552,7 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
           {
             "name": "jobs_status_check",
             "type": "c",
-            "definition": "CHECK ((status = ANY (ARRAY['QUEUED'::text, 'RUNNING'::text, 'PAUSED'::text, 'RETRY_WAIT'::text, 'CANCELLING'::text, 'SUCCEEDED'::text, 'FAILED'::text, 'CANCELLED'::text, 'INTERRUPTED'::text])))"
+            "definition": "CHECK ((status = ANY (ARRAY['WAITING'::text, 'QUEUED'::text, 'RUNNING'::text, 'PAUSED'::text, 'RETRY_WAIT'::text, 'CANCELLING'::text, 'SUCCEEDED'::text, 'FAILED'::text, 'CANCELLED'::text, 'INTERRUPTED'::text])))"
           },
           {
             "name": "jobs_unique_key_check",
@@ -2424,7 +2511,7 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
         "language": "plpgsql",
         "volatility": "v",
         "security_definer": false,
-        "body_md5": "8371aea92611e58ebbed26d0e10c6a53"
+        "body_md5": "3b74105aa99b2f138de04269d0384d31"
       }
     }
   },

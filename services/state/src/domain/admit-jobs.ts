@@ -3,12 +3,15 @@ import { fromBinary, toBinary } from '@bufbuild/protobuf';
 import type pg from 'pg';
 import { DocketError, GENESIS_HASH, newId, type IdempotencyKey, type RequestDigest, type ValidJobSpec } from '@docket/contracts';
 import { JobSchema } from '@docket/proto/docket/common/v1/job_pb.js';
-import { admitBatch, readBindings, type AdmissionRow, type BoundRecord } from '../db/queries/admissions.js';
+import { admitBatch, bumpChildCounts, readBindings, type AdmissionRow, type BoundRecord } from '../db/queries/admissions.js';
+import { lockParents, rewriteAdmissionResponses, type ParentRow } from '../db/queries/dependencies.js';
 import { UNTOUCHED_JOB_COLUMNS, type JobRow, type NewJobRow } from '../db/queries/jobs.js';
 import { lockUniqueScopes, readActiveHolders, uniqueScopeName, type UniqueScope } from '../db/queries/unique-keys.js';
 import type { JsonObject } from '../db/tables/index.js';
 import { inWriteTransaction } from '../db/write-transaction.js';
 import { chainEvents } from './chain-events.js';
+import { dependencyStart, isRefused, type DependencyStart } from './admission-dependencies.js';
+import { settleChildren } from './dependency-settlement.js';
 import type { ItemOutcome } from '@docket/service-kit';
 import type { MutationOutcome } from './idempotent-mutation.js';
 import { projectJob } from './job-projection.js';
@@ -40,9 +43,10 @@ export type AdmissionOutcome = MutationOutcome;
  */
 export async function admitJobs(pool: pg.Pool, commands: readonly AdmitJobCommand[]): Promise<ItemOutcome<AdmissionOutcome>[]> {
   const plan = planAdmissions(commands);
-  const decided = await inWriteTransaction(pool, async (client, now) =>
-    decideKeys(client, plan.leaders.map((command, index) => admissionCandidate(command, index, now)), now),
-  );
+  const decided = await inWriteTransaction(pool, async (client, now) => {
+    const parents = await lockParents(client, [...new Set(plan.leaders.flatMap((command) => command.spec.dependsOn))]);
+    return decideKeys(client, plan.leaders.map((command, index) => admissionCandidate(command, index, now, parents)), now);
+  });
   return commands.map((command, index) => answer(decided[plan.leaderOf[index] as number] as KeyDecision, command, plan.leaders[plan.leaderOf[index] as number] === command));
 }
 
@@ -54,8 +58,9 @@ export async function admitJobs(pool: pg.Pool, commands: readonly AdmitJobComman
  * scopes' active holders are read (seeing the rounds before), and an item
  * whose scope is held binds its key to the holder instead of creating a job.
  */
-async function decideKeys(client: pg.ClientBase, candidates: readonly AdmissionCandidate[], now: Date): Promise<KeyDecision[]> {
+async function decideKeys(client: pg.ClientBase, all: readonly AdmissionCandidate[], now: Date): Promise<KeyDecision[]> {
   const decisions: KeyDecision[] = [];
+  const candidates = await decideRefused(client, all, decisions);
   const scoped = candidates.filter((candidate) => candidate.scope !== undefined).map((candidate) => candidate.scope as UniqueScope);
   await lockUniqueScopes(client, scoped);
   let pending = candidates;
@@ -77,13 +82,15 @@ async function decideKeys(client: pg.ClientBase, candidates: readonly AdmissionC
       return holder ? { candidate, row: deduplicatedRow(candidate.row, holder), holder } : { candidate, row: candidate.row, holder: undefined };
     });
     const bound = await admitBatch(client, rows.map((item) => item.row), now, GENESIS_HASH);
+    const children = rows.filter((item) => bound.has(item.row.item_no) && !item.row.deduplicated && item.row.edges.length > 0);
+    const settledAtOnce = await admitChildren(client, children.map((item) => item.candidate), now);
     const pendingBindings = rows.filter((item) => !bound.has(item.row.item_no)).map((item) => item.row);
     const bindings = new Map((await readBindings(client, pendingBindings)).map((record) => [scopeOf(record), record]));
     for (const { candidate, row, holder } of rows) {
       const expiresAt = candidate.expiresAt;
       decisions[candidate.index] = bound.has(row.item_no)
         ? {
-            admitted: { job: holder ? projectJob(holder) : candidate.job, replayed: false, idempotencyExpiresAt: expiresAt, deduplicated: holder !== undefined },
+            admitted: { job: holder ? projectJob(holder) : (settledAtOnce.get(candidate.row.job_id) ?? candidate.job), replayed: false, idempotencyExpiresAt: expiresAt, deduplicated: holder !== undefined },
             digest: candidate.command.digest,
           }
         : { bound: bindings.get(scopeOf(row)) };
@@ -91,6 +98,49 @@ async function decideKeys(client: pg.ClientBase, candidates: readonly AdmissionC
     pending = later;
   }
   return decisions;
+}
+
+/**
+ * Candidates refused by their parents (missing or foreign) are decided
+ * first, without a row: a key already bound replays (its parents were
+ * checked when it was bound), any other is that item's NOT_FOUND. Returns
+ * the candidates left to admit.
+ */
+async function decideRefused(client: pg.ClientBase, candidates: readonly AdmissionCandidate[], decisions: KeyDecision[]): Promise<AdmissionCandidate[]> {
+  const refused = candidates.filter((candidate) => candidate.refusal !== undefined);
+  if (refused.length === 0) return [...candidates];
+  const bindings = new Map((await readBindings(client, refused.map((candidate) => candidate.row))).map((record) => [scopeOf(record), record]));
+  for (const candidate of refused) {
+    const record = bindings.get(scopeOf(candidate.row));
+    decisions[candidate.index] = record ? { bound: record } : { refused: candidate.refusal as DocketError };
+  }
+  return candidates.filter((candidate) => candidate.refusal === undefined);
+}
+
+/**
+ * What admitting children does beyond the batch statement: their parents'
+ * `child_count` grows, and a CANCEL child of a parent that had already
+ * failed is cancelled in this transaction (see `settleChildren`), its
+ * stored response rewritten so that a replay answers the same. Returns the
+ * jobs of those cancelled children as answered.
+ */
+async function admitChildren(client: pg.ClientBase, children: readonly AdmissionCandidate[], now: Date): Promise<Map<string, ReturnType<typeof projectJob>>> {
+  const answered = new Map<string, ReturnType<typeof projectJob>>();
+  if (children.length === 0) return answered;
+  await bumpChildCounts(client, children.flatMap((child) => child.row.edges.map((edge) => edge.parent_job_id)));
+  const failedParents = children.flatMap((child) => child.start?.failedParents ?? []);
+  if (failedParents.length === 0) return answered;
+  const changed = await settleChildren(client, [...new Map(failedParents.map((parent) => [parent.jobId, parent])).values()], now);
+  const rewritten = children.flatMap((child) => {
+    const row = changed.get(child.row.job_id);
+    if (!row) return [];
+    const job = projectJob(row);
+    answered.set(row.id, job);
+    const { subject, operation, key_hash } = child.row;
+    return [{ subject, operation, key_hash, response: Buffer.from(toBinary(JobSchema, job)).toString('base64') }];
+  });
+  await rewriteAdmissionResponses(client, rewritten);
+  return answered;
 }
 
 /** `row` bound to `holder`, the active job with its unique key: the stored response is that job. */
@@ -101,7 +151,8 @@ function deduplicatedRow(row: AdmissionRow, holder: JobRow): AdmissionRow {
 /** How a batch decided one key: this batch admitted it (for `digest`), or it was already bound (the record, if still there). */
 type KeyDecision =
   | { readonly admitted: AdmissionOutcome; readonly digest: RequestDigest }
-  | { readonly bound: BoundRecord | undefined };
+  | { readonly bound: BoundRecord | undefined }
+  | { readonly refused: DocketError };
 
 /**
  * One item's answer from its key's decision: the admitting item gets the
@@ -110,6 +161,7 @@ type KeyDecision =
  * item against the stored record, by that item's own digest.
  */
 function answer(decision: KeyDecision, command: AdmitJobCommand, admitting: boolean): ItemOutcome<AdmissionOutcome> {
+  if ('refused' in decision) return { ok: false, error: decision.refused };
   if ('admitted' in decision) {
     if (admitting) return { ok: true, value: decision.admitted };
     if (command.digest !== decision.digest) return { ok: false, error: idempotencyConflict() };
@@ -150,15 +202,24 @@ interface AdmissionCandidate {
   readonly row: AdmissionRow;
   readonly job: ReturnType<typeof projectJob>;
   readonly expiresAt: Date;
+  /** Where the job starts among its parents (undefined: it has none). */
+  readonly start: DependencyStart | undefined;
+  /** Why its parents refuse it (NOT_FOUND), if they do. */
+  readonly refusal: DocketError | undefined;
 }
 
-function admissionCandidate(command: AdmitJobCommand, index: number, now: Date): AdmissionCandidate {
+const NO_PARENTS: DependencyStart = { status: 'QUEUED', pendingParentCount: 0, edges: [], failedParents: [] };
+
+function admissionCandidate(command: AdmitJobCommand, index: number, now: Date, parents: ReadonlyMap<string, ParentRow>): AdmissionCandidate {
   const { spec } = command;
   const jobId = newId('job');
   const payload = admittedPayload(spec);
   const [event] = chainEvents({ jobId, requestDigest: command.digest, sequence: 0n, hash: GENESIS_HASH }, [{ type: 'job.admitted', payload }], now).rows;
   const eventHash = event?.hash as string;
-  const job = projectJob(newJobRow(jobId, command, eventHash, now));
+  const started = spec.dependsOn.length === 0 ? NO_PARENTS : dependencyStart(spec, command.subject, parents);
+  const refusal = isRefused(started) ? started : undefined;
+  const start = isRefused(started) ? NO_PARENTS : started;
+  const job = projectJob(newJobRow(jobId, command, eventHash, now, start));
   const expiresAt = new Date(now.getTime() + command.ttlMs);
   return {
     command,
@@ -166,6 +227,8 @@ function admissionCandidate(command: AdmitJobCommand, index: number, now: Date):
     scope: spec.uniqueKey === undefined ? undefined : { owner: command.subject, queue: spec.queue, unique_key: spec.uniqueKey },
     job,
     expiresAt,
+    start: spec.dependsOn.length === 0 ? undefined : start,
+    refusal,
     row: {
       item_no: index,
       subject: command.subject,
@@ -191,11 +254,16 @@ function admissionCandidate(command: AdmitJobCommand, index: number, now: Date):
       heartbeat_timeout_ms: spec.heartbeatTimeoutMs ?? null,
       concurrency_key: spec.concurrencyKey ?? null,
       deduplicated: false,
+      status: start.status,
+      parent_ids: spec.dependsOn,
+      pending_parent_count: start.pendingParentCount,
+      on_parent_failure: spec.onParentFailure,
+      edges: start.edges,
     },
   };
 }
 
-function newJobRow(id: string, command: AdmitJobCommand, headHash: string, now: Date): NewJobRow {
+function newJobRow(id: string, command: AdmitJobCommand, headHash: string, now: Date, start: DependencyStart): NewJobRow {
   const { spec } = command;
   return {
     id,
@@ -205,7 +273,7 @@ function newJobRow(id: string, command: AdmitJobCommand, headHash: string, now: 
     input: spec.input,
     priority: spec.priority,
     revision: '1',
-    status: 'QUEUED',
+    status: start.status,
     lifecycle: 'ACTIVE',
     request_digest: command.digest,
     run_after: spec.runAfter ?? null,
@@ -234,6 +302,9 @@ function newJobRow(id: string, command: AdmitJobCommand, headHash: string, now: 
     attempt_timeout_ms: spec.attemptTimeoutMs === undefined ? null : String(spec.attemptTimeoutMs),
     heartbeat_timeout_ms: spec.heartbeatTimeoutMs === undefined ? null : String(spec.heartbeatTimeoutMs),
     concurrency_key: spec.concurrencyKey ?? null,
+    parent_ids: [...spec.dependsOn],
+    pending_parent_count: start.pendingParentCount,
+    on_parent_failure: spec.onParentFailure,
   };
 }
 
@@ -252,6 +323,7 @@ function admittedPayload(spec: ValidJobSpec): JsonObject {
     max_backoff_ms: spec.maxBackoffMs,
     lost_attempt_policy: spec.lostAttemptPolicy,
     run_after: spec.runAfter ? spec.runAfter.toISOString() : null,
+    ...(spec.dependsOn.length === 0 ? {} : { depends_on: [...spec.dependsOn], on_parent_failure: spec.onParentFailure }),
   };
 }
 

@@ -8,7 +8,7 @@ import {
 } from '@docket/contracts';
 import type { JobRow } from '../db/queries/jobs.js';
 import type { AttemptStatusName, JsonObject } from '../db/tables/index.js';
-import type { JobTransition } from './apply-transition.js';
+import type { JobTransition } from './transition-plan.js';
 import type { SignalMove } from '../db/queries/signals.js';
 import type { NewEvent } from './chain-events.js';
 import type { PendingApprovalRecord } from './pending-approval.js';

@@ -42,7 +42,7 @@ import type { HandleWorkerCallRequest } from '@docket/proto/docket/state/v1/stat
 import type { JobRow } from '../db/queries/jobs.js';
 import type { WorkerOperationRow } from '../db/queries/worker-operations.js';
 import type { JsonObject } from '../db/tables/index.js';
-import { planTransition } from './apply-transition.js';
+import { planTransition } from './transition-plan.js';
 import { planAttemptEnding, type AttemptEnding } from './attempt-ending.js';
 import { projectJob } from './job-projection.js';
 import { checkedJsonBytes } from './json-limits.js';

@@ -30,7 +30,7 @@ import { lockJobForChange } from './transition-job.js';
 /** What a bulk operation does to each job, and the statuses it applies to (the filter's default). */
 export const BULK_ACTIONS = {
   RETRY: { change: 'RETRY', statuses: ['FAILED', 'CANCELLED', 'INTERRUPTED'] },
-  CANCEL: { change: 'CANCEL', statuses: ['QUEUED', 'RUNNING', 'PAUSED', 'RETRY_WAIT'] },
+  CANCEL: { change: 'CANCEL', statuses: ['WAITING', 'QUEUED', 'RUNNING', 'PAUSED', 'RETRY_WAIT'] },
 } as const satisfies Record<string, { readonly change: 'RETRY' | 'CANCEL'; readonly statuses: readonly JobStatusName[] }>;
 
 /** The name of a bulk action. */

@@ -4,7 +4,8 @@ import type { Database } from '../db/tables/index.js';
 import type { Queryable } from '../db/database.js';
 import type { JobRow, Viewer } from '../db/queries/jobs.js';
 import { lockAndFindHolder } from '../db/queries/unique-keys.js';
-import { applyTransition, type JobTransition } from './apply-transition.js';
+import { applyTransition } from './apply-transition.js';
+import type { JobTransition } from './transition-plan.js';
 import { mutateIdempotently, type IdempotentRequest, type MutationOutcome } from './idempotent-mutation.js';
 import { projectJob } from './job-projection.js';
 import { pendingApprovalOf } from './pending-approval.js';
@@ -107,7 +108,8 @@ export function planChange(
           metadata: { from: job.status, to: 'QUEUED' },
         });
       }
-      return { toStatus: 'QUEUED', events: [{ type: 'job.resumed', payload: by }], patch: { pause_requested: false } };
+      // A child whose parents have not all settled goes back to waiting for them.
+      return { toStatus: job.pending_parent_count > 0 ? 'WAITING' : 'QUEUED', events: [{ type: 'job.resumed', payload: by }], patch: { pause_requested: false } };
     case 'SOFT_DELETE':
       if (job.lifecycle === 'SOFT_DELETED') return undefined;
       assertDeletable(job);
@@ -122,7 +124,7 @@ export function planChange(
       if (!RETRYABLE_ENDINGS.has(job.status)) throw illegal(job.status, 'QUEUED');
       // A fresh attempt budget: max_attempts more from the attempts made so far; the next claim's fence is higher.
       return {
-        toStatus: 'QUEUED',
+        toStatus: job.pending_parent_count > 0 ? 'WAITING' : 'QUEUED',
         reopen: true,
         events: [{ type: 'job.retried', payload: { ...by, from: job.status, attempt_count: job.attempt_count } }],
         patch: { attempt_base: job.attempt_count, failure: null, result: null, not_before: null, pause_requested: false, cancel_requested: false },

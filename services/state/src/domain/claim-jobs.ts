@@ -26,14 +26,18 @@ import type { JobRow } from '../db/queries/jobs.js';
 import { lockClaimContext, operationKeyOf } from '../db/queries/worker-call-reads.js';
 import type { IncarnationRow } from '../db/queries/workers.js';
 import { inWriteTransaction } from '../db/write-transaction.js';
-import { planTransition } from './apply-transition.js';
+import { planTransition } from './transition-plan.js';
 import { planDelivery } from './signal-inbox.js';
 import { projectLastApproval } from './pending-approval.js';
 import { readOutstandingSignals, type SignalRow } from '../db/queries/signals.js';
+import { readParentResults } from '../db/queries/dependencies.js';
+import { cappedParentResults } from './parent-results.js';
+import type { JsonObject } from '../db/tables/index.js';
 import { staleIncarnation } from './attempt-authority.js';
 import { recordOperation } from './attempt-reports.js';
 import type { ItemOutcome } from '@docket/service-kit';
-import { JobWriteSet, writeDecidedBatch } from './job-write-set.js';
+import { JobWriteSet } from './job-write-set.js';
+import { writeDecidedBatch } from './write-decided-batch.js';
 import type { ExecutionSettings } from './register-worker.js';
 import { operationDigest, replayOperation } from './worker-operation.js';
 import { recordQuarantines } from '../db/queries/quarantine.js';
@@ -191,11 +195,12 @@ async function decideClaims(pool: pg.Pool, settings: ExecutionSettings, claims: 
 
     // 4. Every claim's answer, in batch order; claimed jobs' outstanding signals go in their envelopes.
     const inboxes = await readOutstandingSignals(client, [...picked.values()].flat());
+    const parentResults = await readParentResults(client, [...picked.values()].flat());
     const emptyQueues = new Map<string, readonly string[]>();
     const quarantine: QuarantineEntry[] = [];
     const started = (incarnation: IncarnationRow, job: JobRow): Assignment[] => {
       try {
-        return [startAttempt(writes, settings, incarnation, job, inboxes.get(job.id) ?? [], now)];
+        return [startAttempt(writes, settings, incarnation, job, { inbox: inboxes.get(job.id) ?? [], parentResults: parentResults.get(job.id) ?? [] }, now)];
       } catch (error) {
         const errorClass = quarantineCause(error);
         if (errorClass === undefined) throw error;
@@ -402,7 +407,7 @@ function startAttempt(
   settings: ExecutionSettings,
   incarnation: IncarnationRow,
   job: JobRow,
-  inbox: readonly SignalRow[],
+  { inbox, parentResults }: { readonly inbox: readonly SignalRow[]; readonly parentResults: readonly (readonly [string, JsonObject])[] },
   now: Date,
 ): Assignment {
   const attemptId = newId('att');
@@ -451,6 +456,7 @@ function startAttempt(
       checkpoint: job.checkpoint ?? undefined,
       pendingSignals: delivery.signals,
       lastApproval: projectLastApproval(job.last_approval),
+      ...cappedParentResults(parentResults),
     },
   });
   writes.startedAttempts.push({

@@ -8,7 +8,8 @@ import { readEffects, type EffectKey } from '../db/queries/effects.js';
 import { readOutstandingSignals } from '../db/queries/signals.js';
 import type { JobRow } from '../db/queries/jobs.js';
 import type { ItemOutcome } from '@docket/service-kit';
-import { JobWriteSet, writeDecidedBatch } from './job-write-set.js';
+import { JobWriteSet } from './job-write-set.js';
+import { writeDecidedBatch } from './write-decided-batch.js';
 import type { ExecutionSettings } from './register-worker.js';
 import { replayOperation } from './worker-operation.js';
 

@@ -8,7 +8,7 @@ const now = new Date('2026-12-06T12:00:00.000Z');
 
 /** A queued job on a queue with a live worker, no policy and nothing ahead, with `overrides`. */
 function found(overrides: Partial<JobClaimability> = {}, job: Parameters<typeof jobRow>[0] = {}): JobClaimability {
-  return { job: jobRow({ status: 'QUEUED', attempt_count: 0, ...job }), now, horizon: 1n, quarantine: undefined, queue: undefined, jobsAhead: 0, liveWorker: true, ...overrides };
+  return { job: jobRow({ status: 'QUEUED', attempt_count: 0, ...job }), now, horizon: 1n, quarantine: undefined, pendingParents: [], queue: undefined, jobsAhead: 0, liveWorker: true, ...overrides };
 }
 
 const fullQueue = {
@@ -62,6 +62,15 @@ describe('explainReasons', () => {
       'CONCURRENCY_KEY_FULL',
     ]);
     expect(codes(found({}, { status: 'RETRY_WAIT', not_before: later }))).toEqual(['RETRY_BACKOFF']);
+    const parents = ['job_bbbbbbbbbbbbbbbbbbbbbbbbbb', 'job_cccccccccccccccccccccccccc'];
+    const waiting = { pendingParents: [parents[1] as string], queue: fullQueue };
+    expect(codes(found(waiting, { status: 'PAUSED', parent_ids: parents, pending_parent_count: 1 }))).toEqual(['JOB_PAUSED', 'WAITING_FOR_PARENTS', 'QUEUE_PAUSED', 'RATE_LIMITED', 'QUEUE_CONCURRENCY_FULL', 'CONCURRENCY_KEY_FULL']);
+  });
+
+  it('names the parents a waiting job waits for', () => {
+    const parents = ['job_bbbbbbbbbbbbbbbbbbbbbbbbbb', 'job_cccccccccccccccccccccccccc'];
+    const reasons = explainReasons(found({ pendingParents: parents }, { status: 'WAITING', parent_ids: parents, pending_parent_count: 2 }));
+    expect(reasons).toMatchObject([{ code: ExplainCode.WAITING_FOR_PARENTS, details: { pending_parents: parents, parent_count: 2 } }]);
   });
 
   it('names the numbers: limits and running counts, the next token, the time not before, the jobs ahead (capped)', () => {

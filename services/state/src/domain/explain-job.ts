@@ -79,6 +79,15 @@ export function explainReasons(found: JobClaimability): ExplainReason[] {
   } else if (job.status === 'PAUSED' && !approval) {
     reasons.push(reason(ExplainCode.JOB_PAUSED, 'paused by its owner; ResumeJob queues it again', {}));
   }
+  if (found.pendingParents.length > 0) {
+    const pending = found.pendingParents;
+    reasons.push(
+      reason(ExplainCode.WAITING_FOR_PARENTS, `${pending.length} of its ${job.parent_ids.length} parents have not settled: ${pending.join(', ')}`, {
+        pending_parents: [...pending],
+        parent_count: job.parent_ids.length,
+      }),
+    );
+  }
   if (job.status === 'QUEUED' && job.run_after && job.run_after > now) {
     reasons.push(reason(ExplainCode.RUN_AFTER, `not before ${iso(job.run_after)}`, { not_before: iso(job.run_after) }));
   }

@@ -1,6 +1,6 @@
 import { create } from '@bufbuild/protobuf';
 import { durationFromMs, timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { JobSchema, type Job } from '@docket/proto/docket/common/v1/job_pb.js';
+import { JobSchema, OnParentFailure, type Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { FailureClass, FailureSchema } from '@docket/proto/docket/common/v1/failure_pb.js';
 import { ProgressSchema } from '@docket/proto/docket/common/v1/progress_pb.js';
@@ -62,6 +62,11 @@ export function projectJob(row: NewJobRow): Job {
     attemptTimeout: row.attempt_timeout_ms === null ? undefined : durationFromMs(Number(row.attempt_timeout_ms)),
     heartbeatTimeout: row.heartbeat_timeout_ms === null ? undefined : durationFromMs(Number(row.heartbeat_timeout_ms)),
     concurrencyKey: row.concurrency_key ?? '',
+    parentCount: row.parent_ids.length,
+    pendingParentCount: row.pending_parent_count,
+    childCount: row.child_count,
+    parentJobIds: row.parent_ids,
+    onParentFailure: OnParentFailure[row.on_parent_failure],
   });
 }
 

@@ -1,16 +1,10 @@
 import type { Insertable } from 'kysely';
-import type pg from 'pg';
-import { writeJobSet } from '../db/queries/job-write-sets.js';
 import type { JobRow } from '../db/queries/jobs.js';
 import type { AnnouncedChange } from '../db/queries/job-changes.js';
 import type { AttemptStatusName, AttemptsTable, JobEventsTable, WorkerOperationsTable } from '../db/tables/index.js';
-import type { PlannedTransition, StoredHead } from './apply-transition.js';
-import { journalCorrupt } from './journal-verification.js';
-import { concurrentOperation } from './worker-operation.js';
-import { moveSignals, type SignalMove } from '../db/queries/signals.js';
-import { writeEffects } from '../db/queries/effects.js';
+import type { PlannedTransition, StoredHead } from './transition-plan.js';
+import type { SignalMove } from '../db/queries/signals.js';
 import type { EffectRow } from './effect-lifecycle.js';
-import { inboxDisagrees } from './signal-inbox.js';
 
 /**
  * Everything a batch of worker calls writes, gathered in memory while the
@@ -77,23 +71,4 @@ export class JobWriteSet {
 
 function announced(job: JobRow): AnnouncedChange {
   return { jobId: job.id, latestSequence: BigInt(job.event_count), status: job.status, queue: job.queue };
-}
-
-/**
- * Writes a decided batch (`writeJobSet`) and refuses to let it commit when
- * a journal's stored head moved (JOURNAL_CORRUPT for that job; the batch is
- * then decided again around it) or an operation id was recorded
- * concurrently (UNAVAILABLE; a retry replays it). Signal and effect
- * changes, which only some batches carry, take one more statement each.
- */
-export async function writeDecidedBatch(client: pg.ClientBase, writes: JobWriteSet, now: Date): Promise<void> {
-  const written = await writeJobSet(client, writes, now);
-  if (!(await moveSignals(client, writes.signalMoves))) throw inboxDisagrees();
-  await writeEffects(client, [...writes.effects.values()]);
-  const [corrupt] = written.corruptJournals;
-  if (corrupt !== undefined) {
-    const job = writes.jobs.get(corrupt);
-    throw journalCorrupt(corrupt, BigInt(writes.expectedHeads.get(corrupt)?.sequence ?? job?.event_count ?? '0'));
-  }
-  if (!written.allRecorded) throw concurrentOperation();
 }

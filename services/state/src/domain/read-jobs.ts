@@ -30,6 +30,8 @@ export interface ListJobsQuery {
   readonly statuses: readonly JobStatusName[];
   readonly queue: string;
   readonly includeDeleted: boolean;
+  /** Only the children of this job ('' for all). */
+  readonly parentJobId: string;
   readonly pageSize: number;
   /** The first page's snapshot; undefined to take one now. */
   readonly snapshot: string | undefined;

@@ -24,7 +24,7 @@ export interface FiringState {
   readonly nextFireAt: Date;
   /** BUFFER_ONE's held tick. */
   readonly bufferedFireAt: Date | undefined;
-  /** Whether the previous firing's job has not ended (QUEUED, RUNNING, PAUSED, RETRY_WAIT, CANCELLING). */
+  /** Whether the previous firing's job has not ended (WAITING, QUEUED, RUNNING, PAUSED, RETRY_WAIT, CANCELLING). */
   readonly previousJobActive: boolean;
 }
 

@@ -157,11 +157,13 @@ export function parseListJobsRequest(request: ListJobsRequest): ListJobsQuery {
     throw invalidField('after', 'must name a created_at and a job id');
   }
   if (after && request.snapshot === '') throw invalidField('snapshot', 'is required after the first page');
+  if (request.parentJobId !== '' && !isValidId(request.parentJobId)) throw invalidField('parent_job_id', 'must be a Docket job id');
   return {
     viewer,
     statuses: request.statuses.map((status, index) => statusName(status, `statuses[${index}]`)),
     queue: request.queue,
     includeDeleted: request.includeDeleted,
+    parentJobId: request.parentJobId,
     pageSize,
     snapshot: request.snapshot === '' ? undefined : request.snapshot,
     after: after?.createdAt ? { createdAt: timestampDate(after.createdAt), jobId: after.jobId } : undefined,

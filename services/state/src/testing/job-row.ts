@@ -45,6 +45,9 @@ export function jobRow(overrides: Partial<JobRow> = {}): JobRow {
     attempt_timeout_ms: null,
     heartbeat_timeout_ms: null,
     concurrency_key: null,
+    parent_ids: [],
+    pending_parent_count: 0,
+    on_parent_failure: 'CANCEL',
     ...overrides,
   };
 }

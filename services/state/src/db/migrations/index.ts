@@ -10,9 +10,11 @@ import { schedules } from './20261201-0008-schedules.js';
 import { workerLastSeen } from './20261206-0010-worker-last-seen.js';
 import { queueStats } from './20261206-0011-queue-stats.js';
 import { bulkOperations } from './20261206-0012-bulk-operations.js';
+import { dependencies } from './20261206-0013-dependencies.js';
+import { queueStatsJoin } from './20261206-0014-queue-stats-join.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
 /** Every migration this build knows, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [initial, jobChanges, execution, humanLoop, afterTheEnd, jobQuarantine, uniqueAndLimits, schedules, queuePolicies, workerLastSeen, queueStats, bulkOperations];
+export const MIGRATIONS: readonly Migration[] = [initial, jobChanges, execution, humanLoop, afterTheEnd, jobQuarantine, uniqueAndLimits, schedules, queuePolicies, workerLastSeen, queueStats, bulkOperations, dependencies, queueStatsJoin];

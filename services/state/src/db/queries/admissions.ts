@@ -37,6 +37,13 @@ export interface AdmissionRow {
    * inserted but the binding.
    */
   readonly deduplicated: boolean;
+  /** WAITING while a parent is pending, else QUEUED. */
+  readonly status: 'WAITING' | 'QUEUED';
+  readonly parent_ids: readonly string[];
+  readonly pending_parent_count: number;
+  readonly on_parent_failure: 'CANCEL' | 'RUN';
+  /** Its parent -> child edges, settled already or pending. */
+  readonly edges: readonly { readonly parent_job_id: string; readonly settled_status: string | null }[];
 }
 
 const ITEM_COLUMNS = `
@@ -44,7 +51,8 @@ const ITEM_COLUMNS = `
   expires_at timestamptz, queue text, label text, input jsonb, priority integer, run_after timestamptz,
   max_attempts integer, initial_backoff_ms bigint, max_backoff_ms bigint, lost_attempt_policy text,
   event_payload jsonb, event_hash text, unique_key text, attempt_timeout_ms bigint, heartbeat_timeout_ms bigint,
-  concurrency_key text, deduplicated boolean`;
+  concurrency_key text, deduplicated boolean, status text, parent_ids json, pending_parent_count integer,
+  on_parent_failure text, edges json`;
 
 /**
  * The whole batch in one statement: binds every (subject, operation,
@@ -89,11 +97,18 @@ const ADMIT_BATCH = new PreparedStatement<{ bound: number[] }>(
    new_jobs as (
      insert into jobs (id, owner, queue, label, input, priority, revision, status, lifecycle, request_digest, run_after,
                        max_attempts, initial_backoff_ms, max_backoff_ms, lost_attempt_policy, event_count, head_hash,
-                       created_at, updated_at, unique_key, attempt_timeout_ms, heartbeat_timeout_ms, concurrency_key)
-     select job_id, subject, queue, label, input, priority, 1, 'QUEUED', 'ACTIVE', request_digest, run_after,
+                       created_at, updated_at, unique_key, attempt_timeout_ms, heartbeat_timeout_ms, concurrency_key,
+                       parent_ids, pending_parent_count, on_parent_failure)
+     select job_id, subject, queue, label, input, priority, 1, status, 'ACTIVE', request_digest, run_after,
             max_attempts, initial_backoff_ms, max_backoff_ms, lost_attempt_policy, 1, event_hash, $2, $2,
-            unique_key, attempt_timeout_ms, heartbeat_timeout_ms, concurrency_key
+            unique_key, attempt_timeout_ms, heartbeat_timeout_ms, concurrency_key,
+            array(select json_array_elements_text(parent_ids)), pending_parent_count, on_parent_failure
      from admitted
+   ),
+   new_edges as (
+     insert into job_dependencies (parent_job_id, child_job_id, settled_status)
+     select e.parent_job_id, admitted.job_id, e.settled_status
+     from admitted cross join lateral json_to_recordset(admitted.edges) as e(parent_job_id text, settled_status text)
    ),
    new_keys as (
      insert into queue_keys (queue, concurrency_key)
@@ -106,10 +121,10 @@ const ADMIT_BATCH = new PreparedStatement<{ bound: number[] }>(
    ),
    new_changes as (
      insert into job_changes (job_id, owner, queue, revision, status, lifecycle, changed_at)
-     select job_id, subject, queue, 1, 'QUEUED', 'ACTIVE', $2 from admitted
+     select job_id, subject, queue, 1, status, 'ACTIVE', $2 from admitted
    ),
    announcement as (
-     select json_build_object('jobs', json_agg(json_build_array(job_id, '1', 'QUEUED', queue)))::text as payload
+     select json_build_object('jobs', json_agg(json_build_array(job_id, '1', status, queue)))::text as payload
      from admitted
      having count(*) > 0
    )
@@ -123,6 +138,22 @@ const ADMIT_BATCH = new PreparedStatement<{ bound: number[] }>(
 export async function admitBatch(client: pg.ClientBase, rows: readonly AdmissionRow[], now: Date, genesisHash: string): Promise<Set<number>> {
   const [result] = await ADMIT_BATCH.run(client, [JSON.stringify(rows), now, genesisHash]);
   return new Set(result?.bound ?? []);
+}
+
+/**
+ * Counts newly admitted children on their parents (locked by this
+ * transaction since `lockParents`). $1 one parent id per edge.
+ */
+const BUMP_CHILD_COUNTS = new PreparedStatement<never>(
+  'docket_bump_child_counts',
+  `update jobs p set child_count = p.child_count + n.children
+   from (select parent_id, count(*)::int as children from unnest($1::text[]) as parent_id group by parent_id) n
+   where p.id = n.parent_id`,
+);
+
+/** Runs {@link BUMP_CHILD_COUNTS}. */
+export async function bumpChildCounts(client: pg.ClientBase, parentPerEdge: readonly string[]): Promise<void> {
+  if (parentPerEdge.length > 0) await BUMP_CHILD_COUNTS.run(client, [[...parentPerEdge]]);
 }
 
 /** A live binding read back for a key this batch did not bind. */

@@ -16,6 +16,8 @@ export interface JobClaimability {
   /** The feed's horizon in the read's snapshot (its xmin): any change the read does not show lies at or after it. */
   readonly horizon: bigint;
   readonly quarantine: { readonly task: string; readonly errorClass: string; readonly since: Date } | undefined;
+  /** The parents that have not settled, in the job's parent order. */
+  readonly pendingParents: readonly string[];
   /** The queue's policy row, if it has one. */
   readonly queue:
     | {
@@ -53,6 +55,7 @@ interface ExplainRow {
   key_running: string | null;
   jobs_ahead: string;
   live_worker: boolean;
+  pending_parents: string[];
 }
 
 /**
@@ -69,7 +72,8 @@ interface ExplainRow {
  * select to_json(j), now(), pg_snapshot_xmin(pg_current_snapshot()), q.*, s.*, <tokens now>,
  *   (select count(*) from jobs r where r.queue = j.queue and r.status in ('RUNNING', 'CANCELLING')),
  *   (select count(*) from (select 1 from jobs a where a.queue = j.queue and <claimable a> and <a ahead of j> limit 1001) x),
- *   exists (select 1 from worker_incarnations w where j.queue = any(w.queues) and <w LIVE>)
+ *   exists (select 1 from worker_incarnations w where j.queue = any(w.queues) and <w LIVE>),
+ *   (select json_agg(parent_job_id) from job_dependencies where child_job_id = j.id and settled_status is null)
  * from jobs j left join job_quarantine q on q.job_id = j.id left join queue_settings s on s.queue = j.queue
  * where j.id = $1 and (j.owner = $2 or <admin>)
  * ```
@@ -90,7 +94,10 @@ export async function readJobClaimability(db: Queryable, viewer: Viewer, jobId: 
       case when j.status <> 'QUEUED' then 0 else (select count(*) from (select 1 from jobs a
          where a.queue = j.queue and ${raw(isClaimable('a'))} and ${raw(isAheadInClaimOrder('a', 'j'))} and ${keyOfAhead}
          limit ${JOBS_AHEAD_COUNTED + 1}) ahead) end as jobs_ahead,
-      exists (select 1 from worker_incarnations w where j.queue = any(w.queues) and ${workerStateSql('w', leaseMs)} = 'LIVE') as live_worker
+      exists (select 1 from worker_incarnations w where j.queue = any(w.queues) and ${workerStateSql('w', leaseMs)} = 'LIVE') as live_worker,
+      case when j.pending_parent_count = 0 then '[]'::json else
+        (select coalesce(json_agg(d.parent_job_id order by array_position(j.parent_ids, d.parent_job_id)), '[]'::json)
+         from job_dependencies d where d.child_job_id = j.id and d.settled_status is null) end as pending_parents
     from jobs j
     left join job_quarantine q on q.job_id = j.id
     left join queue_settings s on s.queue = j.queue
@@ -115,5 +122,6 @@ export async function readJobClaimability(db: Queryable, viewer: Viewer, jobId: 
       : undefined,
     jobsAhead: Number(row.jobs_ahead),
     liveWorker: row.live_worker,
+    pendingParents: row.pending_parents,
   };
 }

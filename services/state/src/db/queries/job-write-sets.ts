@@ -1,7 +1,6 @@
-import type pg from 'pg';
 import type { JobWriteSet } from '../../domain/job-write-set.js';
 import type { JobRow } from './jobs.js';
-import { PreparedStatement } from '../prepared-statement.js';
+import { PreparedStatement, type StatementTarget } from '../prepared-statement.js';
 import { JOB_CHANGES_CHANNEL, announcementOf } from './job-changes.js';
 
 /**
@@ -31,14 +30,15 @@ const WRITE_JOB_SET = new PreparedStatement<{ recorded: string; corrupt: string[
        checkpoint = u.checkpoint, result = u.result, failure = u.failure,
        pending_approval = u.pending_approval, last_approval = u.last_approval, signal_count = u.signal_count,
        signals_done_through = u.signals_done_through, signals_delivered_through = u.signals_delivered_through,
-       unknown_signals = u.unknown_signals, attempt_deadline = u.attempt_deadline, lease_end = u.lease_end
+       unknown_signals = u.unknown_signals, attempt_deadline = u.attempt_deadline, lease_end = u.lease_end,
+       pending_parent_count = u.pending_parent_count
      from json_to_recordset($1::json) as u(
        id text, status text, revision bigint, event_count bigint, head_hash text, updated_at timestamptz,
        fence bigint, attempt_count integer, current_attempt_id text, current_worker_incarnation text,
        lease_expires_at timestamptz, cancel_requested boolean, pause_requested boolean, not_before timestamptz,
        progress jsonb, checkpoint jsonb, result jsonb, failure jsonb, pending_approval jsonb, last_approval jsonb, signal_count bigint,
        signals_done_through bigint, signals_delivered_through bigint, unknown_signals integer,
-       attempt_deadline timestamptz, lease_end text)
+       attempt_deadline timestamptz, lease_end text, pending_parent_count integer)
      where j.id = u.id
    ),
    new_events as (
@@ -114,6 +114,7 @@ function mutableColumns(job: JobRow) {
     unknown_signals: job.unknown_signals,
     attempt_deadline: job.attempt_deadline,
     lease_end: job.lease_end,
+    pending_parent_count: job.pending_parent_count,
   };
 }
 
@@ -126,7 +127,7 @@ export interface WrittenJobSet {
 }
 
 /** Runs {@link WRITE_JOB_SET}. The caller must roll back unless every operation was recorded and no journal is corrupt. */
-export async function writeJobSet(client: pg.ClientBase, set: JobWriteSet, now: Date): Promise<WrittenJobSet> {
+export async function writeJobSet(client: StatementTarget, set: JobWriteSet, now: Date): Promise<WrittenJobSet> {
   if (set.isEmpty && set.announcements.length === 0) return { allRecorded: true, corruptJournals: [] };
   const [result] = await WRITE_JOB_SET.run(client, [
     JSON.stringify([...set.jobs.values()].map(mutableColumns)),

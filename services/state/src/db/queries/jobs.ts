@@ -29,6 +29,7 @@ export const UNTOUCHED_JOB_COLUMNS = Object.freeze({
   unknown_signals: 0,
   attempt_deadline: null,
   lease_end: null,
+  child_count: 0,
 } as const satisfies Partial<JobRow>);
 
 /** A job row to insert: everything but what the database assigns. */
@@ -82,6 +83,8 @@ export interface JobListing {
   readonly statuses: readonly JobStatusName[];
   readonly queue: string;
   readonly includeDeleted: boolean;
+  /** Only the children of this job ('' for all). */
+  readonly parentJobId: string;
   /** Only jobs whose admitting transaction this `pg_snapshot` sees. */
   readonly snapshot: string;
   /** Keyset position: only jobs strictly older than it. */
@@ -99,6 +102,7 @@ export interface JobListing {
  * where (owner = $subject or <admin>)
  *   and lifecycle in ('ACTIVE' [, 'SOFT_DELETED'])
  *   [and status = any($statuses)] [and queue = $queue]
+ *   [and id in (select child_job_id from job_dependencies where parent_job_id = $parent)]
  *   and pg_visible_in_snapshot(created_xid, $snapshot::pg_snapshot)
  *   [and (created_at, id) < ($after_created_at, $after_id)]
  * order by created_at desc, id desc
@@ -114,6 +118,10 @@ export async function listVisibleJobs(db: Queryable, listing: JobListing): Promi
   if (!listing.viewer.admin) query = query.where('owner', '=', listing.viewer.subject);
   if (listing.statuses.length > 0) query = query.where('status', 'in', [...listing.statuses]);
   if (listing.queue !== '') query = query.where('queue', '=', listing.queue);
+  if (listing.parentJobId !== '') {
+    const parent = listing.parentJobId;
+    query = query.where('id', 'in', (eb) => eb.selectFrom('job_dependencies').select('child_job_id').where('parent_job_id', '=', parent));
+  }
   if (listing.after) {
     const { createdAt, jobId } = listing.after;
     query = query.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(createdAt, jobId)));
@@ -170,6 +178,7 @@ export type JobPatch = Partial<
     | 'input'
     | 'priority'
     | 'run_after'
+    | 'pending_parent_count'
   >
 >;
 

@@ -100,7 +100,7 @@ export async function updateSchedule(db: Queryable, scheduleId: string, patch: S
  *   and (s.next_fire_at <= now()
  *        or (s.buffered_fire_at is not null
  *            and not exists (select 1 from jobs j where j.id = s.last_job_id
- *                            and j.status in ('QUEUED', 'RUNNING', 'PAUSED', 'RETRY_WAIT', 'CANCELLING'))))
+ *                            and j.status in ('WAITING', 'QUEUED', 'RUNNING', 'PAUSED', 'RETRY_WAIT', 'CANCELLING'))))
  * order by s.next_fire_at limit 1
  * for update of s skip locked
  * ```
@@ -112,7 +112,7 @@ export async function lockDueSchedule(db: Queryable, taken: readonly string[]): 
       and (s.next_fire_at <= now()
            or (s.buffered_fire_at is not null
                and not exists (select 1 from jobs j where j.id = s.last_job_id
-                               and j.status in ('QUEUED', 'RUNNING', 'PAUSED', 'RETRY_WAIT', 'CANCELLING'))))
+                               and j.status in ('WAITING', 'QUEUED', 'RUNNING', 'PAUSED', 'RETRY_WAIT', 'CANCELLING'))))
     order by s.next_fire_at
     limit 1
     for update of s skip locked`.execute(db);

@@ -2,7 +2,7 @@ import type { IdempotencyRecordsTable } from './idempotency-records.js';
 import type { JobEventsTable } from './job-events.js';
 import type { JobChangesTable } from './job-changes.js';
 import type { JobQuarantineTable } from './job-quarantine.js';
-import type { DeletionsTable, JobsTable, RetentionPoliciesTable } from './jobs.js';
+import type { DeletionsTable, JobDependenciesTable, JobsTable, RetentionPoliciesTable } from './jobs.js';
 import type { JobSignalsTable } from './signals.js';
 import type { SchedulesTable } from './schedules.js';
 import type { JobEffectsTable } from './effects.js';
@@ -19,7 +19,7 @@ export type { IdempotencyRecordsTable } from './idempotency-records.js';
 export type { JobChangesTable } from './job-changes.js';
 export type { JobEventsTable } from './job-events.js';
 export type { JobQuarantineTable } from './job-quarantine.js';
-export type { DeletionStateName, DeletionsTable, JobLifecycleName, JobsTable, LostAttemptPolicyName, RetentionPoliciesTable } from './jobs.js';
+export type { DeletionStateName, DeletionsTable, JobDependenciesTable, JobLifecycleName, JobsTable, LostAttemptPolicyName, RetentionPoliciesTable, SettledStatusName } from './jobs.js';
 export type { JobSignalsTable, SignalStateName } from './signals.js';
 export type { ScheduleOverlapName, ScheduleStateName, SchedulesTable } from './schedules.js';
 export type { EffectCancellationName, EffectStateName, JobEffectsTable } from './effects.js';
@@ -52,4 +52,5 @@ export interface Database {
   retention_policies: RetentionPoliciesTable;
   job_quarantine: JobQuarantineTable;
   schedules: SchedulesTable;
+  job_dependencies: JobDependenciesTable;
 }

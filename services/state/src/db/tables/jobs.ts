@@ -79,6 +79,25 @@ export interface JobsTable {
   concurrency_key: string | null;
   /** Which limit bounds the current lease, when one of the job's does (null: the service's lease). */
   lease_end: 'ATTEMPT_TIMEOUT' | 'HEARTBEAT_TIMEOUT' | null;
+  /** The job's parents, in the order named (migration 0013). */
+  parent_ids: Generated<string[]>;
+  /** Parents not settled yet: above zero the job is WAITING, or PAUSED and resumes to WAITING. */
+  pending_parent_count: Generated<number>;
+  /** Jobs admitted with this one as a parent. */
+  child_count: Generated<number>;
+  /** What a failed parent does to the job. */
+  on_parent_failure: Generated<'CANCEL' | 'RUN'>;
+}
+
+/** How a parent settled an edge: its ending, or HARD_DELETED for a tombstone named at admission. */
+export type SettledStatusName = 'SUCCEEDED' | 'FAILED' | 'CANCELLED' | 'INTERRUPTED' | 'HARD_DELETED';
+
+/** `job_dependencies`: one row per parent -> child edge (migration 0013). */
+export interface JobDependenciesTable {
+  parent_job_id: string;
+  child_job_id: string;
+  /** Null until the parent settles the edge, once. */
+  settled_status: SettledStatusName | null;
 }
 
 /** Where a hard deletion stands (see docket.common.v1.DeletionState). */

@@ -2,8 +2,8 @@
 // @generated from file docket/common/v1/job.proto (package docket.common.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { AttemptSummary } from "./attempt_pb.js";
 import { file_docket_common_v1_attempt } from "./attempt_pb.js";
 import type { Failure } from "./failure_pb.js";
@@ -22,7 +22,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file docket/common/v1/job.proto.
  */
 export const file_docket_common_v1_job: GenFile = /*@__PURE__*/
-  fileDesc("Chpkb2NrZXQvY29tbW9uL3YxL2pvYi5wcm90bxIQZG9ja2V0LmNvbW1vbi52MSLyCAoDSm9iEgoKAmlkGAEgASgJEg0KBW93bmVyGAIgASgJEg0KBXF1ZXVlGAMgASgJEg0KBWxhYmVsGAQgASgJEiYKBWlucHV0GAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIQCghwcmlvcml0eRgGIAEoBRIQCghyZXZpc2lvbhgHIAEoAxIrCgZzdGF0dXMYCCABKA4yGy5kb2NrZXQuY29tbW9uLnYxLkpvYlN0YXR1cxIxCglsaWZlY3ljbGUYCSABKA4yHi5kb2NrZXQuY29tbW9uLnYxLkpvYkxpZmVjeWNsZRI/ChVhdXRob3JpdGF0aXZlX2F0dGVtcHQYCiABKAsyIC5kb2NrZXQuY29tbW9uLnYxLkF0dGVtcHRTdW1tYXJ5EiwKCHByb2dyZXNzGAsgASgLMhouZG9ja2V0LmNvbW1vbi52MS5Qcm9ncmVzcxIaChJjaGVja3BvaW50X3ByZXNlbnQYDCABKAgSJwoGcmVzdWx0GA0gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIqCgdmYWlsdXJlGA4gASgLMhkuZG9ja2V0LmNvbW1vbi52MS5GYWlsdXJlEhUKDWF0dGVtcHRfY291bnQYDyABKAUSFAoMbWF4X2F0dGVtcHRzGBAgASgFEkAKE2xvc3RfYXR0ZW1wdF9wb2xpY3kYESABKA4yIy5kb2NrZXQuY29tbW9uLnYxLkxvc3RBdHRlbXB0UG9saWN5Ei4KCmNyZWF0ZWRfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2xhdGVzdF9zZXF1ZW5jZRgUIAEoAxIUCgxldmVudF9jdXJzb3IYFSABKAkSLQoJcnVuX2FmdGVyGBYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgxyZXRyeV9wb2xpY3kYFyABKAsyHS5kb2NrZXQuY29tbW9uLnYxLlJldHJ5UG9saWN5EjsKEHBlbmRpbmdfYXBwcm92YWwYGCABKAsyIS5kb2NrZXQuY29tbW9uLnYxLlBlbmRpbmdBcHByb3ZhbBIaChJ1bnJlc29sdmVkX3NpZ25hbHMYGSABKAUSHgoWbGF0ZXN0X3NpZ25hbF9zZXF1ZW5jZRgaIAEoAxISCgpsZWdhbF9ob2xkGBsgASgIEhMKC2RlbGV0aW9uX2lkGBwgASgJEh8KF3VuaXF1ZV93aGlsZV9hY3RpdmVfa2V5GB0gASgJEjIKD2F0dGVtcHRfdGltZW91dBgeIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI0ChFoZWFydGJlYXRfdGltZW91dBgfIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIXCg9jb25jdXJyZW5jeV9rZXkYICABKAkioQEKD1BlbmRpbmdBcHByb3ZhbBITCgthcHByb3ZhbF9pZBgBIAEoCRIOCgZwcm9tcHQYAiABKAkSKAoHZGV0YWlscxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoMcmVxdWVzdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVzcGVudBgFIAEoCGIGcHJvdG8z", [file_docket_common_v1_attempt, file_docket_common_v1_failure, file_docket_common_v1_job_status, file_docket_common_v1_progress, file_docket_common_v1_retry_policy, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Chpkb2NrZXQvY29tbW9uL3YxL2pvYi5wcm90bxIQZG9ja2V0LmNvbW1vbi52MSKRCgoDSm9iEgoKAmlkGAEgASgJEg0KBW93bmVyGAIgASgJEg0KBXF1ZXVlGAMgASgJEg0KBWxhYmVsGAQgASgJEiYKBWlucHV0GAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIQCghwcmlvcml0eRgGIAEoBRIQCghyZXZpc2lvbhgHIAEoAxIrCgZzdGF0dXMYCCABKA4yGy5kb2NrZXQuY29tbW9uLnYxLkpvYlN0YXR1cxIxCglsaWZlY3ljbGUYCSABKA4yHi5kb2NrZXQuY29tbW9uLnYxLkpvYkxpZmVjeWNsZRI/ChVhdXRob3JpdGF0aXZlX2F0dGVtcHQYCiABKAsyIC5kb2NrZXQuY29tbW9uLnYxLkF0dGVtcHRTdW1tYXJ5EiwKCHByb2dyZXNzGAsgASgLMhouZG9ja2V0LmNvbW1vbi52MS5Qcm9ncmVzcxIaChJjaGVja3BvaW50X3ByZXNlbnQYDCABKAgSJwoGcmVzdWx0GA0gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIqCgdmYWlsdXJlGA4gASgLMhkuZG9ja2V0LmNvbW1vbi52MS5GYWlsdXJlEhUKDWF0dGVtcHRfY291bnQYDyABKAUSFAoMbWF4X2F0dGVtcHRzGBAgASgFEkAKE2xvc3RfYXR0ZW1wdF9wb2xpY3kYESABKA4yIy5kb2NrZXQuY29tbW9uLnYxLkxvc3RBdHRlbXB0UG9saWN5Ei4KCmNyZWF0ZWRfYXQYEiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhcKD2xhdGVzdF9zZXF1ZW5jZRgUIAEoAxIUCgxldmVudF9jdXJzb3IYFSABKAkSLQoJcnVuX2FmdGVyGBYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIzCgxyZXRyeV9wb2xpY3kYFyABKAsyHS5kb2NrZXQuY29tbW9uLnYxLlJldHJ5UG9saWN5EjsKEHBlbmRpbmdfYXBwcm92YWwYGCABKAsyIS5kb2NrZXQuY29tbW9uLnYxLlBlbmRpbmdBcHByb3ZhbBIaChJ1bnJlc29sdmVkX3NpZ25hbHMYGSABKAUSHgoWbGF0ZXN0X3NpZ25hbF9zZXF1ZW5jZRgaIAEoAxISCgpsZWdhbF9ob2xkGBsgASgIEhMKC2RlbGV0aW9uX2lkGBwgASgJEh8KF3VuaXF1ZV93aGlsZV9hY3RpdmVfa2V5GB0gASgJEjIKD2F0dGVtcHRfdGltZW91dBgeIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI0ChFoZWFydGJlYXRfdGltZW91dBgfIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIXCg9jb25jdXJyZW5jeV9rZXkYICABKAkSFAoMcGFyZW50X2NvdW50GCEgASgFEhwKFHBlbmRpbmdfcGFyZW50X2NvdW50GCIgASgFEhMKC2NoaWxkX2NvdW50GCMgASgFEhYKDnBhcmVudF9qb2JfaWRzGCQgAygJEjwKEW9uX3BhcmVudF9mYWlsdXJlGCUgASgOMiEuZG9ja2V0LmNvbW1vbi52MS5PblBhcmVudEZhaWx1cmUioQEKD1BlbmRpbmdBcHByb3ZhbBITCgthcHByb3ZhbF9pZBgBIAEoCRIOCgZwcm9tcHQYAiABKAkSKAoHZGV0YWlscxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMAoMcmVxdWVzdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBINCgVzcGVudBgFIAEoCCptCg9PblBhcmVudEZhaWx1cmUSIQodT05fUEFSRU5UX0ZBSUxVUkVfVU5TUEVDSUZJRUQQABIcChhPTl9QQVJFTlRfRkFJTFVSRV9DQU5DRUwQARIZChVPTl9QQVJFTlRfRkFJTFVSRV9SVU4QAmIGcHJvdG8z", [file_docket_common_v1_attempt, file_docket_common_v1_failure, file_docket_common_v1_job_status, file_docket_common_v1_progress, file_docket_common_v1_retry_policy, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Job is the current projection of a job, as its owner sees it.
@@ -260,6 +260,44 @@ export type Job = Message<"docket.common.v1.Job"> & {
    * @generated from field: string concurrency_key = 32;
    */
   concurrencyKey: string;
+
+  /**
+   * How many parents the job was admitted with (`depends_on` and
+   * `depends_on_items`).
+   *
+   * @generated from field: int32 parent_count = 33;
+   */
+  parentCount: number;
+
+  /**
+   * How many of its parents have not settled yet: above zero, the job is
+   * WAITING (or PAUSED, and resumes to WAITING).
+   *
+   * @generated from field: int32 pending_parent_count = 34;
+   */
+  pendingParentCount: number;
+
+  /**
+   * How many jobs were admitted with this job as a parent.
+   *
+   * @generated from field: int32 child_count = 35;
+   */
+  childCount: number;
+
+  /**
+   * The job's parents, in the order they were named (`depends_on` first,
+   * then the jobs `depends_on_items` resolved to).
+   *
+   * @generated from field: repeated string parent_job_ids = 36;
+   */
+  parentJobIds: string[];
+
+  /**
+   * What a failed parent does to the job (CANCEL unless RUN was asked).
+   *
+   * @generated from field: docket.common.v1.OnParentFailure on_parent_failure = 37;
+   */
+  onParentFailure: OnParentFailure;
 };
 
 /**
@@ -321,4 +359,41 @@ export type PendingApproval = Message<"docket.common.v1.PendingApproval"> & {
  */
 export const PendingApprovalSchema: GenMessage<PendingApproval> = /*@__PURE__*/
   messageDesc(file_docket_common_v1_job, 1);
+
+/**
+ * OnParentFailure is what a child does when a parent ends FAILED,
+ * CANCELLED, INTERRUPTED or is hard-deleted (SPEC section 14).
+ *
+ * @generated from enum docket.common.v1.OnParentFailure
+ */
+export enum OnParentFailure {
+  /**
+   * Not given: CANCEL.
+   *
+   * @generated from enum value: ON_PARENT_FAILURE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The child is CANCELLED with reason DEPENDENCY_FAILED (and so are its own
+   * CANCEL children, down the graph).
+   *
+   * @generated from enum value: ON_PARENT_FAILURE_CANCEL = 1;
+   */
+  CANCEL = 1,
+
+  /**
+   * The failed parent counts as settled: the child runs once every parent
+   * has settled, and sees only the succeeded parents' results.
+   *
+   * @generated from enum value: ON_PARENT_FAILURE_RUN = 2;
+   */
+  RUN = 2,
+}
+
+/**
+ * Describes the enum docket.common.v1.OnParentFailure.
+ */
+export const OnParentFailureSchema: GenEnum<OnParentFailure> = /*@__PURE__*/
+  enumDesc(file_docket_common_v1_job, 0);
 

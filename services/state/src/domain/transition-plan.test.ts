@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GENESIS_HASH, verifyChainSegment } from '@docket/contracts';
 import { jobRow, queuedJobRow } from '../testing/job-row.js';
-import { checkStoredHead, planTransition } from './apply-transition.js';
+import { checkStoredHead, planTransition } from './transition-plan.js';
 
 const now = new Date('2026-12-01T10:00:10.000Z');
 
