@@ -23,7 +23,7 @@ const FORBIDDEN_PATTERNS: Record<string, RegExp> = {
   'SQL text': /\b(select|insert into|update|delete from|relation)\b.*\b(from|values|set|where|does not exist)\b/i,
   'a stack trace': /\n?\s+at .+\(.+:\d+:\d+\)|\bat (async )?[\w.<>]+ \(/,
   'a file path': /\/(work|root|home|tmp)\/|node_modules|\.js:\d+/,
-  "Postgres' own error text": /deadlock detected|could not serialize|canceling statement|statement timeout|while (locking|updating) tuple|process \d+ waits|on transaction \d+|idempotency_records/i,
+  "Postgres' own error text": /deadlock detected|could not serialize|read-only transaction|canceling statement|statement timeout|while (locking|updating) tuple|process \d+ waits|on transaction \d+|idempotency_records/i,
 };
 
 let cluster: DocketCluster;
@@ -266,6 +266,25 @@ describe('what leaves a service', () => {
       expect(failure).toMatchObject({ code: Code.Unavailable, reason: 'UNAVAILABLE', domain: 'docket' });
       await expectRetrySucceeds(jobId, cancelKey);
       expectCleanEverywhere(failure);
+    });
+
+    it('a server that refuses writes (25006, a standby still being promoted) answers UNAVAILABLE, and its connections are replaced', async () => {
+      const { jobId, cancelKey } = await queuedJob('read-only');
+      // Every new session of the database is read-only, as one on a node in recovery is; a restarted state service has only such connections.
+      await sql.query(`alter database "${databaseName}" set default_transaction_read_only = on`);
+      let failure: SeenFailure | undefined;
+      try {
+        await restartState();
+        failure = await failureOf(owner().cancelJob({ idempotencyKey: cancelKey, jobId }));
+        const { rows } = await observer.query<{ type: string }>('select type from job_events where job_id = $1 order by sequence', [jobId]);
+        expect(rows.map((row) => row.type)).toEqual(['job.admitted']);
+      } finally {
+        await sql.query(`alter database "${databaseName}" reset default_transaction_read_only`);
+      }
+      expect(failure).toMatchObject({ code: Code.Unavailable, reason: 'UNAVAILABLE', domain: 'docket' });
+      // No restart this time: the pool dropped the connections that met the refusal, so its next ones are writable.
+      await expectRetrySucceeds(jobId, cancelKey);
+      expectCleanEverywhere(failure!);
     });
 
     it('a serialization failure (40001) answers UNAVAILABLE', async () => {

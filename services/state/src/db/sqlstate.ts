@@ -9,6 +9,8 @@ export const SQLSTATE = {
   queryCanceled: '57014',
   adminShutdown: '57P01',
   cannotConnectNow: '57P03',
+  /** A write on a server in recovery: a standby, or a primary being promoted (Patroni's check answers before promotion ends). */
+  readOnlySqlTransaction: '25006',
 } as const;
 
 /** The SQLSTATE of a pg error, if `error` is one. */
@@ -27,7 +29,7 @@ export function isRetryableTransactionFailure(error: unknown): boolean {
 /** Whether `error` means the database is (temporarily) unreachable. */
 export function isDatabaseUnavailable(error: unknown): boolean {
   const state = sqlStateOf(error);
-  if (state === SQLSTATE.adminShutdown || state === SQLSTATE.cannotConnectNow) return true;
+  if (state === SQLSTATE.adminShutdown || state === SQLSTATE.cannotConnectNow || state === SQLSTATE.readOnlySqlTransaction) return true;
   const code = (error as { code?: unknown } | null)?.code;
   if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'ETIMEDOUT' || code === 'EPIPE') return true;
   return state === undefined && error instanceof Error && CONNECTION_LOST.test(error.message);

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { SQLSTATE, sqlStateOf } from './sqlstate.js';
 import { answerTimeoutMs } from './statement-budget.js';
 
 /**
@@ -14,15 +15,26 @@ import { answerTimeoutMs } from './statement-budget.js';
  * pool replaces the connection. A statement that did reach Postgres before
  * the partition may still commit; its caller was told only that the
  * database was unavailable, never OK, and retries with its key.
+ *
+ * A connection whose server refuses writes (25006: a standby, or a node in
+ * the window between a failover check naming it primary and its promotion
+ * ending) is dropped the same way once the refusal has arrived: the pool's
+ * next connection goes through the proxy to the primary of now, where a
+ * kept one would refuse every write for as long as it lived.
  */
 export class WatchedPgClient extends pg.Client {
   // pg's overloads are many; this one passes every call through unchanged.
   override query(...args: any[]): any {
     const running: unknown = super.query(...(args as Parameters<pg.Client['query']>));
-    const timeoutMs = running instanceof Promise ? answerTimeoutMs() : undefined;
-    if (timeoutMs === undefined) return running;
-    const watchdog = setTimeout(() => this.connection.stream.destroy(), timeoutMs);
-    watchdog.unref();
-    return (running as Promise<unknown>).finally(() => clearTimeout(watchdog));
+    if (!(running instanceof Promise)) return running;
+    const timeoutMs = answerTimeoutMs();
+    const watchdog = timeoutMs === undefined ? undefined : setTimeout(() => this.connection.stream.destroy(), timeoutMs);
+    watchdog?.unref();
+    return running
+      .catch((error: unknown) => {
+        if (sqlStateOf(error) === SQLSTATE.readOnlySqlTransaction) this.connection.stream.destroy();
+        throw error;
+      })
+      .finally(() => clearTimeout(watchdog));
   }
 }
