@@ -45,6 +45,7 @@ export function startStateServer(
     services: [StateService],
     routes: stateServiceRoutes({
       db: database.db,
+      pool: database.pool,
       writes: batchedWrites(database.pool, config.batching, { leaseMs: config.leaseMs }, metrics.observeBatch, reportQuarantine),
       metrics,
       changes,

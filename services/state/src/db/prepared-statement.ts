@@ -2,8 +2,8 @@ import { CompiledQuery } from 'kysely';
 import type pg from 'pg';
 import type { Queryable } from './database.js';
 
-/** Where a statement runs: a pooled connection, an open transaction's connection, or kysely's handle of either. */
-export type StatementTarget = pg.ClientBase | Queryable;
+/** Where a statement runs: the pool (any of its connections), a pooled connection, an open transaction's connection, or kysely's handle of either. */
+export type StatementTarget = pg.Pool | pg.ClientBase | Queryable;
 
 /**
  * A hot-path SQL statement with a fixed name: node-postgres prepares it once

@@ -1,5 +1,4 @@
 import { create, type JsonObject } from '@bufbuild/protobuf';
-import type { Kysely } from 'kysely';
 import { isTerminal, notFound } from '@docket/contracts';
 import {
   ExplainCode,
@@ -11,7 +10,7 @@ import {
 import type { FeedPosition } from '../db/queries/job-changes.js';
 import { JOBS_AHEAD_COUNTED, readJobClaimability, type JobClaimability } from '../db/queries/explain-job.js';
 import type { Viewer } from '../db/queries/jobs.js';
-import type { Database } from '../db/tables/index.js';
+import type { StatementTarget } from '../db/prepared-statement.js';
 import { projectJob } from './job-projection.js';
 import { pendingApprovalOf } from './pending-approval.js';
 
@@ -21,7 +20,7 @@ import { pendingApprovalOf } from './pending-approval.js';
  * of the read's own snapshot (as GetJob's).
  */
 export async function explainJob(
-  db: Kysely<Database>,
+  db: StatementTarget,
   viewer: Viewer,
   jobId: string,
   leaseMs: number,

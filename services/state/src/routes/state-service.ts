@@ -4,6 +4,7 @@ import type { ConnectRouter, HandlerContext, ServiceImpl } from '@connectrpc/con
 import { drainSignalOf, statusOfFailure, writesEncodedFrames, type Logger, type SubmitOptions } from '@docket/service-kit';
 import { invalidField, notFound } from '@docket/contracts';
 import type { Kysely } from 'kysely';
+import type pg from 'pg';
 import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import {
   AdmitJobResponseSchema,
@@ -82,6 +83,8 @@ import { watchChangeTicks, watchJobSignals } from '../domain/watch-job.js';
 /** What the StateService handlers need. */
 export interface StateRoutesDependencies {
   readonly db: Kysely<Database>;
+  /** The same database's pool, for the reads that run as named prepared statements. */
+  readonly pool: pg.Pool;
   readonly writes: BatchedWrites;
   readonly changes: ChangeListenerHub;
   readonly execution: ExecutionSettings;
@@ -235,7 +238,7 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
         return create(GetQueueResponseSchema, { response: await readQueue(deps.db, request.request?.queue ?? '') });
       },
       async explainJob(request) {
-        const { response, feedPosition } = await explainJob(deps.db, viewerOf(request.caller), parseJobId(request.jobId), deps.execution.leaseMs);
+        const { response, feedPosition } = await explainJob(deps.pool, viewerOf(request.caller), parseJobId(request.jobId), deps.execution.leaseMs);
         return create(ExplainJobResponseSchema, { response, feedPosition });
       },
       async getQueueStats(request) {

@@ -1,9 +1,8 @@
-import { sql } from 'kysely';
-import type { Queryable } from '../database.js';
+import { PreparedStatement, type StatementTarget } from '../prepared-statement.js';
 import { jobRowFromJson } from '../json-rows.js';
 import type { JobRow, Viewer } from './jobs.js';
 import { holdsASlot, isAheadInClaimOrder, isClaimable, rateTokensNow } from './claimability.js';
-import { workerStateSql } from './workers.js';
+import { workerStateOf } from './workers.js';
 
 /** How many claimable jobs ahead ExplainJob counts at most: the count stays cheap however deep the queue. */
 export const JOBS_AHEAD_COUNTED = 1_000;
@@ -58,12 +57,39 @@ interface ExplainRow {
   pending_parents: string[];
 }
 
+const KEY_OF_AHEAD = `(s.per_key_concurrency is null or coalesce(a.concurrency_key, '') = coalesce(j.concurrency_key, ''))`;
+
+/** $1 the job id, $2 whether the viewer is an admin, $3 its subject, $4 the lease in ms. */
+const READ_JOB_CLAIMABILITY = new PreparedStatement<ExplainRow>(
+  'docket_read_job_claimability',
+  `select to_json(j) as job, now() as now, pg_snapshot_xmin(pg_current_snapshot())::text as horizon,
+     q.task as quarantine_task, q.error_class as quarantine_error_class, q.quarantined_at,
+     s.queue is not null as has_policy, s.paused, s.max_concurrency, s.per_key_concurrency, s.rate_jobs, s.rate_per_ms,
+     ${rateTokensNow('s')} as rate_tokens,
+     case when s.max_concurrency is null then null else
+       (select count(*) from jobs r where r.queue = j.queue and ${holdsASlot('r')}) end as queue_running,
+     case when s.per_key_concurrency is null then null else
+       (select count(*) from jobs r where r.queue = j.queue and coalesce(r.concurrency_key, '') = coalesce(j.concurrency_key, '')
+          and ${holdsASlot('r')}) end as key_running,
+     case when j.status <> 'QUEUED' then 0 else (select count(*) from (select 1 from jobs a
+        where a.queue = j.queue and ${isClaimable('a')} and ${isAheadInClaimOrder('a', 'j')} and ${KEY_OF_AHEAD}
+        limit ${JOBS_AHEAD_COUNTED + 1}) ahead) end as jobs_ahead,
+     exists (select 1 from worker_incarnations w where j.queue = any(w.queues) and ${workerStateOf('w', '$4')} = 'LIVE') as live_worker,
+     case when j.pending_parent_count = 0 then '[]'::json else
+       (select coalesce(json_agg(d.parent_job_id order by array_position(j.parent_ids, d.parent_job_id)), '[]'::json)
+        from job_dependencies d where d.child_job_id = j.id and d.settled_status is null) end as pending_parents
+   from jobs j
+   left join job_quarantine q on q.job_id = j.id
+   left join queue_settings s on s.queue = j.queue
+   where j.id = $1 and ($2::boolean or j.owner = $3)`,
+);
+
 /**
  * A job the viewer may see (undefined for a missing or foreign one) with
  * what decides whether a claim would take it now: its quarantine, its
  * queue's policy with the running counts and the rate bucket, the
  * claimable jobs ahead of it, and whether a live worker serves the queue.
- * One read-only statement, built from the claim statements' predicates
+ * One read-only statement, prepared once per connection, built from the claim statements' predicates
  * (`claimability.ts`); each count is an index scan (`jobs_claimable`,
  * `jobs_running_by_key`), the jobs ahead capped at
  * {@link JOBS_AHEAD_COUNTED} + 1 rows.
@@ -78,31 +104,8 @@ interface ExplainRow {
  * where j.id = $1 and (j.owner = $2 or <admin>)
  * ```
  */
-export async function readJobClaimability(db: Queryable, viewer: Viewer, jobId: string, leaseMs: number): Promise<JobClaimability | undefined> {
-  const raw = sql.raw;
-  const sameKey = raw(`coalesce(r.concurrency_key, '') = coalesce(j.concurrency_key, '')`);
-  const keyOfAhead = raw(`(s.per_key_concurrency is null or coalesce(a.concurrency_key, '') = coalesce(j.concurrency_key, ''))`);
-  const result = await sql<ExplainRow>`
-    select to_json(j) as job, now() as now, pg_snapshot_xmin(pg_current_snapshot())::text as horizon,
-      q.task as quarantine_task, q.error_class as quarantine_error_class, q.quarantined_at,
-      s.queue is not null as has_policy, s.paused, s.max_concurrency, s.per_key_concurrency, s.rate_jobs, s.rate_per_ms,
-      ${raw(rateTokensNow('s'))} as rate_tokens,
-      case when s.max_concurrency is null then null else
-        (select count(*) from jobs r where r.queue = j.queue and ${raw(holdsASlot('r'))}) end as queue_running,
-      case when s.per_key_concurrency is null then null else
-        (select count(*) from jobs r where r.queue = j.queue and ${sameKey} and ${raw(holdsASlot('r'))}) end as key_running,
-      case when j.status <> 'QUEUED' then 0 else (select count(*) from (select 1 from jobs a
-         where a.queue = j.queue and ${raw(isClaimable('a'))} and ${raw(isAheadInClaimOrder('a', 'j'))} and ${keyOfAhead}
-         limit ${JOBS_AHEAD_COUNTED + 1}) ahead) end as jobs_ahead,
-      exists (select 1 from worker_incarnations w where j.queue = any(w.queues) and ${workerStateSql('w', leaseMs)} = 'LIVE') as live_worker,
-      case when j.pending_parent_count = 0 then '[]'::json else
-        (select coalesce(json_agg(d.parent_job_id order by array_position(j.parent_ids, d.parent_job_id)), '[]'::json)
-         from job_dependencies d where d.child_job_id = j.id and d.settled_status is null) end as pending_parents
-    from jobs j
-    left join job_quarantine q on q.job_id = j.id
-    left join queue_settings s on s.queue = j.queue
-    where j.id = ${jobId} and (${viewer.admin} or j.owner = ${viewer.subject})`.execute(db);
-  const row = result.rows[0];
+export async function readJobClaimability(db: StatementTarget, viewer: Viewer, jobId: string, leaseMs: number): Promise<JobClaimability | undefined> {
+  const [row] = await READ_JOB_CLAIMABILITY.run(db, [jobId, viewer.admin, viewer.subject, leaseMs]);
   if (!row) return undefined;
   return {
     job: jobRowFromJson(row.job),

@@ -78,9 +78,13 @@ export async function findIncarnation(db: Queryable, subject: string, id: string
  * both read it.
  */
 export function workerStateSql(worker: string, leaseMs: number): RawBuilder<'LIVE' | 'EXPIRED' | 'SUPERSEDED'> {
-  const row = sql.raw(worker);
-  return sql`case when ${row}.superseded_at is not null then 'SUPERSEDED'
-    when ${row}.last_seen_at > now() - ${leaseMs}::float8 * interval '1 millisecond' then 'LIVE' else 'EXPIRED' end`;
+  return sql.raw(workerStateOf(worker, String(Math.trunc(leaseMs))));
+}
+
+/** {@link workerStateSql} as text, the lease given as an SQL expression in ms (a literal, or a statement's parameter). */
+export function workerStateOf(worker: string, leaseMs: string): string {
+  return `case when ${worker}.superseded_at is not null then 'SUPERSEDED'
+    when ${worker}.last_seen_at > now() - ${leaseMs}::float8 * interval '1 millisecond' then 'LIVE' else 'EXPIRED' end`;
 }
 
 /** One worker of a ListWorkers page. */
