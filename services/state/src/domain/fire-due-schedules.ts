@@ -10,7 +10,7 @@ import { hasFiringEvent, jobStatusOf, lockDueSchedule, nextScheduleDue, updateSc
 import type { Database, JsonObject } from '../db/tables/index.js';
 import { applyTransition } from './apply-transition.js';
 import type { BatchedWrites } from './batched-writes.js';
-import type { MaintenanceStep } from './maintenance.js';
+import type { MaintenanceStep } from './maintenance-step.js';
 import { SCHEDULE_FIRING_OPERATION, firingDigest, firingKey, planFirings } from './schedule-firing.js';
 import { templateOf, triggerOf } from './schedules.js';
 

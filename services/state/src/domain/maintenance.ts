@@ -15,13 +15,7 @@ import { runDeletions, type DeletionDependencies } from './run-deletions.js';
 import { isolatingJob, type QuarantineDependencies } from './job-quarantine.js';
 import { fireDueSchedules, type ScheduleFiringDependencies } from './fire-due-schedules.js';
 import { runBulkOperations } from './bulk-operations.js';
-
-/** What one maintenance step did. */
-export interface MaintenanceStep {
-  readonly handled: number;
-  /** When the next item falls due, if one is known. */
-  readonly nextDueAt: Date | undefined;
-}
+import type { MaintenanceStep } from './maintenance-step.js';
 
 /**
  * The reaper's step: settles up to `limit` jobs whose lease expired by the

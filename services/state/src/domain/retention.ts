@@ -10,7 +10,7 @@ import type { Database } from '../db/tables/index.js';
 import { applyTransition } from './apply-transition.js';
 import { planChange } from './change-job.js';
 import { startHardDeletion } from './hard-delete-job.js';
-import type { MaintenanceStep } from './maintenance.js';
+import type { MaintenanceStep } from './maintenance-step.js';
 import { notQuarantined } from '../db/queries/quarantine.js';
 import { isolatingJob, type QuarantineDependencies } from './job-quarantine.js';
 

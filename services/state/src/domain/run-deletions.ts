@@ -10,7 +10,7 @@ import { recordJobChange } from '../db/queries/job-changes.js';
 import { updateJob, type JobPatch, type JobRow } from '../db/queries/jobs.js';
 import type { Database } from '../db/tables/index.js';
 import { projectJob } from './job-projection.js';
-import type { MaintenanceStep } from './maintenance.js';
+import type { MaintenanceStep } from './maintenance-step.js';
 import { notQuarantined } from '../db/queries/quarantine.js';
 import { isolatingJob, type QuarantineDependencies } from './job-quarantine.js';
 
