@@ -54,7 +54,8 @@ describe('ChangeTicks', () => {
     ticks.start();
     await until(() => streams.streams.length === 1);
     const subscriptions = Array.from({ length: 50 }, () => ticks.subscribe());
-    const waits = subscriptions.map((subscription) => subscription.wait(5_000, never));
+    // Each waiter with a signal of its own, as each call has in the service (fifty on one signal would pass Node's listener warning).
+    const waits = subscriptions.map((subscription) => subscription.wait(5_000, new AbortController().signal));
     streams.latest.push();
     expect(await Promise.all(waits)).toEqual(Array(50).fill('tick'));
     expect(ticks.streamsOpened).toBe(1);
