@@ -62,7 +62,10 @@ const ITEM_COLUMNS = `
  * with one NOTIFY (a job with a concurrency key also lists the key in
  * `queue_keys`, if new); a `deduplicated` item gets only its binding, to the
  * active job it names. A key whose live binding this statement's snapshot
- * already sees is left alone (no row lock, no write): the caller replays it. Items are bound in key order, so two batches that share
+ * already sees is left alone (no row lock, no write): the caller replays it;
+ * it is looked up by its key, one index probe per item (an anti-join would
+ * hash every live binding of the table, whose plan a connection keeps while
+ * the table grows). Items are bound in key order, so two batches that share
  * keys wait for each other instead of deadlocking. A key another
  * transaction holds makes this statement wait for that transaction; it is
  * then not bound here and the caller reads the winner's record.
@@ -78,9 +81,11 @@ const ADMIT_BATCH = new PreparedStatement<{ bound: number[] }>(
      insert into idempotency_records as r (subject, operation, key_hash, request_digest, job_id, response, created_at, expires_at, deduplicated)
      select subject, operation, decode(key_hash, 'hex'), request_digest, job_id, decode(response, 'base64'), $2, expires_at, deduplicated
      from item
-     where not exists (select 1 from idempotency_records live
-                       where live.subject = item.subject and live.operation = item.operation
-                         and live.key_hash = decode(item.key_hash, 'hex') and live.expires_at > now())
+     left join lateral (select true as bound from idempotency_records live
+                        where live.subject = item.subject and live.operation = item.operation
+                          and live.key_hash = decode(item.key_hash, 'hex') and live.expires_at > now()
+                        limit 1) live on true
+     where live.bound is null
      order by subject, operation, key_hash
      on conflict (subject, operation, key_hash) do update set
        request_digest = excluded.request_digest, job_id = excluded.job_id, response = excluded.response,

@@ -2,6 +2,7 @@ import type { JobWriteSet } from '../../domain/job-write-set.js';
 import type { JobRow } from './jobs.js';
 import { PreparedStatement, type StatementTarget } from '../prepared-statement.js';
 import { JOB_CHANGES_CHANNEL, announcementOf } from './job-changes.js';
+import { idsOf } from './rows-by-key.js';
 
 /**
  * Writes a whole {@link JobWriteSet} in one statement: every changed job
@@ -39,7 +40,7 @@ const WRITE_JOB_SET = new PreparedStatement<{ recorded: string; corrupt: string[
        progress jsonb, checkpoint jsonb, result jsonb, failure jsonb, pending_approval jsonb, last_approval jsonb, signal_count bigint,
        signals_done_through bigint, signals_delivered_through bigint, unknown_signals integer,
        attempt_deadline timestamptz, lease_end text, pending_parent_count integer)
-     where j.id = u.id
+     where j.id = u.id and j.id = any(${idsOf('$1')})
    ),
    new_events as (
      insert into job_events (job_id, sequence, type, payload, occurred_at, attempt_id, fence, previous_hash, hash)
@@ -58,7 +59,7 @@ const WRITE_JOB_SET = new PreparedStatement<{ recorded: string; corrupt: string[
    ended_attempts as (
      update attempts a set status = x.status, ended_at = $7
      from json_to_recordset($4::json) as x(id text, status text)
-     where a.id = x.id and a.status = 'ACTIVE'
+     where a.id = x.id and a.id = any(${idsOf('$4')}) and a.status = 'ACTIVE'
    ),
    feed_entries as (
      insert into job_changes (job_id, owner, queue, revision, status, lifecycle, changed_at)

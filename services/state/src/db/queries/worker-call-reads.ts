@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { incarnationFromJson, jobRowFromJson, operationFromJson } from '../json-rows.js';
 import { PreparedStatement } from '../prepared-statement.js';
 import type { JobRow } from './jobs.js';
+import { idsOf } from './rows-by-key.js';
 import type { IncarnationRow } from './workers.js';
 import type { WorkerOperationRow } from './worker-operations.js';
 
@@ -30,7 +31,8 @@ const OPERATIONS = `(select coalesce(json_agg(json_build_object(
       'request_digest', o.request_digest, 'response', encode(o.response, 'base64'),
       'created_at', o.created_at, 'expires_at', o.expires_at)), '[]')
    from json_to_recordset($1::json) as k(worker_incarnation text, operation_id text)
-   join worker_operations o on o.worker_incarnation = k.worker_incarnation and o.operation_id = k.operation_id)`;
+   join worker_operations o on o.worker_incarnation = k.worker_incarnation and o.operation_id = k.operation_id
+   where o.worker_incarnation = any(${idsOf('$1', 'worker_incarnation')}) and o.operation_id = any(${idsOf('$1', 'operation_id')}))`;
 
 /**
  * Marks incarnations seen (`last_seen_at`, ListWorkers and ExplainJob) at
@@ -47,7 +49,7 @@ const READ_REPORT_CONTEXT = new PreparedStatement<{ operations: Record<string, u
   'docket_read_report_context',
   `with locked as (
      select * from jobs
-     where id in (select job_id from attempts where id = any($3::text[])) and lifecycle <> 'HARD_DELETED'
+     where id = any(array(select job_id from attempts where id = any($3::text[]))) and lifecycle <> 'HARD_DELETED'
      order by id for update
    ), ${MARK_SEEN('$2::text[]')}
    select ${OPERATIONS} as operations,
