@@ -1,4 +1,5 @@
 import { PreparedStatement, type StatementTarget } from '../prepared-statement.js';
+import { idsOf } from './rows-by-key.js';
 import type { JobLifecycleName, JsonObject, SettledStatusName } from '../tables/index.js';
 import type { JobStatusName } from '@docket/contracts';
 import type { JobRow } from './jobs.js';
@@ -50,7 +51,7 @@ const SETTLE_EDGES = new PreparedStatement<SettledEdge>(
   'docket_settle_edges',
   `update job_dependencies d set settled_status = p.status
    from json_to_recordset($1::json) as p(job_id text, status text)
-   where d.parent_job_id = p.job_id and d.settled_status is null
+   where d.parent_job_id = p.job_id and d.parent_job_id = any(${idsOf('$1', 'job_id')}) and d.settled_status is null
    returning d.child_job_id, d.parent_job_id, d.settled_status`,
 );
 
