@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from './support/cluster.js';
+import { filesUnder } from './support/repository-files.js';
 
 /*
  * The docs name files and sections; a rename that forgets them leaves a
@@ -14,15 +15,9 @@ import { REPO_ROOT } from './support/cluster.js';
  * results are generated and not checked.
  */
 
-const SKIPPED_DIRECTORIES = new Set(['node_modules', '.git', 'dist', 'results', 'gen', '.venv']);
-
-/** Markdown pages of the repository, relative to its root. */
-function markdownPages(directory = REPO_ROOT): string[] {
-  return readdirSync(directory).flatMap((name) => {
-    const path = join(directory, name);
-    if (statSync(path).isDirectory()) return SKIPPED_DIRECTORIES.has(name) ? [] : markdownPages(path);
-    return name.endsWith('.md') ? [relative(REPO_ROOT, path)] : [];
-  });
+/** Markdown pages of the repository, relative to its root (benchmark results are generated). */
+function markdownPages(): string[] {
+  return filesUnder(REPO_ROOT, (name) => name.endsWith('.md'), new Set(['results'])).map((path) => relative(REPO_ROOT, path));
 }
 
 /** The text of a page without its fenced code blocks (examples, not links). */

@@ -1,7 +1,8 @@
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from './support/cluster.js';
+import { filesUnder } from './support/repository-files.js';
 
 /*
  * No module of a package or service imports itself back through others,
@@ -11,34 +12,21 @@ import { REPO_ROOT } from './support/cluster.js';
  * this looks at the relative imports inside each `src/`.
  */
 
-const SKIPPED_DIRECTORIES = new Set(['node_modules', 'dist', 'gen']);
-
 /** The non-test TypeScript sources of every package and service. */
 function sources(): string[] {
-  const found: string[] = [];
-  const walk = (directory: string): void => {
-    for (const name of readdirSync(directory)) {
-      const path = join(directory, name);
-      if (statSync(path).isDirectory()) {
-        if (!SKIPPED_DIRECTORIES.has(name)) walk(path);
-      } else if (/\.tsx?$/.test(name) && !/\.test\.tsx?$/.test(name) && !name.endsWith('.d.ts')) {
-        found.push(path);
-      }
-    }
-  };
-  for (const top of ['packages', 'services']) {
-    for (const name of readdirSync(join(REPO_ROOT, top))) {
-      const src = join(REPO_ROOT, top, name, 'src');
-      if (existsSync(src)) walk(src);
-    }
-  }
-  return found;
+  const isSource = (name: string) => /\.tsx?$/.test(name) && !/\.test\.tsx?$/.test(name) && !name.endsWith('.d.ts');
+  return ['packages', 'services'].flatMap((top) =>
+    readdirSync(join(REPO_ROOT, top))
+      .map((name) => join(REPO_ROOT, top, name, 'src'))
+      .filter((src) => existsSync(src))
+      .flatMap((src) => filesUnder(src, isSource)),
+  );
 }
 
-/** The source files a file imports or re-exports by relative path (`import type` included). */
+/** The source files a file imports or re-exports by relative path (`import type` and bare `import './x.js'` included). */
 function relativeImportsOf(file: string): string[] {
   const text = readFileSync(file, 'utf8');
-  return [...text.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+['"](\.{1,2}\/[^'"]+)['"]/gm)].flatMap((match) => {
+  return [...text.matchAll(/^\s*(?:(?:import|export)\s[^'"]*?from\s+|import\s+)['"](\.{1,2}\/[^'"]+)['"]/gm)].flatMap((match) => {
     const target = resolve(dirname(file), match[1]!).replace(/\.js$/, '');
     return ['.ts', '.tsx'].map((extension) => target + extension).filter((candidate) => existsSync(candidate));
   });

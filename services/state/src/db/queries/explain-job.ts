@@ -89,9 +89,9 @@ const READ_JOB_CLAIMABILITY = new PreparedStatement<ExplainRow>(
  * what decides whether a claim would take it now: its quarantine, its
  * queue's policy with the running counts and the rate bucket, the
  * claimable jobs ahead of it, and whether a live worker serves the queue.
- * One read-only statement, prepared once per connection, built from the claim statements' predicates
- * (`claimability.ts`); each count is an index scan (`jobs_claimable`,
- * `jobs_running_by_key`), the jobs ahead capped at
+ * One read-only statement, prepared once per connection, built from the
+ * claim statements' predicates (`claimability.ts`); each count is an index
+ * scan (`jobs_claimable`, `jobs_running_by_key`), the jobs ahead capped at
  * {@link JOBS_AHEAD_COUNTED} + 1 rows.
  *
  * ```sql
