@@ -1,8 +1,9 @@
-import { toJson } from '@bufbuild/protobuf';
+import { create, toJson } from '@bufbuild/protobuf';
 import { Code, ConnectError, type Interceptor } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
+import { WorkResponseSchema, type WorkRequest, type WorkResponse } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { createWorker, type Worker } from '@docket/worker-sdk';
 import type { DocketServices } from './support/docket-services.js';
 import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
@@ -17,7 +18,10 @@ import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
  * SDK's own transport lets the first SaveCheckpoint and the first
  * ReportOutcome reach the execution service, waits for the service's
  * answer (so the call has been applied and committed), and then throws it
- * away, handing the SDK an UNAVAILABLE as a broken connection would.
+ * away, handing the SDK an UNAVAILABLE as a broken connection would. On
+ * the worker session (the SDK's default) the answer is lost with the whole
+ * stream, which fails as a dropped connection does: the SDK sends the call
+ * again, same operation id, on a new session.
  */
 
 let cluster: DocketServices;
@@ -67,7 +71,62 @@ function losingFirstAnswers(dropFirst: ReadonlySet<string>, sent: SentCall[]): I
   };
 }
 
-describe('a lost answer, against the real services', () => {
+/** The unary RPC name of a session call (`saveCheckpoint` is `SaveCheckpoint`). */
+function rpcOf(name: string): string {
+  return name.charAt(0).toUpperCase() + name.slice(1);
+}
+
+/**
+ * {@link losingFirstAnswers} for the worker session: records every call
+ * sent on a Work stream and its answer, and fails the stream in place of
+ * the first successful answer of each RPC in `dropFirst` (after the service
+ * has given it).
+ */
+function losingFirstSessionAnswers(dropFirst: ReadonlySet<string>, sent: SentCall[]): Interceptor {
+  const dropped = new Set<string>();
+  return (next) => async (request) => {
+    if (request.method.name !== 'Work' || !request.stream) return next(request);
+    const calls = new Map<bigint, { rpc: string; operationId: string }>();
+    const requests = request.message as AsyncIterable<WorkRequest>;
+    async function* recorded(): AsyncGenerator<WorkRequest> {
+      for await (const message of requests) {
+        const { call } = message;
+        if (call.case !== undefined && call.case !== 'cancel') {
+          calls.set(message.callId, { rpc: rpcOf(call.case), operationId: (call.value as { operationId?: string }).operationId ?? '' });
+        }
+        yield message;
+      }
+    }
+    const response = await next({ ...request, message: recorded() });
+    if (!response.stream) return response;
+    const answers = response.message as AsyncIterable<WorkResponse>;
+    async function* losing(): AsyncGenerator<WorkResponse> {
+      for await (const answer of answers) {
+        const call = calls.get(answer.callId);
+        if (call) {
+          const ok = answer.result.case !== 'error';
+          const drop = ok && dropFirst.has(call.rpc) && !dropped.has(call.rpc);
+          sent.push({
+            ...call,
+            answer: ok ? { ok: true, response: toJson(WorkResponseSchema, create(WorkResponseSchema, { result: answer.result })) } : { ok: false, code: (answer.result.value as { code: Code }).code },
+            dropped: drop,
+          });
+          if (drop) {
+            dropped.add(call.rpc);
+            throw new ConnectError('the answer was lost on the way back', Code.Unavailable);
+          }
+        }
+        yield answer;
+      }
+    }
+    return { ...response, message: losing() };
+  };
+}
+
+describe.each([
+  { mode: 'unary calls', workSession: false, losing: losingFirstAnswers },
+  { mode: 'the worker session', workSession: true, losing: losingFirstSessionAnswers },
+])('a lost answer, against the real services, on $mode', ({ workSession, losing }) => {
   it('is retried with the same operation id: one checkpoint, one outcome, one journal event each', async () => {
     const queue = freshQueue('lost-answer');
     const sent: SentCall[] = [];
@@ -77,7 +136,7 @@ describe('a lost answer, against the real services', () => {
     };
     const transport = createGrpcTransport({
       baseUrl: cluster.execution.url,
-      interceptors: [bearer, losingFirstAnswers(new Set(['SaveCheckpoint', 'ReportOutcome']), sent)],
+      interceptors: [bearer, losing(new Set(['SaveCheckpoint', 'ReportOutcome']), sent)],
     });
     worker = createWorker({
       transport,
@@ -85,6 +144,7 @@ describe('a lost answer, against the real services', () => {
       queues: [queue],
       concurrency: 1,
       claimWaitMs: 2_000,
+      workSession,
       handler: async (job) => {
         await job.saveCheckpoint({ step: 1 });
         return { done: true };

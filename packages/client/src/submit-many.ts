@@ -5,6 +5,7 @@ import { LIMITS } from '@docket/contracts';
 import { SubmitJobRequestSchema, type AdmissionService, type SubmitJobRequest } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import type { Status } from '@docket/proto/google/rpc/status_pb.js';
+import { failureOfStatus } from '@docket/client-kit';
 import { DocketClientError, isDocketClientError } from './docket-client-error.js';
 import { resolveIdempotencyKey } from './idempotency-key.js';
 import { callWithRetry, isRetryableFailure, throwIfAborted, type RetryPolicy } from './retry-policy.js';
@@ -195,7 +196,5 @@ async function submitCall(deps: SubmitManyDependencies, call: readonly Pending[]
 /** The error SubmitJob would have thrown, from an item's `google.rpc.Status` (its details pass through). */
 function failureOf(status: Status | undefined): ConnectError {
   if (!status) return new ConnectError('SubmitJobs answered an item without a result', Code.Internal);
-  const failure = new ConnectError(status.message, status.code as Code);
-  failure.details = status.details.map((detail) => ({ type: detail.typeUrl.slice(detail.typeUrl.lastIndexOf('/') + 1), value: detail.value }));
-  return failure;
+  return failureOfStatus(status);
 }

@@ -7,7 +7,7 @@ import type {
   HandleWorkerCallResponse,
   StateService,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { failureOfStatus } from './item-status.js';
+import { failureOfStatus } from '@docket/client-kit';
 import { RequestBatcher, type BatchBudget, type ItemOutcome, type SubmitOptions } from './request-batcher.js';
 
 /** How a front service coalesces its calls to the state service. */

@@ -70,7 +70,7 @@ export { DEFAULT_CORS_ORIGINS, corsPolicy, readCorsOrigins, type CorsPolicy } fr
 export { DEFAULT_FEED_CURSOR_TTL_MS, FeedCursorCodec, normaliseFeedFilter, type FeedCursorBinding, type FeedCursorFilter, type FeedCursorPosition, type FeedCursorRefusal, type OpenedFeedCursor } from './feed-cursor.js';
 export { callerOf } from './state-caller.js';
 export { RequestBatcher, type BatchBudget, type ItemOutcome, type RequestBatcherOptions, type SubmitOptions } from './request-batcher.js';
-export { failureOfStatus, statusOfFailure } from './item-status.js';
+export { statusOfFailure } from './item-status.js';
 export { batchingStateClient, type StateBatchOptions } from './batching-state-client.js';
 export { serviceHealthProbe, watchDependency, type DependencyProbe } from './dependency-health.js';
 export { ServiceMetrics } from './service-metrics.js';

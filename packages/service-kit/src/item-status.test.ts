@@ -2,7 +2,8 @@ import { Code, ConnectError } from '@connectrpc/connect';
 import { describe, expect, it } from 'vitest';
 import { DocketError, invalidField } from '@docket/contracts';
 import { errorInfoOf, fieldViolationsOf, toConnectError } from './error-mapping.js';
-import { failureOfStatus, statusOfFailure } from './item-status.js';
+import { failureOfStatus } from '@docket/client-kit';
+import { statusOfFailure } from './item-status.js';
 import { createLogger } from './logger.js';
 
 const lines: string[] = [];

@@ -1,6 +1,5 @@
 import { create } from '@bufbuild/protobuf';
 import { anyPack } from '@bufbuild/protobuf/wkt';
-import { ConnectError, type Code } from '@connectrpc/connect';
 import { StatusSchema, type Status } from '@docket/proto/google/rpc/status_pb.js';
 import { toConnectError } from './error-mapping.js';
 import type { LogFields, Logger } from './logger.js';
@@ -25,15 +24,3 @@ export function statusOfFailure(error: unknown, logger: Logger, fields?: LogFiel
     ),
   });
 }
-
-/**
- * The `ConnectError` a unary call would have failed with, from an item's
- * `google.rpc.Status`: callers handle it exactly like an error of the
- * unary call (its ErrorInfo passes through to their own callers).
- */
-export function failureOfStatus(status: Status): ConnectError {
-  const failure = new ConnectError(status.message, status.code as Code);
-  failure.details = status.details.map((detail) => ({ type: detail.typeUrl.slice(detail.typeUrl.lastIndexOf('/') + 1), value: detail.value }));
-  return failure;
-}
-

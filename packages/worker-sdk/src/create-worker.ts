@@ -203,7 +203,7 @@ class DocketWorker implements Worker {
   private async register(): Promise<void> {
     const { name, queues, concurrency, prefetch, callTimeoutMs } = this.options;
     try {
-      this.connection = connectExecution(this.options.url, this.options.token, this.options.transport);
+      this.connection = connectExecution(this.options.url, this.options.token, { transport: this.options.transport, session: this.options.workSession });
       const client = this.connection.client;
       const response = await callWithRetry(
         () => client.registerWorker({ workerName: name, queues: [...queues], maxConcurrency: this.pipeline.capacity }, { timeoutMs: callTimeoutMs }),

@@ -75,6 +75,13 @@ export interface WorkerOptions {
   readonly signalPollMs?: number;
   /** Drain on the first SIGTERM or SIGINT, stop at once on the second; default false. */
   readonly handleSignals?: boolean;
+  /**
+   * Carry claims and attempt calls on one ExecutionService/Work stream, the
+   * worker session (default true); false makes each of them a unary RPC, as
+   * for a proxy that cannot carry a bidirectional stream. Against a service
+   * without Work the SDK goes unary by itself.
+   */
+  readonly workSession?: boolean;
   /** Where the SDK logs; default silent. */
   readonly logger?: WorkerLogger;
   /**
@@ -102,6 +109,7 @@ export interface ResolvedWorkerOptions {
   readonly callTimeoutMs: number;
   readonly signalPollMs: number;
   readonly handleSignals: boolean;
+  readonly workSession: boolean;
   readonly logger: WorkerLogger | undefined;
   readonly describeError: DescribeError | undefined;
 }
@@ -161,6 +169,7 @@ export function resolveWorkerOptions(options: WorkerOptions): ResolvedWorkerOpti
     callTimeoutMs,
     signalPollMs,
     handleSignals: options.handleSignals ?? false,
+    workSession: options.workSession ?? true,
     logger: options.logger,
     describeError: options.describeError,
   };

@@ -52,6 +52,12 @@ export interface ExecutionConfig extends FrontServiceConfig {
   readonly queueStatsIntervalMs: number;
   /** The bulk operation runner's longest pause between rounds (DOCKET_BULK_INTERVAL_MS). */
   readonly bulkIntervalMs: number;
+  /**
+   * The longest a worker session (ExecutionService/Work) lasts before the
+   * service ends it as it does on drain, so that the worker opens a new one
+   * and presents its current token (DOCKET_WORK_SESSION_MAX_AGE_MS).
+   */
+  readonly workSessionMaxAgeMs: number;
 }
 
 /** Default port of the execution service (SPEC section 12). */
@@ -68,8 +74,8 @@ const MAX_MAINTENANCE_BATCH = 1000;
  * DOCKET_DELETION_INTERVAL_MS (default 1000), DOCKET_RETENTION_INTERVAL_MS
  * (default 60000), DOCKET_FEED_PRUNE_INTERVAL_MS (default 3600000),
  * DOCKET_FEED_CURSOR_TTL_SECONDS (default 604800),
- * DOCKET_CLAIM_RECHECK_MS (default 5000) and DOCKET_SCHEDULE_INTERVAL_MS
- * (default 1000).
+ * DOCKET_CLAIM_RECHECK_MS (default 5000), DOCKET_SCHEDULE_INTERVAL_MS
+ * (default 1000) and DOCKET_WORK_SESSION_MAX_AGE_MS (default 600000).
  */
 export function readExecutionConfig(env: Environment): ExecutionConfig {
   const maintenanceBatch = readPositiveInteger(env, 'DOCKET_MAINTENANCE_BATCH', 100);
@@ -95,5 +101,6 @@ export function readExecutionConfig(env: Environment): ExecutionConfig {
     scheduleIntervalMs: readPositiveInteger(env, 'DOCKET_SCHEDULE_INTERVAL_MS', 1000),
     queueStatsIntervalMs: readPositiveInteger(env, 'DOCKET_QUEUE_STATS_INTERVAL_MS', 1000),
     bulkIntervalMs: readPositiveInteger(env, 'DOCKET_BULK_INTERVAL_MS', 1000),
+    workSessionMaxAgeMs: readPositiveInteger(env, 'DOCKET_WORK_SESSION_MAX_AGE_MS', 600_000),
   };
 }

@@ -32,7 +32,7 @@ export async function startExecutionServer(config: ExecutionConfig, logger: Logg
       requestBytes: 'executionRequestBytes',
       listen: config.listen,
       services: [ExecutionService],
-      routes: executionServiceRoutes({ state, ticks, recheckMs: config.claimRecheckMs }),
+      routes: executionServiceRoutes({ state, ticks, recheckMs: config.claimRecheckMs, logger, maxAgeMs: config.workSessionMaxAgeMs }),
       authenticate: { secret: config.authSecret, publicKeys: config.authPublicKeys, rules: config.tokenRules, allowedRoles: ['worker'] },
       logger,
       dependency: serviceHealthProbe('state', stateTransport),

@@ -1,7 +1,8 @@
 import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { drainSignalOf, forwardDeadline, permissionDeniedError, principalOf } from '@docket/service-kit';
-import { claimJobs, type ClaimDependencies } from '../domain/claim-jobs.js';
+import { claimJobs } from '../domain/claim-jobs.js';
+import { workSession, type WorkSessionDependencies } from '../domain/work-session.js';
 import {
   forwardWorkerCall,
   type WorkerCall,
@@ -10,7 +11,7 @@ import {
 } from '../domain/worker-call.js';
 
 /** What the ExecutionService handlers need. */
-export type ExecutionRoutesDependencies = ClaimDependencies;
+export type ExecutionRoutesDependencies = WorkSessionDependencies;
 
 /**
  * Registers docket.execution.v1.ExecutionService. Every worker RPC is
@@ -19,6 +20,7 @@ export type ExecutionRoutesDependencies = ClaimDependencies;
  * queues (claim `queues`) may register only those: any other queue is
  * PERMISSION_DENIED before anything is written, and since claims serve only
  * the registered queues, such a worker never sees another queue's jobs.
+ * Work, the worker session, runs the same calls on one stream.
  */
 export function executionServiceRoutes(deps: ExecutionRoutesDependencies): (router: ConnectRouter) => void {
   /** The handler of a worker RPC that the state service answers as is. */
@@ -54,6 +56,12 @@ export function executionServiceRoutes(deps: ExecutionRoutesDependencies): (rout
       beginEffect: forwarded('beginEffect'),
       advanceEffect: forwarded('advanceEffect'),
       listRecoverableEffects: forwarded('listRecoverableEffects'),
+      work: (requests, ctx) =>
+        workSession(deps, principalOf(ctx).subject, requests, {
+          signal: ctx.signal,
+          drain: drainSignalOf(ctx),
+          forward: () => forwardDeadline(ctx),
+        }),
     });
   };
 }

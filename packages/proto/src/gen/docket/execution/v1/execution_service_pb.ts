@@ -20,13 +20,15 @@ import type { Signal } from "../../common/v1/signal_pb.js";
 import { file_docket_common_v1_signal } from "../../common/v1/signal_pb.js";
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Status } from "../../../google/rpc/status_pb.js";
+import { file_google_rpc_status } from "../../../google/rpc/status_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file docket/execution/v1/execution_service.proto.
  */
 export const file_docket_execution_v1_execution_service: GenFile = /*@__PURE__*/
-  fileDesc("Citkb2NrZXQvZXhlY3V0aW9uL3YxL2V4ZWN1dGlvbl9zZXJ2aWNlLnByb3RvEhNkb2NrZXQuZXhlY3V0aW9uLnYxIlUKFVJlZ2lzdGVyV29ya2VyUmVxdWVzdBITCgt3b3JrZXJfbmFtZRgBIAEoCRIOCgZxdWV1ZXMYAiADKAkSFwoPbWF4X2NvbmN1cnJlbmN5GAMgASgFInsKFlJlZ2lzdGVyV29ya2VyUmVzcG9uc2USGgoSd29ya2VyX2luY2FybmF0aW9uGAEgASgJEhIKCmdlbmVyYXRpb24YAiABKAMSMQoObGVhc2VfZHVyYXRpb24YAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24ijwEKEENsYWltSm9ic1JlcXVlc3QSGgoSd29ya2VyX2luY2FybmF0aW9uGAEgASgJEg4KBnF1ZXVlcxgCIAMoCRIQCghtYXhfam9icxgDIAEoBRInCgR3YWl0GAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhQKDG9wZXJhdGlvbl9pZBgFIAEoCSJJChFDbGFpbUpvYnNSZXNwb25zZRI0Cgthc3NpZ25tZW50cxgBIAMoCzIfLmRvY2tldC5leGVjdXRpb24udjEuQXNzaWdubWVudCJ9CgpBc3NpZ25tZW50EjUKCWF1dGhvcml0eRgBIAEoCzIiLmRvY2tldC5jb21tb24udjEuQXR0ZW1wdEF1dGhvcml0eRI4CghlbnZlbG9wZRgCIAEoCzImLmRvY2tldC5leGVjdXRpb24udjEuRXhlY3V0aW9uRW52ZWxvcGUijwQKEUV4ZWN1dGlvbkVudmVsb3BlEg4KBmpvYl9pZBgBIAEoCRISCgphdHRlbXB0X2lkGAIgASgJEg0KBWZlbmNlGAMgASgDEhoKEndvcmtlcl9pbmNhcm5hdGlvbhgEIAEoCRINCgVxdWV1ZRgFIAEoCRImCgVpbnB1dBgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFgoOYXR0ZW1wdF9udW1iZXIYByABKAUSKwoKY2hlY2twb2ludBgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMQoPcGVuZGluZ19zaWduYWxzGAkgAygLMhguZG9ja2V0LmNvbW1vbi52MS5TaWduYWwSOAoNbGFzdF9hcHByb3ZhbBgKIAEoCzIhLmRvY2tldC5jb21tb24udjEuRGVjaWRlZEFwcHJvdmFsElEKDnBhcmVudF9yZXN1bHRzGAsgAygLMjkuZG9ja2V0LmV4ZWN1dGlvbi52MS5FeGVjdXRpb25FbnZlbG9wZS5QYXJlbnRSZXN1bHRzRW50cnkSIAoYcGFyZW50X3Jlc3VsdHNfdHJ1bmNhdGVkGAwgASgIGk0KElBhcmVudFJlc3VsdHNFbnRyeRILCgNrZXkYASABKAkSJgoFdmFsdWUYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0OgI4ASJaChNSZW5ld0F0dGVtcHRSZXF1ZXN0Ei0KB2F0dGVtcHQYASABKAsyHC5kb2NrZXQuY29tbW9uLnYxLkF0dGVtcHRSZWYSFAoMb3BlcmF0aW9uX2lkGAIgASgJIrIBChRSZW5ld0F0dGVtcHRSZXNwb25zZRI0ChBsZWFzZV9leHBpcmVzX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIYChBjYW5jZWxfcmVxdWVzdGVkGAIgASgIEhcKD3BhdXNlX3JlcXVlc3RlZBgDIAEoCBIxCg9wZW5kaW5nX3NpZ25hbHMYBCADKAsyGC5kb2NrZXQuY29tbW9uLnYxLlNpZ25hbCKKAQoVUmVwb3J0UHJvZ3Jlc3NSZXF1ZXN0Ei0KB2F0dGVtcHQYASABKAsyHC5kb2NrZXQuY29tbW9uLnYxLkF0dGVtcHRSZWYSFAoMb3BlcmF0aW9uX2lkGAIgASgJEiwKCHByb2dyZXNzGAMgASgLMhouZG9ja2V0LmNvbW1vbi52MS5Qcm9ncmVzcyJLChZSZXBvcnRQcm9ncmVzc1Jlc3BvbnNlEhgKEGNhbmNlbF9yZXF1ZXN0ZWQYASABKAgSFwoPcGF1c2VfcmVxdWVzdGVkGAIgASgIIokBChVTYXZlQ2hlY2twb2ludFJlcXVlc3QSLQoHYXR0ZW1wdBgBIAEoCzIcLmRvY2tldC5jb21tb24udjEuQXR0ZW1wdFJlZhIUCgxvcGVyYXRpb25faWQYAiABKAkSKwoKY2hlY2twb2ludBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiGAoWU2F2ZUNoZWNrcG9pbnRSZXNwb25zZSKMAQoTQXBwZW5kRXZlbnRzUmVxdWVzdBItCgdhdHRlbXB0GAEgASgLMhwuZG9ja2V0LmNvbW1vbi52MS5BdHRlbXB0UmVmEhQKDG9wZXJhdGlvbl9pZBgCIAEoCRIwCgZldmVudHMYAyADKAsyIC5kb2NrZXQuZXhlY3V0aW9uLnYxLldvcmtlckV2ZW50IkUKC1dvcmtlckV2ZW50EgwKBHR5cGUYASABKAkSKAoHcGF5bG9hZBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiRQoUQXBwZW5kRXZlbnRzUmVzcG9uc2USFgoOZmlyc3Rfc2VxdWVuY2UYASABKAMSFQoNbGFzdF9zZXF1ZW5jZRgCIAEoAyJwChFBY2tTaWduYWxzUmVxdWVzdBItCgdhdHRlbXB0GAEgASgLMhwuZG9ja2V0LmNvbW1vbi52MS5BdHRlbXB0UmVmEhQKDG9wZXJhdGlvbl9pZBgCIAEoCRIWCg51cF90b19zZXF1ZW5jZRgDIAEoAyIUChJBY2tTaWduYWxzUmVzcG9uc2UilwEKFlJlcXVlc3RBcHByb3ZhbFJlcXVlc3QSLQoHYXR0ZW1wdBgBIAEoCzIcLmRvY2tldC5jb21tb24udjEuQXR0ZW1wdFJlZhIUCgxvcGVyYXRpb25faWQYAiABKAkSDgoGcHJvbXB0GAMgASgJEigKB2RldGFpbHMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ii4KF1JlcXVlc3RBcHByb3ZhbFJlc3BvbnNlEhMKC2FwcHJvdmFsX2lkGAEgASgJIsgCChRSZXBvcnRPdXRjb21lUmVxdWVzdBItCgdhdHRlbXB0GAEgASgLMhwuZG9ja2V0LmNvbW1vbi52MS5BdHRlbXB0UmVmEhQKDG9wZXJhdGlvbl9pZBgCIAEoCRI2CgdzdWNjZXNzGAMgASgLMiMuZG9ja2V0LmV4ZWN1dGlvbi52MS5TdWNjZXNzT3V0Y29tZUgAEjYKB2ZhaWx1cmUYBCABKAsyIy5kb2NrZXQuZXhlY3V0aW9uLnYxLkZhaWx1cmVPdXRjb21lSAASOgoJY2FuY2VsbGVkGAUgASgLMiUuZG9ja2V0LmV4ZWN1dGlvbi52MS5DYW5jZWxsZWRPdXRjb21lSAASNAoGcGF1c2VkGAYgASgLMiIuZG9ja2V0LmV4ZWN1dGlvbi52MS5QYXVzZWRPdXRjb21lSABCCQoHb3V0Y29tZSI5Cg5TdWNjZXNzT3V0Y29tZRInCgZyZXN1bHQYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IocBCg5GYWlsdXJlT3V0Y29tZRI1Cg1mYWlsdXJlX2NsYXNzGAEgASgOMh4uZG9ja2V0LmNvbW1vbi52MS5GYWlsdXJlQ2xhc3MSDwoHbWVzc2FnZRgCIAEoCRItCgxzYWZlX2RldGFpbHMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IhIKEENhbmNlbGxlZE91dGNvbWUiDwoNUGF1c2VkT3V0Y29tZSI7ChVSZXBvcnRPdXRjb21lUmVzcG9uc2USIgoDam9iGAEgASgLMhUuZG9ja2V0LmNvbW1vbi52MS5Kb2IilgEKEkJlZ2luRWZmZWN0UmVxdWVzdBItCgdhdHRlbXB0GAEgASgLMhwuZG9ja2V0LmNvbW1vbi52MS5BdHRlbXB0UmVmEgwKBGtpbmQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJEhQKDGlucHV0X2RpZ2VzdBgEIAEoCRIUCgxvcGVyYXRpb25faWQYBSABKAkieQoTQmVnaW5FZmZlY3RSZXNwb25zZRIoCgZlZmZlY3QYASABKAsyGC5kb2NrZXQuY29tbW9uLnYxLkVmZmVjdBI4CgtkaXNwb3NpdGlvbhgCIAEoDjIjLmRvY2tldC5jb21tb24udjEuRWZmZWN0RGlzcG9zaXRpb24i6AMKFEFkdmFuY2VFZmZlY3RSZXF1ZXN0Ei0KB2F0dGVtcHQYASABKAsyHC5kb2NrZXQuY29tbW9uLnYxLkF0dGVtcHRSZWYSEQoJZWZmZWN0X2lkGAIgASgJEhkKEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDEhQKDG9wZXJhdGlvbl9pZBgJIAEoCRI9CgZzaWduZWQYBCABKAsyKy5kb2NrZXQuZXhlY3V0aW9uLnYxLkVmZmVjdFNpZ25lZFRyYW5zaXRpb25IABJDCgljb21taXR0ZWQYBSABKAsyLi5kb2NrZXQuZXhlY3V0aW9uLnYxLkVmZmVjdENvbW1pdHRlZFRyYW5zaXRpb25IABJHCgtyZWNvdmVyYWJsZRgGIAEoCzIwLmRvY2tldC5leGVjdXRpb24udjEuRWZmZWN0UmVjb3ZlcmFibGVUcmFuc2l0aW9uSAASPQoGcmVzdW1lGAcgASgLMisuZG9ja2V0LmV4ZWN1dGlvbi52MS5FZmZlY3RSZXN1bWVUcmFuc2l0aW9uSAASQwoJY2FuY2VsbGVkGAggASgLMi4uZG9ja2V0LmV4ZWN1dGlvbi52MS5FZmZlY3RDYW5jZWxsZWRUcmFuc2l0aW9uSABCDAoKdHJhbnNpdGlvbiItChZFZmZlY3RTaWduZWRUcmFuc2l0aW9uEhMKC2V4dGVybmFsX2lkGAEgASgJIjAKGUVmZmVjdENvbW1pdHRlZFRyYW5zaXRpb24SEwoLZXh0ZXJuYWxfaWQYASABKAkiiwEKG0VmZmVjdFJlY292ZXJhYmxlVHJhbnNpdGlvbhI2CgZyZWFzb24YASABKA4yJi5kb2NrZXQuY29tbW9uLnYxLkVmZmVjdFJlY292ZXJ5UmVhc29uEjQKEHJldHJ5X25vdF9iZWZvcmUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIhgKFkVmZmVjdFJlc3VtZVRyYW5zaXRpb24iGwoZRWZmZWN0Q2FuY2VsbGVkVHJhbnNpdGlvbiJBChVBZHZhbmNlRWZmZWN0UmVzcG9uc2USKAoGZWZmZWN0GAEgASgLMhguZG9ja2V0LmNvbW1vbi52MS5FZmZlY3QiXQodTGlzdFJlY292ZXJhYmxlRWZmZWN0c1JlcXVlc3QSLQoHYXR0ZW1wdBgBIAEoCzIcLmRvY2tldC5jb21tb24udjEuQXR0ZW1wdFJlZhINCgVsaW1pdBgCIAEoBSJLCh5MaXN0UmVjb3ZlcmFibGVFZmZlY3RzUmVzcG9uc2USKQoHZWZmZWN0cxgBIAMoCzIYLmRvY2tldC5jb21tb24udjEuRWZmZWN0MoEKChBFeGVjdXRpb25TZXJ2aWNlEmkKDlJlZ2lzdGVyV29ya2VyEiouZG9ja2V0LmV4ZWN1dGlvbi52MS5SZWdpc3RlcldvcmtlclJlcXVlc3QaKy5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlZ2lzdGVyV29ya2VyUmVzcG9uc2USWgoJQ2xhaW1Kb2JzEiUuZG9ja2V0LmV4ZWN1dGlvbi52MS5DbGFpbUpvYnNSZXF1ZXN0GiYuZG9ja2V0LmV4ZWN1dGlvbi52MS5DbGFpbUpvYnNSZXNwb25zZRJjCgxSZW5ld0F0dGVtcHQSKC5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlbmV3QXR0ZW1wdFJlcXVlc3QaKS5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlbmV3QXR0ZW1wdFJlc3BvbnNlEmkKDlJlcG9ydFByb2dyZXNzEiouZG9ja2V0LmV4ZWN1dGlvbi52MS5SZXBvcnRQcm9ncmVzc1JlcXVlc3QaKy5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlcG9ydFByb2dyZXNzUmVzcG9uc2USaQoOU2F2ZUNoZWNrcG9pbnQSKi5kb2NrZXQuZXhlY3V0aW9uLnYxLlNhdmVDaGVja3BvaW50UmVxdWVzdBorLmRvY2tldC5leGVjdXRpb24udjEuU2F2ZUNoZWNrcG9pbnRSZXNwb25zZRJjCgxBcHBlbmRFdmVudHMSKC5kb2NrZXQuZXhlY3V0aW9uLnYxLkFwcGVuZEV2ZW50c1JlcXVlc3QaKS5kb2NrZXQuZXhlY3V0aW9uLnYxLkFwcGVuZEV2ZW50c1Jlc3BvbnNlEl0KCkFja1NpZ25hbHMSJi5kb2NrZXQuZXhlY3V0aW9uLnYxLkFja1NpZ25hbHNSZXF1ZXN0GicuZG9ja2V0LmV4ZWN1dGlvbi52MS5BY2tTaWduYWxzUmVzcG9uc2USbAoPUmVxdWVzdEFwcHJvdmFsEisuZG9ja2V0LmV4ZWN1dGlvbi52MS5SZXF1ZXN0QXBwcm92YWxSZXF1ZXN0GiwuZG9ja2V0LmV4ZWN1dGlvbi52MS5SZXF1ZXN0QXBwcm92YWxSZXNwb25zZRJmCg1SZXBvcnRPdXRjb21lEikuZG9ja2V0LmV4ZWN1dGlvbi52MS5SZXBvcnRPdXRjb21lUmVxdWVzdBoqLmRvY2tldC5leGVjdXRpb24udjEuUmVwb3J0T3V0Y29tZVJlc3BvbnNlEmAKC0JlZ2luRWZmZWN0EicuZG9ja2V0LmV4ZWN1dGlvbi52MS5CZWdpbkVmZmVjdFJlcXVlc3QaKC5kb2NrZXQuZXhlY3V0aW9uLnYxLkJlZ2luRWZmZWN0UmVzcG9uc2USZgoNQWR2YW5jZUVmZmVjdBIpLmRvY2tldC5leGVjdXRpb24udjEuQWR2YW5jZUVmZmVjdFJlcXVlc3QaKi5kb2NrZXQuZXhlY3V0aW9uLnYxLkFkdmFuY2VFZmZlY3RSZXNwb25zZRKGAQoWTGlzdFJlY292ZXJhYmxlRWZmZWN0cxIyLmRvY2tldC5leGVjdXRpb24udjEuTGlzdFJlY292ZXJhYmxlRWZmZWN0c1JlcXVlc3QaMy5kb2NrZXQuZXhlY3V0aW9uLnYxLkxpc3RSZWNvdmVyYWJsZUVmZmVjdHNSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_docket_common_v1_approval, file_docket_common_v1_attempt, file_docket_common_v1_effect, file_docket_common_v1_failure, file_docket_common_v1_job, file_docket_common_v1_progress, file_docket_common_v1_signal, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Citkb2NrZXQvZXhlY3V0aW9uL3YxL2V4ZWN1dGlvbl9zZXJ2aWNlLnByb3RvEhNkb2NrZXQuZXhlY3V0aW9uLnYxIlUKFVJlZ2lzdGVyV29ya2VyUmVxdWVzdBITCgt3b3JrZXJfbmFtZRgBIAEoCRIOCgZxdWV1ZXMYAiADKAkSFwoPbWF4X2NvbmN1cnJlbmN5GAMgASgFInsKFlJlZ2lzdGVyV29ya2VyUmVzcG9uc2USGgoSd29ya2VyX2luY2FybmF0aW9uGAEgASgJEhIKCmdlbmVyYXRpb24YAiABKAMSMQoObGVhc2VfZHVyYXRpb24YAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24ijwEKEENsYWltSm9ic1JlcXVlc3QSGgoSd29ya2VyX2luY2FybmF0aW9uGAEgASgJEg4KBnF1ZXVlcxgCIAMoCRIQCghtYXhfam9icxgDIAEoBRInCgR3YWl0GAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhQKDG9wZXJhdGlvbl9pZBgFIAEoCSJJChFDbGFpbUpvYnNSZXNwb25zZRI0Cgthc3NpZ25tZW50cxgBIAMoCzIfLmRvY2tldC5leGVjdXRpb24udjEuQXNzaWdubWVudCJ9CgpBc3NpZ25tZW50EjUKCWF1dGhvcml0eRgBIAEoCzIiLmRvY2tldC5jb21tb24udjEuQXR0ZW1wdEF1dGhvcml0eRI4CghlbnZlbG9wZRgCIAEoCzImLmRvY2tldC5leGVjdXRpb24udjEuRXhlY3V0aW9uRW52ZWxvcGUijwQKEUV4ZWN1dGlvbkVudmVsb3BlEg4KBmpvYl9pZBgBIAEoCRISCgphdHRlbXB0X2lkGAIgASgJEg0KBWZlbmNlGAMgASgDEhoKEndvcmtlcl9pbmNhcm5hdGlvbhgEIAEoCRINCgVxdWV1ZRgFIAEoCRImCgVpbnB1dBgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFgoOYXR0ZW1wdF9udW1iZXIYByABKAUSKwoKY2hlY2twb2ludBgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSMQoPcGVuZGluZ19zaWduYWxzGAkgAygLMhguZG9ja2V0LmNvbW1vbi52MS5TaWduYWwSOAoNbGFzdF9hcHByb3ZhbBgKIAEoCzIhLmRvY2tldC5jb21tb24udjEuRGVjaWRlZEFwcHJvdmFsElEKDnBhcmVudF9yZXN1bHRzGAsgAygLMjkuZG9ja2V0LmV4ZWN1dGlvbi52MS5FeGVjdXRpb25FbnZlbG9wZS5QYXJlbnRSZXN1bHRzRW50cnkSIAoYcGFyZW50X3Jlc3VsdHNfdHJ1bmNhdGVkGAwgASgIGk0KElBhcmVudFJlc3VsdHNFbnRyeRILCgNrZXkYASABKAkSJgoFdmFsdWUYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0OgI4ASJaChNSZW5ld0F0dGVtcHRSZXF1ZXN0Ei0KB2F0dGVtcHQYASABKAsyHC5kb2NrZXQuY29tbW9uLnYxLkF0dGVtcHRSZWYSFAoMb3BlcmF0aW9uX2lkGAIgASgJIrIBChRSZW5ld0F0dGVtcHRSZXNwb25zZRI0ChBsZWFzZV9leHBpcmVzX2F0GAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIYChBjYW5jZWxfcmVxdWVzdGVkGAIgASgIEhcKD3BhdXNlX3JlcXVlc3RlZBgDIAEoCBIxCg9wZW5kaW5nX3NpZ25hbHMYBCADKAsyGC5kb2NrZXQuY29tbW9uLnYxLlNpZ25hbCKKAQoVUmVwb3J0UHJvZ3Jlc3NSZXF1ZXN0Ei0KB2F0dGVtcHQYASABKAsyHC5kb2NrZXQuY29tbW9uLnYxLkF0dGVtcHRSZWYSFAoMb3BlcmF0aW9uX2lkGAIgASgJEiwKCHByb2dyZXNzGAMgASgLMhouZG9ja2V0LmNvbW1vbi52MS5Qcm9ncmVzcyJLChZSZXBvcnRQcm9ncmVzc1Jlc3BvbnNlEhgKEGNhbmNlbF9yZXF1ZXN0ZWQYASABKAgSFwoPcGF1c2VfcmVxdWVzdGVkGAIgASgIIokBChVTYXZlQ2hlY2twb2ludFJlcXVlc3QSLQoHYXR0ZW1wdBgBIAEoCzIcLmRvY2tldC5jb21tb24udjEuQXR0ZW1wdFJlZhIUCgxvcGVyYXRpb25faWQYAiABKAkSKwoKY2hlY2twb2ludBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiGAoWU2F2ZUNoZWNrcG9pbnRSZXNwb25zZSKMAQoTQXBwZW5kRXZlbnRzUmVxdWVzdBItCgdhdHRlbXB0GAEgASgLMhwuZG9ja2V0LmNvbW1vbi52MS5BdHRlbXB0UmVmEhQKDG9wZXJhdGlvbl9pZBgCIAEoCRIwCgZldmVudHMYAyADKAsyIC5kb2NrZXQuZXhlY3V0aW9uLnYxLldvcmtlckV2ZW50IkUKC1dvcmtlckV2ZW50EgwKBHR5cGUYASABKAkSKAoHcGF5bG9hZBgCIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QiRQoUQXBwZW5kRXZlbnRzUmVzcG9uc2USFgoOZmlyc3Rfc2VxdWVuY2UYASABKAMSFQoNbGFzdF9zZXF1ZW5jZRgCIAEoAyJwChFBY2tTaWduYWxzUmVxdWVzdBItCgdhdHRlbXB0GAEgASgLMhwuZG9ja2V0LmNvbW1vbi52MS5BdHRlbXB0UmVmEhQKDG9wZXJhdGlvbl9pZBgCIAEoCRIWCg51cF90b19zZXF1ZW5jZRgDIAEoAyIUChJBY2tTaWduYWxzUmVzcG9uc2UilwEKFlJlcXVlc3RBcHByb3ZhbFJlcXVlc3QSLQoHYXR0ZW1wdBgBIAEoCzIcLmRvY2tldC5jb21tb24udjEuQXR0ZW1wdFJlZhIUCgxvcGVyYXRpb25faWQYAiABKAkSDgoGcHJvbXB0GAMgASgJEigKB2RldGFpbHMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ii4KF1JlcXVlc3RBcHByb3ZhbFJlc3BvbnNlEhMKC2FwcHJvdmFsX2lkGAEgASgJIsgCChRSZXBvcnRPdXRjb21lUmVxdWVzdBItCgdhdHRlbXB0GAEgASgLMhwuZG9ja2V0LmNvbW1vbi52MS5BdHRlbXB0UmVmEhQKDG9wZXJhdGlvbl9pZBgCIAEoCRI2CgdzdWNjZXNzGAMgASgLMiMuZG9ja2V0LmV4ZWN1dGlvbi52MS5TdWNjZXNzT3V0Y29tZUgAEjYKB2ZhaWx1cmUYBCABKAsyIy5kb2NrZXQuZXhlY3V0aW9uLnYxLkZhaWx1cmVPdXRjb21lSAASOgoJY2FuY2VsbGVkGAUgASgLMiUuZG9ja2V0LmV4ZWN1dGlvbi52MS5DYW5jZWxsZWRPdXRjb21lSAASNAoGcGF1c2VkGAYgASgLMiIuZG9ja2V0LmV4ZWN1dGlvbi52MS5QYXVzZWRPdXRjb21lSABCCQoHb3V0Y29tZSI5Cg5TdWNjZXNzT3V0Y29tZRInCgZyZXN1bHQYASABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IocBCg5GYWlsdXJlT3V0Y29tZRI1Cg1mYWlsdXJlX2NsYXNzGAEgASgOMh4uZG9ja2V0LmNvbW1vbi52MS5GYWlsdXJlQ2xhc3MSDwoHbWVzc2FnZRgCIAEoCRItCgxzYWZlX2RldGFpbHMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IhIKEENhbmNlbGxlZE91dGNvbWUiDwoNUGF1c2VkT3V0Y29tZSI7ChVSZXBvcnRPdXRjb21lUmVzcG9uc2USIgoDam9iGAEgASgLMhUuZG9ja2V0LmNvbW1vbi52MS5Kb2IilgEKEkJlZ2luRWZmZWN0UmVxdWVzdBItCgdhdHRlbXB0GAEgASgLMhwuZG9ja2V0LmNvbW1vbi52MS5BdHRlbXB0UmVmEgwKBGtpbmQYAiABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJEhQKDGlucHV0X2RpZ2VzdBgEIAEoCRIUCgxvcGVyYXRpb25faWQYBSABKAkieQoTQmVnaW5FZmZlY3RSZXNwb25zZRIoCgZlZmZlY3QYASABKAsyGC5kb2NrZXQuY29tbW9uLnYxLkVmZmVjdBI4CgtkaXNwb3NpdGlvbhgCIAEoDjIjLmRvY2tldC5jb21tb24udjEuRWZmZWN0RGlzcG9zaXRpb24i6AMKFEFkdmFuY2VFZmZlY3RSZXF1ZXN0Ei0KB2F0dGVtcHQYASABKAsyHC5kb2NrZXQuY29tbW9uLnYxLkF0dGVtcHRSZWYSEQoJZWZmZWN0X2lkGAIgASgJEhkKEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDEhQKDG9wZXJhdGlvbl9pZBgJIAEoCRI9CgZzaWduZWQYBCABKAsyKy5kb2NrZXQuZXhlY3V0aW9uLnYxLkVmZmVjdFNpZ25lZFRyYW5zaXRpb25IABJDCgljb21taXR0ZWQYBSABKAsyLi5kb2NrZXQuZXhlY3V0aW9uLnYxLkVmZmVjdENvbW1pdHRlZFRyYW5zaXRpb25IABJHCgtyZWNvdmVyYWJsZRgGIAEoCzIwLmRvY2tldC5leGVjdXRpb24udjEuRWZmZWN0UmVjb3ZlcmFibGVUcmFuc2l0aW9uSAASPQoGcmVzdW1lGAcgASgLMisuZG9ja2V0LmV4ZWN1dGlvbi52MS5FZmZlY3RSZXN1bWVUcmFuc2l0aW9uSAASQwoJY2FuY2VsbGVkGAggASgLMi4uZG9ja2V0LmV4ZWN1dGlvbi52MS5FZmZlY3RDYW5jZWxsZWRUcmFuc2l0aW9uSABCDAoKdHJhbnNpdGlvbiItChZFZmZlY3RTaWduZWRUcmFuc2l0aW9uEhMKC2V4dGVybmFsX2lkGAEgASgJIjAKGUVmZmVjdENvbW1pdHRlZFRyYW5zaXRpb24SEwoLZXh0ZXJuYWxfaWQYASABKAkiiwEKG0VmZmVjdFJlY292ZXJhYmxlVHJhbnNpdGlvbhI2CgZyZWFzb24YASABKA4yJi5kb2NrZXQuY29tbW9uLnYxLkVmZmVjdFJlY292ZXJ5UmVhc29uEjQKEHJldHJ5X25vdF9iZWZvcmUYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIhgKFkVmZmVjdFJlc3VtZVRyYW5zaXRpb24iGwoZRWZmZWN0Q2FuY2VsbGVkVHJhbnNpdGlvbiJBChVBZHZhbmNlRWZmZWN0UmVzcG9uc2USKAoGZWZmZWN0GAEgASgLMhguZG9ja2V0LmNvbW1vbi52MS5FZmZlY3QiXQodTGlzdFJlY292ZXJhYmxlRWZmZWN0c1JlcXVlc3QSLQoHYXR0ZW1wdBgBIAEoCzIcLmRvY2tldC5jb21tb24udjEuQXR0ZW1wdFJlZhINCgVsaW1pdBgCIAEoBSJLCh5MaXN0UmVjb3ZlcmFibGVFZmZlY3RzUmVzcG9uc2USKQoHZWZmZWN0cxgBIAMoCzIYLmRvY2tldC5jb21tb24udjEuRWZmZWN0IoUHCgtXb3JrUmVxdWVzdBIPCgdjYWxsX2lkGAEgASgEEjsKCmNsYWltX2pvYnMYAiABKAsyJS5kb2NrZXQuZXhlY3V0aW9uLnYxLkNsYWltSm9ic1JlcXVlc3RIABJBCg1yZW5ld19hdHRlbXB0GAMgASgLMiguZG9ja2V0LmV4ZWN1dGlvbi52MS5SZW5ld0F0dGVtcHRSZXF1ZXN0SAASRQoPcmVwb3J0X3Byb2dyZXNzGAQgASgLMiouZG9ja2V0LmV4ZWN1dGlvbi52MS5SZXBvcnRQcm9ncmVzc1JlcXVlc3RIABJFCg9zYXZlX2NoZWNrcG9pbnQYBSABKAsyKi5kb2NrZXQuZXhlY3V0aW9uLnYxLlNhdmVDaGVja3BvaW50UmVxdWVzdEgAEkEKDWFwcGVuZF9ldmVudHMYBiABKAsyKC5kb2NrZXQuZXhlY3V0aW9uLnYxLkFwcGVuZEV2ZW50c1JlcXVlc3RIABI9CgthY2tfc2lnbmFscxgHIAEoCzImLmRvY2tldC5leGVjdXRpb24udjEuQWNrU2lnbmFsc1JlcXVlc3RIABJHChByZXF1ZXN0X2FwcHJvdmFsGAggASgLMisuZG9ja2V0LmV4ZWN1dGlvbi52MS5SZXF1ZXN0QXBwcm92YWxSZXF1ZXN0SAASQwoOcmVwb3J0X291dGNvbWUYCSABKAsyKS5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlcG9ydE91dGNvbWVSZXF1ZXN0SAASPwoMYmVnaW5fZWZmZWN0GAogASgLMicuZG9ja2V0LmV4ZWN1dGlvbi52MS5CZWdpbkVmZmVjdFJlcXVlc3RIABJDCg5hZHZhbmNlX2VmZmVjdBgLIAEoCzIpLmRvY2tldC5leGVjdXRpb24udjEuQWR2YW5jZUVmZmVjdFJlcXVlc3RIABJWChhsaXN0X3JlY292ZXJhYmxlX2VmZmVjdHMYDCABKAsyMi5kb2NrZXQuZXhlY3V0aW9uLnYxLkxpc3RSZWNvdmVyYWJsZUVmZmVjdHNSZXF1ZXN0SAASNQoGY2FuY2VsGA0gASgLMiMuZG9ja2V0LmV4ZWN1dGlvbi52MS5DYW5jZWxXb3JrQ2FsbEgAEioKB3RpbWVvdXQYDiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb25CBgoEY2FsbCIQCg5DYW5jZWxXb3JrQ2FsbCLVBgoMV29ya1Jlc3BvbnNlEg8KB2NhbGxfaWQYASABKAQSPAoKY2xhaW1fam9icxgCIAEoCzImLmRvY2tldC5leGVjdXRpb24udjEuQ2xhaW1Kb2JzUmVzcG9uc2VIABJCCg1yZW5ld19hdHRlbXB0GAMgASgLMikuZG9ja2V0LmV4ZWN1dGlvbi52MS5SZW5ld0F0dGVtcHRSZXNwb25zZUgAEkYKD3JlcG9ydF9wcm9ncmVzcxgEIAEoCzIrLmRvY2tldC5leGVjdXRpb24udjEuUmVwb3J0UHJvZ3Jlc3NSZXNwb25zZUgAEkYKD3NhdmVfY2hlY2twb2ludBgFIAEoCzIrLmRvY2tldC5leGVjdXRpb24udjEuU2F2ZUNoZWNrcG9pbnRSZXNwb25zZUgAEkIKDWFwcGVuZF9ldmVudHMYBiABKAsyKS5kb2NrZXQuZXhlY3V0aW9uLnYxLkFwcGVuZEV2ZW50c1Jlc3BvbnNlSAASPgoLYWNrX3NpZ25hbHMYByABKAsyJy5kb2NrZXQuZXhlY3V0aW9uLnYxLkFja1NpZ25hbHNSZXNwb25zZUgAEkgKEHJlcXVlc3RfYXBwcm92YWwYCCABKAsyLC5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlcXVlc3RBcHByb3ZhbFJlc3BvbnNlSAASRAoOcmVwb3J0X291dGNvbWUYCSABKAsyKi5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlcG9ydE91dGNvbWVSZXNwb25zZUgAEkAKDGJlZ2luX2VmZmVjdBgKIAEoCzIoLmRvY2tldC5leGVjdXRpb24udjEuQmVnaW5FZmZlY3RSZXNwb25zZUgAEkQKDmFkdmFuY2VfZWZmZWN0GAsgASgLMiouZG9ja2V0LmV4ZWN1dGlvbi52MS5BZHZhbmNlRWZmZWN0UmVzcG9uc2VIABJXChhsaXN0X3JlY292ZXJhYmxlX2VmZmVjdHMYDCABKAsyMy5kb2NrZXQuZXhlY3V0aW9uLnYxLkxpc3RSZWNvdmVyYWJsZUVmZmVjdHNSZXNwb25zZUgAEiMKBWVycm9yGA8gASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXNIAEIICgZyZXN1bHQy0goKEEV4ZWN1dGlvblNlcnZpY2USaQoOUmVnaXN0ZXJXb3JrZXISKi5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlZ2lzdGVyV29ya2VyUmVxdWVzdBorLmRvY2tldC5leGVjdXRpb24udjEuUmVnaXN0ZXJXb3JrZXJSZXNwb25zZRJaCglDbGFpbUpvYnMSJS5kb2NrZXQuZXhlY3V0aW9uLnYxLkNsYWltSm9ic1JlcXVlc3QaJi5kb2NrZXQuZXhlY3V0aW9uLnYxLkNsYWltSm9ic1Jlc3BvbnNlEmMKDFJlbmV3QXR0ZW1wdBIoLmRvY2tldC5leGVjdXRpb24udjEuUmVuZXdBdHRlbXB0UmVxdWVzdBopLmRvY2tldC5leGVjdXRpb24udjEuUmVuZXdBdHRlbXB0UmVzcG9uc2USaQoOUmVwb3J0UHJvZ3Jlc3MSKi5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlcG9ydFByb2dyZXNzUmVxdWVzdBorLmRvY2tldC5leGVjdXRpb24udjEuUmVwb3J0UHJvZ3Jlc3NSZXNwb25zZRJpCg5TYXZlQ2hlY2twb2ludBIqLmRvY2tldC5leGVjdXRpb24udjEuU2F2ZUNoZWNrcG9pbnRSZXF1ZXN0GisuZG9ja2V0LmV4ZWN1dGlvbi52MS5TYXZlQ2hlY2twb2ludFJlc3BvbnNlEmMKDEFwcGVuZEV2ZW50cxIoLmRvY2tldC5leGVjdXRpb24udjEuQXBwZW5kRXZlbnRzUmVxdWVzdBopLmRvY2tldC5leGVjdXRpb24udjEuQXBwZW5kRXZlbnRzUmVzcG9uc2USXQoKQWNrU2lnbmFscxImLmRvY2tldC5leGVjdXRpb24udjEuQWNrU2lnbmFsc1JlcXVlc3QaJy5kb2NrZXQuZXhlY3V0aW9uLnYxLkFja1NpZ25hbHNSZXNwb25zZRJsCg9SZXF1ZXN0QXBwcm92YWwSKy5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlcXVlc3RBcHByb3ZhbFJlcXVlc3QaLC5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlcXVlc3RBcHByb3ZhbFJlc3BvbnNlEmYKDVJlcG9ydE91dGNvbWUSKS5kb2NrZXQuZXhlY3V0aW9uLnYxLlJlcG9ydE91dGNvbWVSZXF1ZXN0GiouZG9ja2V0LmV4ZWN1dGlvbi52MS5SZXBvcnRPdXRjb21lUmVzcG9uc2USYAoLQmVnaW5FZmZlY3QSJy5kb2NrZXQuZXhlY3V0aW9uLnYxLkJlZ2luRWZmZWN0UmVxdWVzdBooLmRvY2tldC5leGVjdXRpb24udjEuQmVnaW5FZmZlY3RSZXNwb25zZRJmCg1BZHZhbmNlRWZmZWN0EikuZG9ja2V0LmV4ZWN1dGlvbi52MS5BZHZhbmNlRWZmZWN0UmVxdWVzdBoqLmRvY2tldC5leGVjdXRpb24udjEuQWR2YW5jZUVmZmVjdFJlc3BvbnNlEoYBChZMaXN0UmVjb3ZlcmFibGVFZmZlY3RzEjIuZG9ja2V0LmV4ZWN1dGlvbi52MS5MaXN0UmVjb3ZlcmFibGVFZmZlY3RzUmVxdWVzdBozLmRvY2tldC5leGVjdXRpb24udjEuTGlzdFJlY292ZXJhYmxlRWZmZWN0c1Jlc3BvbnNlIgOQAgESTwoEV29yaxIgLmRvY2tldC5leGVjdXRpb24udjEuV29ya1JlcXVlc3QaIS5kb2NrZXQuZXhlY3V0aW9uLnYxLldvcmtSZXNwb25zZSgBMAFiBnByb3RvMw", [file_docket_common_v1_approval, file_docket_common_v1_attempt, file_docket_common_v1_effect, file_docket_common_v1_failure, file_docket_common_v1_job, file_docket_common_v1_progress, file_docket_common_v1_signal, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_status]);
 
 /**
  * RegisterWorkerRequest names a worker and what it will run.
@@ -1264,6 +1266,283 @@ export const ListRecoverableEffectsResponseSchema: GenMessage<ListRecoverableEff
   messageDesc(file_docket_execution_v1_execution_service, 35);
 
 /**
+ * WorkRequest is one call on a worker session (see Work).
+ *
+ * @generated from message docket.execution.v1.WorkRequest
+ */
+export type WorkRequest = Message<"docket.execution.v1.WorkRequest"> & {
+  /**
+   * The worker's name for this call, unique among its unanswered calls on
+   * the stream; the answer carries it back. 0 is not a valid id.
+   *
+   * @generated from field: uint64 call_id = 1;
+   */
+  callId: bigint;
+
+  /**
+   * The call: the request of the unary RPC of the same name.
+   *
+   * @generated from oneof docket.execution.v1.WorkRequest.call
+   */
+  call: {
+    /**
+     * A ClaimJobs call.
+     *
+     * @generated from field: docket.execution.v1.ClaimJobsRequest claim_jobs = 2;
+     */
+    value: ClaimJobsRequest;
+    case: "claimJobs";
+  } | {
+    /**
+     * A RenewAttempt call.
+     *
+     * @generated from field: docket.execution.v1.RenewAttemptRequest renew_attempt = 3;
+     */
+    value: RenewAttemptRequest;
+    case: "renewAttempt";
+  } | {
+    /**
+     * A ReportProgress call.
+     *
+     * @generated from field: docket.execution.v1.ReportProgressRequest report_progress = 4;
+     */
+    value: ReportProgressRequest;
+    case: "reportProgress";
+  } | {
+    /**
+     * A SaveCheckpoint call.
+     *
+     * @generated from field: docket.execution.v1.SaveCheckpointRequest save_checkpoint = 5;
+     */
+    value: SaveCheckpointRequest;
+    case: "saveCheckpoint";
+  } | {
+    /**
+     * An AppendEvents call.
+     *
+     * @generated from field: docket.execution.v1.AppendEventsRequest append_events = 6;
+     */
+    value: AppendEventsRequest;
+    case: "appendEvents";
+  } | {
+    /**
+     * An AckSignals call.
+     *
+     * @generated from field: docket.execution.v1.AckSignalsRequest ack_signals = 7;
+     */
+    value: AckSignalsRequest;
+    case: "ackSignals";
+  } | {
+    /**
+     * A RequestApproval call.
+     *
+     * @generated from field: docket.execution.v1.RequestApprovalRequest request_approval = 8;
+     */
+    value: RequestApprovalRequest;
+    case: "requestApproval";
+  } | {
+    /**
+     * A ReportOutcome call.
+     *
+     * @generated from field: docket.execution.v1.ReportOutcomeRequest report_outcome = 9;
+     */
+    value: ReportOutcomeRequest;
+    case: "reportOutcome";
+  } | {
+    /**
+     * A BeginEffect call.
+     *
+     * @generated from field: docket.execution.v1.BeginEffectRequest begin_effect = 10;
+     */
+    value: BeginEffectRequest;
+    case: "beginEffect";
+  } | {
+    /**
+     * An AdvanceEffect call.
+     *
+     * @generated from field: docket.execution.v1.AdvanceEffectRequest advance_effect = 11;
+     */
+    value: AdvanceEffectRequest;
+    case: "advanceEffect";
+  } | {
+    /**
+     * A ListRecoverableEffects call.
+     *
+     * @generated from field: docket.execution.v1.ListRecoverableEffectsRequest list_recoverable_effects = 12;
+     */
+    value: ListRecoverableEffectsRequest;
+    case: "listRecoverableEffects";
+  } | {
+    /**
+     * Withdraws the unanswered call `call_id` names, as cancelling the unary
+     * RPC would: a waiting claim stops waiting; work already decided stays
+     * decided (operation ids make sending it again safe). The call is still
+     * answered (its result, or CANCELLED). A cancel of no unanswered call is
+     * ignored.
+     *
+     * @generated from field: docket.execution.v1.CancelWorkCall cancel = 13;
+     */
+    value: CancelWorkCall;
+    case: "cancel";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * The call's deadline, as `grpc-timeout` carries it for the unary RPC.
+   * Unset: the stream's deadline, if any. A claim's `wait` is cut to end
+   * before it.
+   *
+   * @generated from field: google.protobuf.Duration timeout = 14;
+   */
+  timeout?: Duration | undefined;
+};
+
+/**
+ * Describes the message docket.execution.v1.WorkRequest.
+ * Use `create(WorkRequestSchema)` to create a new message.
+ */
+export const WorkRequestSchema: GenMessage<WorkRequest> = /*@__PURE__*/
+  messageDesc(file_docket_execution_v1_execution_service, 36);
+
+/**
+ * CancelWorkCall withdraws a call of the same session (see WorkRequest.cancel).
+ *
+ * @generated from message docket.execution.v1.CancelWorkCall
+ */
+export type CancelWorkCall = Message<"docket.execution.v1.CancelWorkCall"> & {
+};
+
+/**
+ * Describes the message docket.execution.v1.CancelWorkCall.
+ * Use `create(CancelWorkCallSchema)` to create a new message.
+ */
+export const CancelWorkCallSchema: GenMessage<CancelWorkCall> = /*@__PURE__*/
+  messageDesc(file_docket_execution_v1_execution_service, 37);
+
+/**
+ * WorkResponse answers one call of a worker session.
+ *
+ * @generated from message docket.execution.v1.WorkResponse
+ */
+export type WorkResponse = Message<"docket.execution.v1.WorkResponse"> & {
+  /**
+   * The `call_id` of the call answered.
+   *
+   * @generated from field: uint64 call_id = 1;
+   */
+  callId: bigint;
+
+  /**
+   * The unary RPC's response, or its error.
+   *
+   * @generated from oneof docket.execution.v1.WorkResponse.result
+   */
+  result: {
+    /**
+     * The answer to a ClaimJobs call.
+     *
+     * @generated from field: docket.execution.v1.ClaimJobsResponse claim_jobs = 2;
+     */
+    value: ClaimJobsResponse;
+    case: "claimJobs";
+  } | {
+    /**
+     * The answer to a RenewAttempt call.
+     *
+     * @generated from field: docket.execution.v1.RenewAttemptResponse renew_attempt = 3;
+     */
+    value: RenewAttemptResponse;
+    case: "renewAttempt";
+  } | {
+    /**
+     * The answer to a ReportProgress call.
+     *
+     * @generated from field: docket.execution.v1.ReportProgressResponse report_progress = 4;
+     */
+    value: ReportProgressResponse;
+    case: "reportProgress";
+  } | {
+    /**
+     * The answer to a SaveCheckpoint call.
+     *
+     * @generated from field: docket.execution.v1.SaveCheckpointResponse save_checkpoint = 5;
+     */
+    value: SaveCheckpointResponse;
+    case: "saveCheckpoint";
+  } | {
+    /**
+     * The answer to an AppendEvents call.
+     *
+     * @generated from field: docket.execution.v1.AppendEventsResponse append_events = 6;
+     */
+    value: AppendEventsResponse;
+    case: "appendEvents";
+  } | {
+    /**
+     * The answer to an AckSignals call.
+     *
+     * @generated from field: docket.execution.v1.AckSignalsResponse ack_signals = 7;
+     */
+    value: AckSignalsResponse;
+    case: "ackSignals";
+  } | {
+    /**
+     * The answer to a RequestApproval call.
+     *
+     * @generated from field: docket.execution.v1.RequestApprovalResponse request_approval = 8;
+     */
+    value: RequestApprovalResponse;
+    case: "requestApproval";
+  } | {
+    /**
+     * The answer to a ReportOutcome call.
+     *
+     * @generated from field: docket.execution.v1.ReportOutcomeResponse report_outcome = 9;
+     */
+    value: ReportOutcomeResponse;
+    case: "reportOutcome";
+  } | {
+    /**
+     * The answer to a BeginEffect call.
+     *
+     * @generated from field: docket.execution.v1.BeginEffectResponse begin_effect = 10;
+     */
+    value: BeginEffectResponse;
+    case: "beginEffect";
+  } | {
+    /**
+     * The answer to an AdvanceEffect call.
+     *
+     * @generated from field: docket.execution.v1.AdvanceEffectResponse advance_effect = 11;
+     */
+    value: AdvanceEffectResponse;
+    case: "advanceEffect";
+  } | {
+    /**
+     * The answer to a ListRecoverableEffects call.
+     *
+     * @generated from field: docket.execution.v1.ListRecoverableEffectsResponse list_recoverable_effects = 12;
+     */
+    value: ListRecoverableEffectsResponse;
+    case: "listRecoverableEffects";
+  } | {
+    /**
+     * The error the unary RPC would have failed with.
+     *
+     * @generated from field: google.rpc.Status error = 15;
+     */
+    value: Status;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message docket.execution.v1.WorkResponse.
+ * Use `create(WorkResponseSchema)` to create a new message.
+ */
+export const WorkResponseSchema: GenMessage<WorkResponse> = /*@__PURE__*/
+  messageDesc(file_docket_execution_v1_execution_service, 38);
+
+/**
  * ExecutionService is the API for workers. Every call needs
  * `authorization: Bearer <JWT>` with role `worker` (UNAUTHENTICATED without
  * a valid token; PERMISSION_DENIED for users and admins, with no hint of what
@@ -1494,6 +1773,42 @@ export const ExecutionService: GenService<{
     methodKind: "unary";
     input: typeof ListRecoverableEffectsRequestSchema;
     output: typeof ListRecoverableEffectsResponseSchema;
+  },
+  /**
+   * Work is the worker session: one long-lived stream per worker process
+   * that carries its claims and its attempt-scoped calls, so that a worker's
+   * steady state pays no per-call set-up. Each WorkRequest is one call,
+   * exactly the request of the unary RPC it names, with a `call_id` the
+   * worker chooses; the service answers it with one WorkResponse carrying
+   * that `call_id` and either the unary RPC's response or the
+   * google.rpc.Status (code, message, ErrorInfo, BadRequest) the unary RPC
+   * would have failed with. Calls run concurrently and are answered as they
+   * finish, in any order; a claim with `wait` is a standing request for
+   * work, answered as soon as a job is claimed for it (woken by the same
+   * database notifications as ClaimJobs). Fences, leases by the database
+   * clock, idempotency by operation id and every error are those of the
+   * unary RPCs, which stay for simple clients.
+   *
+   * The session ends with status OK when the worker half-closes and every
+   * call it sent is answered, and also, after answering every call it has
+   * read, when the service drains (waiting claims answer with no
+   * assignments first) or the session reaches the service's longest
+   * session age (`DOCKET_WORK_SESSION_MAX_AGE_MS`, so a rotated token is
+   * presented again). A call the service never answered had no effect or
+   * is idempotent: the worker sends it again, same operation id, on a new
+   * session, possibly to another replica, and gets the first answer. A
+   * service holds at most 1,024 unanswered calls of a session (limit
+   * `workSessionCalls`) and reads no further until one is answered, leaving
+   * the rest to HTTP/2 flow control. Errors of the stream itself:
+   * UNAUTHENTICATED, PERMISSION_DENIED, and INVALID_ARGUMENT (INVALID_FIELD
+   * `call_id`) for a call id of 0 or one already unanswered on the stream.
+   *
+   * @generated from rpc docket.execution.v1.ExecutionService.Work
+   */
+  work: {
+    methodKind: "bidi_streaming";
+    input: typeof WorkRequestSchema;
+    output: typeof WorkResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_docket_execution_v1_execution_service, 0);

@@ -1,0 +1,1 @@
+export { failureOfStatus } from './item-failure.js';

@@ -1,0 +1,186 @@
+import { create } from '@bufbuild/protobuf';
+import { durationMs } from '@bufbuild/protobuf/wkt';
+import { Code, ConnectError } from '@connectrpc/connect';
+import { invalidField, LIMITS } from '@docket/contracts';
+import { WorkResponseSchema, type WorkRequest, type WorkResponse } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import { statusOfFailure, type ForwardedDeadline, type Logger } from '@docket/service-kit';
+import { claimJobs, type ClaimDependencies } from './claim-jobs.js';
+import { forwardWorkerCall, type WorkerCall } from './worker-call.js';
+
+/** What a worker session needs. */
+export interface WorkSessionDependencies extends ClaimDependencies {
+  readonly logger: Logger;
+  /** How long a session lasts at most before it ends as on drain (`ExecutionConfig.workSessionMaxAgeMs`). */
+  readonly maxAgeMs: number;
+}
+
+/** The stream a session runs in. */
+export interface WorkSessionCall {
+  /** Aborts when the worker goes away or the stream's deadline passes. */
+  readonly signal: AbortSignal;
+  /** Aborts when the server starts draining. */
+  readonly drain: AbortSignal;
+  /** The stream's deadline and request id as they stand now. */
+  readonly forward: () => ForwardedDeadline;
+}
+
+/** A call the session has read and not yet answered. */
+interface OpenCall {
+  readonly stop: AbortController;
+  readonly timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+/**
+ * ExecutionService/Work: each call read from the stream runs as the unary
+ * RPC of its kind would (a claim through {@link claimJobs}, with its
+ * long-poll; every other call through the state service's HandleWorkerCall,
+ * which the process batches), concurrently, and is answered as soon as it
+ * finishes, with its response or the `google.rpc.Status` the unary RPC
+ * would have failed with.
+ *
+ * At most {@link LIMITS}.workSessionCalls calls are open at once; beyond
+ * that the session reads no further and HTTP/2 flow control holds the
+ * worker back. When the server drains or the session reaches `maxAgeMs`,
+ * it stops reading, answers every call it read (waiting claims answer
+ * empty at once on drain, like ClaimJobs) and ends with OK; the worker
+ * sends what was left unanswered again on a new session. When the worker
+ * goes away, every open call is withdrawn.
+ */
+export async function* workSession(
+  deps: WorkSessionDependencies,
+  subject: string,
+  requests: AsyncIterable<WorkRequest>,
+  call: WorkSessionCall,
+): AsyncGenerator<WorkResponse> {
+  const open = new Map<bigint, OpenCall>();
+  const answers: WorkResponse[] = [];
+  let reading = true;
+  let failure: unknown;
+  let wake: (() => void) | undefined;
+  const notify = (): void => {
+    const waiting = wake;
+    wake = undefined;
+    waiting?.();
+  };
+  const ending = new AbortController();
+  const end = (): void => {
+    ending.abort();
+    notify();
+  };
+  let roomFreed: (() => void) | undefined;
+  const ageTimer = setTimeout(end, deps.maxAgeMs);
+  const onGone = (): void => {
+    failure ??= ConnectError.from(call.signal.reason, Code.Canceled);
+    for (const { stop } of open.values()) stop.abort(call.signal.reason);
+    notify();
+  };
+  call.drain.addEventListener('abort', end, { once: true });
+  call.signal.addEventListener('abort', onGone, { once: true });
+  if (call.drain.aborted) end();
+  if (call.signal.aborted) onGone();
+
+  const answer = (callId: bigint, result: WorkResponse['result']): void => {
+    const opened = open.get(callId);
+    if (opened) clearTimeout(opened.timer);
+    open.delete(callId);
+    answers.push(create(WorkResponseSchema, { callId, result }));
+    const free = roomFreed;
+    roomFreed = undefined;
+    free?.();
+    notify();
+  };
+
+  const start = (request: WorkRequest): void => {
+    const { callId } = request;
+    if (callId === 0n || open.has(callId)) {
+      throw invalidField('call_id', callId === 0n ? 'must not be 0' : 'is already unanswered on this stream');
+    }
+    const work = request.call;
+    if (work.case === 'cancel') {
+      open.get(callId)?.stop.abort(new ConnectError('the worker cancelled the call', Code.Canceled));
+      return;
+    }
+    if (work.case === undefined) {
+      answer(callId, { case: 'error', value: statusOfFailure(invalidField('call', 'must name a call'), deps.logger) });
+      return;
+    }
+    let timeoutMs = call.forward().timeoutMs;
+    if (request.timeout) {
+      const { seconds, nanos } = request.timeout;
+      if (seconds < 0n || nanos < 0 || nanos > 999_999_999) {
+        answer(callId, { case: 'error', value: statusOfFailure(invalidField('timeout', 'must be a non-negative duration'), deps.logger) });
+        return;
+      }
+      timeoutMs = Math.min(timeoutMs ?? Number.POSITIVE_INFINITY, durationMs(request.timeout));
+    }
+    const stop = new AbortController();
+    const deadline = timeoutMs === undefined ? undefined : performance.now() + timeoutMs;
+    const timer =
+      timeoutMs === undefined ? undefined : setTimeout(() => stop.abort(new ConnectError('the deadline passed', Code.DeadlineExceeded)), timeoutMs);
+    open.set(callId, { stop, timer });
+    const forward = (): ForwardedDeadline => {
+      const { headers } = call.forward();
+      return {
+        signal: stop.signal,
+        ...(deadline === undefined ? {} : { timeoutMs: Math.max(0, deadline - performance.now()) }),
+        ...(headers ? { headers } : {}),
+      };
+    };
+    const running: Promise<WorkResponse['result']> =
+      work.case === 'claimJobs'
+        ? claimJobs(deps, subject, work.value, { signal: stop.signal, drain: call.drain, forward }).then((value) => ({ case: work.case, value }))
+        : forwardWorkerCall(deps.state, subject, work as WorkerCall, forward()).then((value) => ({ case: work.case, value }) as WorkResponse['result']);
+    running.then(
+      (result) => answer(callId, result),
+      (error: unknown) => answer(callId, { case: 'error', value: statusOfFailure(error, deps.logger, { rpc: `Work/${work.case}` }) }),
+    );
+  };
+
+  const read = async (): Promise<void> => {
+    const iterator = requests[Symbol.asyncIterator]();
+    const ended = new Promise<'ended'>((resolve) => ending.signal.addEventListener('abort', () => resolve('ended'), { once: true }));
+    try {
+      for (;;) {
+        while (open.size >= LIMITS.workSessionCalls && !ending.signal.aborted) {
+          await Promise.race([new Promise<void>((resolve) => (roomFreed = resolve)), ended]);
+        }
+        if (ending.signal.aborted) return;
+        const nextRequest = iterator.next();
+        const next = await Promise.race([nextRequest, ended]);
+        if (next === 'ended') {
+          // The session ends without this read: whatever it brings (a call
+          // the worker sends again elsewhere, or the stream's end) is moot.
+          nextRequest.catch(() => undefined);
+          return;
+        }
+        if (next.done) return;
+        start(next.value);
+      }
+    } catch (error) {
+      failure = error;
+    } finally {
+      reading = false;
+      notify();
+    }
+  };
+  const reader = read();
+
+  try {
+    for (;;) {
+      while (answers.length > 0) yield answers.shift()!;
+      if ((!reading && open.size === 0) || failure !== undefined) break;
+      await new Promise<void>((resolve) => (wake = resolve));
+    }
+    if (failure !== undefined) throw failure;
+    await reader;
+  } finally {
+    clearTimeout(ageTimer);
+    call.drain.removeEventListener('abort', end);
+    call.signal.removeEventListener('abort', onGone);
+    for (const { stop, timer } of open.values()) {
+      clearTimeout(timer);
+      stop.abort(new ConnectError('the session ended', Code.Canceled));
+    }
+    open.clear();
+  }
+}
