@@ -21,7 +21,7 @@ const running = new Set<DocketServices>();
 export type InProcessClusterOptions = ClusterShape;
 
 /** A service started in this process: its server and how it stops. */
-interface InProcessService extends RunningService {
+export interface InProcessService extends RunningService {
   stop(): Promise<void>;
 }
 
@@ -37,7 +37,7 @@ interface InProcessService extends RunningService {
  * drains the front services, then state, as SIGTERM would;
  * {@link stopInProcessClusters} (`afterAll`) stops every one not stopped.
  */
-export async function startInProcessCluster(options: InProcessClusterOptions): Promise<DocketServices> {
+export async function startInProcessCluster(options: InProcessClusterOptions): Promise<DocketServices<InProcessService>> {
   const credentials = await newClusterCredentials(options.databaseUrl);
   const replicas: Record<ServiceName, InProcessService[]> = { state: [], admission: [], execution: [], events: [] };
   const start = async (name: ServiceName, index: number, stateUrl?: string): Promise<void> => {
@@ -69,7 +69,7 @@ export async function startInProcessCluster(options: InProcessClusterOptions): P
     await stop();
     throw error;
   }
-  const cluster: DocketServices = {
+  const cluster: DocketServices<InProcessService> = {
     state: replicas.state[0]!,
     admission: replicas.admission[0]!,
     execution: replicas.execution[0]!,

@@ -24,7 +24,10 @@ import type { WorkerOptions } from './worker-options.js';
  * that run at once; prefetched jobs wait with renewed leases and start
  * without another claim; drain answers every report before it resolves;
  * a prefetched job that never started is left to lease expiry. Leases are
- * 2 s. Every test has its own queue and worker name.
+ * 2 s. Every test has its own queue and worker name. The proxy holds back
+ * whole answers of unary calls, so these workers make unary calls
+ * (`workSession: false`); the pipeline under test is the same on the
+ * worker session.
  */
 
 const LEASE_MS = 2_000;
@@ -60,7 +63,7 @@ afterAll(async () => {
 
 /** A started worker on `queue` that reaches the execution service through the proxy. */
 async function startWorker(queue: string, handler: JobHandler, options: Partial<WorkerOptions> = {}): Promise<Worker> {
-  const worker = createWorker({ url: proxy.url, token: workerToken, name: `flow-${queue}`, queues: [queue], concurrency: 2, claimWaitMs: 5_000, handler, ...options });
+  const worker = createWorker({ url: proxy.url, token: workerToken, name: `flow-${queue}`, queues: [queue], concurrency: 2, claimWaitMs: 5_000, workSession: false, handler, ...options });
   workers.push(worker);
   await worker.start();
   return worker;

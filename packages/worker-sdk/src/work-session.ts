@@ -27,6 +27,22 @@ const SESSION_CALLS: readonly SessionCallName[] = [
   'listRecoverableEffects',
 ];
 
+/** The codes a service ends a Work stream with on purpose (see the proto comment of Work). */
+const SESSION_REFUSALS: ReadonlySet<Code> = new Set([Code.Unauthenticated, Code.PermissionDenied, Code.InvalidArgument, Code.Unimplemented]);
+
+/**
+ * What a failed stream means for the calls it left unanswered: the
+ * service's refusal of the session as it is, anything else (a reset
+ * stream, which connect-node reports as ABORTED or CANCELLED, a closed
+ * connection, a lost server) UNAVAILABLE: the calls may have been applied
+ * and are sent again with their operation ids.
+ */
+function streamFailure(error: unknown): ConnectError {
+  const failure = ConnectError.from(error, Code.Unavailable);
+  if (SESSION_REFUSALS.has(failure.code)) return failure;
+  return new ConnectError(`the worker session was lost (${Code[failure.code]})`, Code.Unavailable);
+}
+
 /** A call sent on the stream and not yet answered. */
 interface PendingCall {
   readonly request: WorkRequest;
@@ -181,7 +197,7 @@ export class WorkSessionClient {
     try {
       for await (const answer of this.#unary.work(stream.requests, { signal: stream.abort.signal })) this.#answer(stream, answer);
     } catch (error) {
-      failure = ConnectError.from(error, Code.Unavailable);
+      failure = streamFailure(error);
       stream.abort.abort(failure);
     }
     if (this.#stream === stream) this.#stream = undefined;

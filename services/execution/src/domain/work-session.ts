@@ -41,9 +41,9 @@ interface OpenCall {
  * At most {@link LIMITS}.workSessionCalls calls are open at once; beyond
  * that the session reads no further and HTTP/2 flow control holds the
  * worker back. When the server drains or the session reaches `maxAgeMs`,
- * it stops reading, answers every call it read (waiting claims answer
- * empty at once on drain, like ClaimJobs) and ends with OK; the worker
- * sends what was left unanswered again on a new session. When the worker
+ * it stops reading, answers every call it read (waiting claims at once,
+ * with what they hold, as ClaimJobs does on drain) and ends with OK; the
+ * worker sends what was left unanswered again on a new session. When the worker
  * goes away, every open call is withdrawn.
  */
 export async function* workSession(
@@ -92,13 +92,13 @@ export async function* workSession(
 
   const start = (request: WorkRequest): void => {
     const { callId } = request;
-    if (callId === 0n || open.has(callId)) {
-      throw invalidField('call_id', callId === 0n ? 'must not be 0' : 'is already unanswered on this stream');
-    }
     const work = request.call;
     if (work.case === 'cancel') {
       open.get(callId)?.stop.abort(new ConnectError('the worker cancelled the call', Code.Canceled));
       return;
+    }
+    if (callId === 0n || open.has(callId)) {
+      throw invalidField('call_id', callId === 0n ? 'must not be 0' : 'is already unanswered on this stream');
     }
     if (work.case === undefined) {
       answer(callId, { case: 'error', value: statusOfFailure(invalidField('call', 'must name a call'), deps.logger) });
@@ -128,7 +128,7 @@ export async function* workSession(
     };
     const running: Promise<WorkResponse['result']> =
       work.case === 'claimJobs'
-        ? claimJobs(deps, subject, work.value, { signal: stop.signal, drain: call.drain, forward }).then((value) => ({ case: work.case, value }))
+        ? claimJobs(deps, subject, work.value, { signal: stop.signal, drain: ending.signal, forward }).then((value) => ({ case: work.case, value }))
         : forwardWorkerCall(deps.state, subject, work as WorkerCall, forward()).then((value) => ({ case: work.case, value }) as WorkResponse['result']);
     running.then(
       (result) => answer(callId, result),

@@ -1791,12 +1791,13 @@ export const ExecutionService: GenService<{
    *
    * The session ends with status OK when the worker half-closes and every
    * call it sent is answered, and also, after answering every call it has
-   * read, when the service drains (waiting claims answer with no
-   * assignments first) or the session reaches the service's longest
-   * session age (`DOCKET_WORK_SESSION_MAX_AGE_MS`, so a rotated token is
-   * presented again). A call the service never answered had no effect or
-   * is idempotent: the worker sends it again, same operation id, on a new
-   * session, possibly to another replica, and gets the first answer. A
+   * read, when the service drains or the session reaches the service's
+   * longest session age (`DOCKET_WORK_SESSION_MAX_AGE_MS`, so that a
+   * rotated token is presented again); waiting claims then answer at once,
+   * with no assignments. A call the service never read had no effect: the
+   * worker sends it again on a new session, possibly to another replica. A
+   * call whose answer a failed stream lost may have taken effect: the worker
+   * sends it again, same operation id, and gets the first answer. A
    * service holds at most 1,024 unanswered calls of a session (limit
    * `workSessionCalls`) and reads no further until one is answered, leaving
    * the rest to HTTP/2 flow control. Errors of the stream itself:
