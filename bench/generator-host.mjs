@@ -2,6 +2,7 @@
 // bench/generators/protocol.mjs): fork generator processes, let them set up,
 // start them together, collect their results, stop them.
 import { fork } from 'node:child_process';
+import { cpuSnapshot } from './process-cpu.mjs';
 
 const GENERATORS = new URL('./generators/', import.meta.url).pathname;
 
@@ -35,6 +36,7 @@ export function forkGenerator(script, config) {
     return answer;
   };
   return {
+    pid: child.pid,
     ready: ask('setup', 'ready', { config }),
     start: () => ask('start', 'result'),
     async stop() {
@@ -50,9 +52,12 @@ export function forkGenerator(script, config) {
  * Runs one measurement: forks every `{script, config}`, waits until all are
  * set up, starts them at the same moment and resolves with their results
  * (in order). Rejects if it all takes longer than `timeoutMs` (default: no
- * limit). Every child is stopped, whatever happens.
+ * limit). Every child is stopped, whatever happens. `onTimed(before,
+ * after, generatorPids)`, when given, gets the machine's CPU snapshots
+ * (bench/process-cpu.mjs) taken as the timed part starts and once every
+ * result is in.
  */
-export async function runGenerators(specs, { timeoutMs } = {}) {
+export async function runGenerators(specs, { timeoutMs, onTimed } = {}) {
   const children = specs.map(({ script, config }) => forkGenerator(script, config));
   let timer;
   const deadline = new Promise((_, reject) => {
@@ -60,7 +65,10 @@ export async function runGenerators(specs, { timeoutMs } = {}) {
   });
   const measured = (async () => {
     await Promise.all(children.map((child) => child.ready));
-    return Promise.all(children.map((child) => child.start()));
+    const before = onTimed ? cpuSnapshot() : undefined;
+    const results = await Promise.all(children.map((child) => child.start()));
+    if (onTimed) onTimed(before, cpuSnapshot(), children.map((child) => child.pid));
+    return results;
   })();
   measured.catch(() => undefined); // after a timeout, the stopped children's failures go unread
   try {

@@ -28,6 +28,9 @@ const HANDLERS = 16;
 const ONE_PER_CLAIM = { style: 'loops', workers: 1, handlersPerWorker: HANDLERS, batched: false };
 const SIXTEEN_WORKERS = { style: 'loops', workers: HANDLERS, handlersPerWorker: 1, batched: false };
 const BATCHED = { style: 'loops', workers: 1, handlersPerWorker: HANDLERS, batched: true };
+/** Docket only: the same calls on the worker session (one ExecutionService/Work stream) instead of unary RPCs. */
+const ONE_PER_CLAIM_SESSION = { ...ONE_PER_CLAIM, session: true };
+const BATCHED_SESSION = { ...BATCHED, session: true };
 /**
  * Flow control on, bounds that never bind (SPEC section 13): what a claim
  * pays for a queue policy (the queue's advisory lock, the room read, the
@@ -170,6 +173,7 @@ export function buildScenarios(sizes, docketSystems) {
           consumeCase(sizes, 'graphile', 'run(), defaults, concurrency 16', GRAPHILE_DEFAULTS, sizes.jobs),
           ...forDocket((docket) => [
             consumeCase(sizes, docket, '1 worker x 16 handlers, max_jobs 1', ONE_PER_CLAIM, sizes.jobs),
+            consumeCase(sizes, docket, '1 worker x 16 handlers, max_jobs 1, worker session', ONE_PER_CLAIM_SESSION, sizes.jobs),
             consumeCase(sizes, docket, '16 workers x 1 handler', SIXTEEN_WORKERS, sizes.jobs),
             consumeCase(sizes, docket, '1 worker x 16 handlers, max_jobs 1, queue policy (concurrency + rate, not binding)', { ...ONE_PER_CLAIM, policy: FLOW_POLICY }, sizes.jobs),
           ]),
@@ -184,7 +188,10 @@ export function buildScenarios(sizes, docketSystems) {
           consumeCase(sizes, 'handwritten', 'SKIP LOCKED claim LIMIT idle handlers', BATCHED, sizes.jobs),
           consumeCase(sizes, 'pgboss', 'fetch(batchSize: idle handlers) + complete()', BATCHED, sizes.jobs),
           consumeCase(sizes, 'graphile', 'run(), localQueue 17, completeJobBatchDelay 0', GRAPHILE_BATCHED, sizes.jobs),
-          ...forDocket((docket) => [consumeCase(sizes, docket, '1 worker x 16 handlers, max_jobs = idle handlers', BATCHED, sizes.jobs)]),
+          ...forDocket((docket) => [
+            consumeCase(sizes, docket, '1 worker x 16 handlers, max_jobs = idle handlers', BATCHED, sizes.jobs),
+            consumeCase(sizes, docket, '1 worker x 16 handlers, max_jobs = idle handlers, worker session', BATCHED_SESSION, sizes.jobs),
+          ]),
         ],
       },
     ],

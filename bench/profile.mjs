@@ -8,13 +8,15 @@
 // functions per service; DOCKET_*_BATCH* variables pass through to the
 // services). The load runs in this process;
 // the services are separate processes, so their profiles hold only their
-// own work.
+// own work. PROFILE_SESSION=1 makes the claims and reports on the worker
+// session (one ExecutionService/Work stream) instead of unary calls.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import { WorkSessionClient } from '@docket/worker-sdk';
 import { printCpuProfiles } from './cpu-profile-summary.mjs';
 import { clientWith } from './docket/clients.mjs';
 import { launchDocket } from './docket/instance.mjs';
@@ -51,20 +53,23 @@ try {
   console.log(plan.map((row) => row['QUERY PLAN']).join('\n'));
   const execution = clientWith(ExecutionService, docket.urls.execution[0], await docket.token('profile-worker', 'worker'));
   const { workerIncarnation } = await execution.registerWorker({ workerName: 'profile', queues: ['profile'], maxConcurrency: 32 });
+  const session = process.env.PROFILE_SESSION === '1' ? new WorkSessionClient(execution) : undefined;
+  const calls = session?.client ?? execution;
   let done = 0;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: 16 }, async () => {
       while (done < jobs) {
-        const { assignments } = await execution.claimJobs({ workerIncarnation, maxJobs: 1, wait: { seconds: 1n }, operationId: operationId() });
+        const { assignments } = await calls.claimJobs({ workerIncarnation, maxJobs: 1, wait: { seconds: 1n }, operationId: operationId() });
         for (const { authority } of assignments) {
-          await execution.reportOutcome({ attempt: { attemptId: authority.attemptId, fence: authority.fence, workerIncarnation }, operationId: operationId(), outcome: { case: 'success', value: {} } });
+          await calls.reportOutcome({ attempt: { attemptId: authority.attemptId, fence: authority.fence, workerIncarnation }, operationId: operationId(), outcome: { case: 'success', value: {} } });
           done += 1;
         }
       }
     }),
   );
-  console.log(`claim + complete: ${done} jobs, 16 loops, ${Math.round((done / (performance.now() - started)) * 1000)}/s`);
+  session?.close();
+  console.log(`claim + complete${session ? ' (worker session)' : ''}: ${done} jobs, 16 loops, ${Math.round((done / (performance.now() - started)) * 1000)}/s`);
   const statements = await query(
     databaseUrl,
     `select calls, round(total_exec_time::numeric, 1) as total_ms, round(mean_exec_time::numeric, 3) as mean_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) as query

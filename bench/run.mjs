@@ -13,6 +13,7 @@ import { backlogPrefills, BACKLOG_QUEUE, buildScenarios, DEFAULT_SCENARIOS, EXTR
 import { startDurablePostgres } from './postgres.mjs';
 import { goalRows, ratioRows } from './report/comparisons.mjs';
 import { extraTables, writeResults } from './report/files.mjs';
+import { cpuPerJob, cpuTable } from './report/cpu-per-job.mjs';
 import { measurementFigures, summarize } from './report/summary.mjs';
 import { goalsTable, ratiosTable, renderText, resultsTable } from './report/tables.mjs';
 import { resetStatements, statementsTable, topStatements } from './statements.mjs';
@@ -95,9 +96,12 @@ try {
         const identity = { scenario: group.scenario, group: group.name, groupKey: group.key, system: testCase.system, label: testCase.label, callers: testCase.callers, jobs: testCase.jobs, rep };
         const name = `rep ${rep}  ${group.name}  ${SYSTEM_NAMES[testCase.system]}: ${testCase.label}`;
         try {
-          const results = await runGenerators(testCase.generators(context), { timeoutMs: MEASUREMENT_TIMEOUT_MS });
+          let cpu;
+          const onTimed = (before, after, generatorPids) => (cpu = { before, after, generatorPids });
+          const results = await runGenerators(testCase.generators(context), { timeoutMs: MEASUREMENT_TIMEOUT_MS, onTimed });
           const figures = measurementFigures(results);
-          measurements.push({ ...identity, ...figures, spec: testCase.spec, generators: results });
+          const cpuUsPerJob = cpuPerJob(cpu, systems.pidsOf(testCase.instance ?? testCase.system), figures.count);
+          measurements.push({ ...identity, ...figures, cpuUsPerJob, spec: testCase.spec, generators: results });
           const latency = figures.p50Ms === null || figures.p50Ms === undefined ? '' : `  p50 ${figures.p50Ms.toFixed(2)} ms  p99 ${figures.p99Ms.toFixed(2)} ms`;
           console.log(`${elapsed()}  ${name}: ${Math.round(figures.jobsPerSecond)} jobs/s${latency}`);
         } catch (error) {
@@ -138,7 +142,7 @@ try {
 const rows = summarize(measurements.filter((measurement) => !measurement.error));
 const ratios = ratioRows(rows);
 const goals = goalRows(rows);
-const tables = rows.length > 0 ? [resultsTable(rows), ratiosTable(ratios), goalsTable(goals, docketSystems)] : [];
+const tables = rows.length > 0 ? [resultsTable(rows), cpuTable(rows), ratiosTable(ratios), goalsTable(goals, docketSystems)] : [];
 const run = {
   date: new Date().toISOString().slice(0, 10),
   runId,

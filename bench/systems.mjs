@@ -50,6 +50,8 @@ export async function startSystems(server, instances, roots) {
       if (!connection) throw new Error(`instance ${instance} was not started`);
       return connection;
     },
+    /** The process ids of a Docket instance's services, by service name (`{}` for the other systems). */
+    pidsOf: (instance) => deployments.find((deployment) => deployment.instance === instance)?.pids ?? {},
     /** Each Docket deployment: instance id, checkout, database URL and the warnings its services logged. */
     docketDeployments: () => deployments.map((deployment) => ({ instance: deployment.instance, root: deployment.root, databaseUrl: deployment.databaseUrl, complaints: deployment.complaints() })),
     stop,

@@ -7,9 +7,13 @@
 // handler asking for 1 job, or (batched) one loop per incarnation asking for
 // as many jobs as it has idle handlers. A layout with a `policy` first sets
 // it on the queue (SetQueuePolicy, as an admin): the flow-control scenario.
+// A layout with `session` makes the same calls on one ExecutionService/Work
+// stream per generator process (the worker SDK's WorkSessionClient, what
+// createWorker uses by default) instead of a unary RPC each.
 import { randomBytes } from 'node:crypto';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import { WorkSessionClient } from '@docket/worker-sdk';
 import { runClaimLoops } from '../load/claim-loops.mjs';
 import { runConcurrently } from '../load/closed-loop.mjs';
 import { jobInput, jobKey } from '../load/jobs.mjs';
@@ -26,7 +30,8 @@ export async function prepare() {}
 /** Generator side: clients for `system` ({admissionUrl, executionUrl, userToken, workerToken, adminToken}). */
 export async function open(system) {
   const admission = clientWith(AdmissionService, system.admissionUrl, system.userToken);
-  const execution = clientWith(ExecutionService, system.executionUrl, system.workerToken);
+  const unary = clientWith(ExecutionService, system.executionUrl, system.workerToken);
+  const session = new WorkSessionClient(unary);
   const submitter = (queue) => (key, input) => admission.submitJob({ idempotencyKey: key, queue, input });
   /** SubmitJobs of the whole batch; a refused item fails the measurement. */
   const bulkSubmitter = (queue) => async (keys, inputs) => {
@@ -51,9 +56,10 @@ export async function open(system) {
           rateLimit: { jobs: rateLimit.jobs, per: { seconds: BigInt(rateLimit.perSeconds) } },
         });
       }
+      const execution = spec.session ? session.client : unary;
       const incarnations = [];
       for (let index = 0; index < spec.workers; index += 1) {
-        const { workerIncarnation } = await execution.registerWorker({
+        const { workerIncarnation } = await unary.registerWorker({
           workerName: `bench-${queue}-${index}`,
           queues: [queue],
           maxConcurrency: spec.handlersPerWorker,
@@ -78,6 +84,8 @@ export async function open(system) {
           }),
       };
     },
-    async close() {},
+    async close() {
+      session.close();
+    },
   };
 }

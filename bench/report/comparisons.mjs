@@ -4,12 +4,15 @@
 import { isDocket, SYSTEM_NAMES } from '../plan.mjs';
 
 const ONE_PER_CLAIM = '1 worker x 16 handlers, max_jobs 1';
+const ONE_PER_CLAIM_SESSION = `${ONE_PER_CLAIM}, worker session`;
+const BATCHED = '1 worker x 16 handlers, max_jobs = idle handlers';
 
 /**
  * The goals. `docket` picks the Docket row (its system is each Docket
  * system in turn), `versus` the row it is divided by (`system: 'self'` is
  * the same Docket system). `min`/`max` bound the ratio; neither means the
- * figure is reported, not judged.
+ * figure is reported, not judged. A goal without `versus` bounds the
+ * Docket row's own figure by `maxValue` (CPU budgets, in microseconds).
  */
 export const GOALS = [
   { goal: 'SubmitJob 16 callers / pg-boss send(), jobs/s', min: 1.0, metric: 'jobsPerSecond', docket: { groupKey: 'submit-16', label: 'SubmitJob' }, versus: { groupKey: 'submit-16', system: 'pgboss', label: 'send()' } },
@@ -21,7 +24,11 @@ export const GOALS = [
   { goal: 'claim+complete, 1 job/claim, 16 handlers / graphile-worker defaults', min: 0.5, metric: 'jobsPerSecond', docket: { groupKey: 'claim-one', label: ONE_PER_CLAIM }, versus: { groupKey: 'claim-one', system: 'graphile' } },
   { goal: 'claim+complete, 1 job/claim, 16 handlers / pg-boss fetch() loops', min: 4, metric: 'jobsPerSecond', docket: { groupKey: 'claim-one', label: ONE_PER_CLAIM }, versus: { groupKey: 'claim-one', system: 'pgboss', label: 'fetch() + complete() loops, 16 x 1' } },
   { goal: 'claim+complete, 1 job/claim, 16 handlers / hand-written SQL (reported)', metric: 'jobsPerSecond', docket: { groupKey: 'claim-one', label: ONE_PER_CLAIM }, versus: { groupKey: 'claim-one', system: 'handwritten' } },
-  { goal: 'batched claims / graphile-worker batched', min: 0.8, metric: 'jobsPerSecond', docket: { groupKey: 'claim-batched' }, versus: { groupKey: 'claim-batched', system: 'graphile' } },
+  { goal: 'claim+complete, 1 job/claim, 16 handlers, worker session / graphile-worker defaults', min: 1.0, metric: 'jobsPerSecond', docket: { groupKey: 'claim-one', label: ONE_PER_CLAIM_SESSION }, versus: { groupKey: 'claim-one', system: 'graphile' } },
+  { goal: 'batched claims / graphile-worker batched', min: 0.8, metric: 'jobsPerSecond', docket: { groupKey: 'claim-batched', label: BATCHED }, versus: { groupKey: 'claim-batched', system: 'graphile' } },
+  { goal: 'Docket services CPU per job, SubmitJob 16 callers (us)', maxValue: 300, metric: 'serviceCpuUsPerJob', docket: { groupKey: 'submit-16', label: 'SubmitJob' } },
+  { goal: 'Docket services CPU per job, claim+complete 1 job/claim, unary (us)', maxValue: 400, metric: 'serviceCpuUsPerJob', docket: { groupKey: 'claim-one', label: ONE_PER_CLAIM } },
+  { goal: 'Docket services CPU per job, claim+complete 1 job/claim, worker session (us)', maxValue: 150, metric: 'serviceCpuUsPerJob', docket: { groupKey: 'claim-one', label: ONE_PER_CLAIM_SESSION } },
   { goal: 'claim+complete with the large backlog / with 2,000 queued', min: 0.8, metric: 'jobsPerSecond', docket: { groupKey: 'backlog-large' }, versus: { groupKey: 'backlog-small', system: 'self' } },
   { goal: 'end to end / hand-written SQL doing the same', min: 0.6, metric: 'jobsPerSecond', docket: { groupKey: 'e2e' }, versus: { groupKey: 'e2e', system: 'handwritten' } },
 ];
@@ -63,13 +70,18 @@ export function goalRows(rows) {
     const results = {};
     for (const system of docketSystems) {
       const docket = rows.find((row) => matches(row, goal.docket, system));
+      if (!goal.versus) {
+        if (docket?.[goal.metric] !== undefined) results[system] = { value: docket[goal.metric], unit: 'us', met: docket[goal.metric] <= goal.maxValue };
+        continue;
+      }
       const versus = rows.find((row) => matches(row, goal.versus, goal.versus.system === 'self' ? system : goal.versus.system));
       if (!docket || !versus || !docket[goal.metric] || !versus[goal.metric]) continue;
       const ratio = docket[goal.metric] / versus[goal.metric];
       const met = goal.min !== undefined ? ratio >= goal.min : goal.max !== undefined ? ratio <= goal.max : undefined;
       results[system] = { ratio, value: goal.showValue ? docket[goal.metric] : undefined, met };
     }
-    const target = goal.min !== undefined ? `>= ${goal.min.toFixed(2)}x` : goal.max !== undefined ? `<= ${goal.max}x` : 'reported';
+    const target =
+      goal.min !== undefined ? `>= ${goal.min.toFixed(2)}x` : goal.max !== undefined ? `<= ${goal.max}x` : goal.maxValue !== undefined ? `<= ${goal.maxValue} us` : 'reported';
     return { goal: goal.goal, target, results };
   });
 }

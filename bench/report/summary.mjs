@@ -2,6 +2,7 @@
 // label) with the medians over repetitions of throughput, p50 and p99.
 import { median } from '../stats.mjs';
 import { SYSTEM_NAMES } from '../plan.mjs';
+import { medianCpuPerJob, serviceCpu } from './cpu-per-job.mjs';
 
 /**
  * One measurement's figures from its generators' results: from the first
@@ -48,6 +49,8 @@ export function summarize(measurements) {
       jobsPerSecond: median(reps.map((rep) => rep.jobsPerSecond)),
       p50Ms: median(reps.map((rep) => rep.p50Ms)),
       p99Ms: median(reps.map((rep) => rep.p99Ms)),
+      cpuUsPerJob: medianCpuPerJob(reps),
+      serviceCpuUsPerJob: serviceCpu(medianCpuPerJob(reps)),
     };
   });
 }

@@ -40,7 +40,8 @@ export function goalsTable(goals, docketSystems) {
       ...docketSystems.flatMap((system) => {
         const result = results[system];
         if (!result) return ['not measured', '-'];
-        const shown = result.value === undefined ? times(result.ratio) : `${ms(result.value)} ms (${times(result.ratio)})`;
+        const shown =
+          result.value === undefined ? times(result.ratio) : result.unit === 'us' ? `${Math.round(result.value)} us` : `${ms(result.value)} ms (${times(result.ratio)})`;
         return [shown, verdict(result.met)];
       }),
     ]),

@@ -36,5 +36,6 @@ export {
 export { GENERIC_FAILURE_MESSAGE, type DescribeError } from './outcome-plan.js';
 export { DocketWorkerError, isDocketWorkerError, type LocalWorkerErrorReason } from './docket-worker-error.js';
 export type { TokenSource } from './execution-client.js';
+export { WorkSessionClient } from './work-session.js';
 export { silentLogger, type WorkerLogger } from './worker-logger.js';
 export type { WorkerStats } from './worker-stats.js';
