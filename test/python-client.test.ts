@@ -116,6 +116,20 @@ describe('a Python grpcio client with stubs generated from proto/', () => {
     });
     expect(report.worker.claim_seconds).toBeLessThan(4);
 
+    // The worker session (ExecutionService/Work): the same work as calls on one stream, each answered by its
+    // id; a stale fence is refused for that call alone with the unary error in a google.rpc.Status; the
+    // stream ends OK after the half-close.
+    expect(report.session).toEqual({
+      job_id: report.session.job_id,
+      claimed: [report.session.job_id],
+      stale: { case: 'error', code: 9, reason: 'STALE_AUTHORITY' },
+      progress: 'report_progress',
+      outcome_status: 'JOB_STATUS_SUCCEEDED',
+      result: { via: 'session' },
+      order: [1, 2, 3, 4],
+      ended: 'OK',
+    });
+
     // SPEC section 2: Python's digest of the request equals the one the server bound.
     expect(report.digest.served).toMatch(/^[0-9a-f]{64}$/);
     expect(report.digest.computed).toBe(report.digest.served);
@@ -155,6 +169,7 @@ interface PythonReport {
   conflict: { code: string; error_info?: { reason: string; domain: string; status_code: number } | null };
   submit_jobs: ({ job_id: string; replayed: boolean } | { code: number; reason: string | null; fields: string[] })[];
   list: { submitted: string[]; pages: string[][]; ended: boolean };
+  session: { job_id: string; [observation: string]: unknown };
   worker: {
     incarnation_prefix: string;
     claim_seconds: number;

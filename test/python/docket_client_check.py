@@ -12,6 +12,7 @@ DOCKET_WORKER_TOKEN, DOCKET_QUEUE (a queue name no other test uses).
 
 import json
 import os
+import queue as queues
 import secrets
 import sys
 import threading
@@ -83,6 +84,97 @@ def batch_result(result):
         elif detail.Unpack(bad_request):
             fields = [violation.field for violation in bad_request.field_violations]
     return {"code": result.error.code, "reason": reason, "fields": fields}
+
+
+def status_reason(status):
+    """The ErrorInfo reason of a google.rpc.Status (a worker session's error answer)."""
+    for detail in status.details:
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            return info.reason
+    return None
+
+
+def work_session(stub, incarnation, queue, job_id):
+    """Works `job_id` on one ExecutionService/Work stream: claim (waiting), a
+    stale renewal, progress and the outcome as calls with ids, answered by id;
+    then half-closes and reads the stream to its end."""
+    outgoing = queues.Queue()
+
+    def requests():
+        while True:
+            request = outgoing.get()
+            if request is None:
+                return
+            yield request
+
+    answers = stub.Work(requests(), metadata=WORKER, timeout=TIMEOUT * 2)
+    seen = {"order": []}
+
+    def answer_to(call_id):
+        for answer in answers:
+            seen["order"].append(answer.call_id)
+            if answer.call_id == call_id:
+                return answer
+        raise RuntimeError("the session ended before answering call %d" % call_id)
+
+    outgoing.put(
+        execution.WorkRequest(
+            call_id=1,
+            claim_jobs=execution.ClaimJobsRequest(
+                worker_incarnation=incarnation, queues=[queue], max_jobs=1,
+                wait=duration_pb2.Duration(seconds=5), operation_id=new_operation_id(),
+            ),
+        )
+    )
+    claimed = answer_to(1)
+    assignments = claimed.claim_jobs.assignments
+    seen["claimed"] = [assignment.envelope.job_id for assignment in assignments]
+    if not assignments or assignments[0].envelope.job_id != job_id:
+        outgoing.put(None)
+        return seen
+    authority = assignments[0].authority
+    ref = attempt_pb2.AttemptRef(
+        attempt_id=authority.attempt_id, fence=authority.fence, worker_incarnation=authority.worker_incarnation
+    )
+    stale = attempt_pb2.AttemptRef(
+        attempt_id=authority.attempt_id, fence=authority.fence + 1, worker_incarnation=authority.worker_incarnation
+    )
+    outgoing.put(execution.WorkRequest(call_id=2, renew_attempt=execution.RenewAttemptRequest(attempt=stale, operation_id=new_operation_id())))
+    refused = answer_to(2)
+    seen["stale"] = {
+        "case": refused.WhichOneof("result"),
+        "code": refused.error.code,
+        "reason": status_reason(refused.error),
+    }
+    outgoing.put(
+        execution.WorkRequest(
+            call_id=3,
+            report_progress=execution.ReportProgressRequest(
+                attempt=ref, operation_id=new_operation_id(), progress=progress_pb2.Progress(completed_units=1, total_units=1)
+            ),
+        )
+    )
+    seen["progress"] = answer_to(3).WhichOneof("result")
+    outgoing.put(
+        execution.WorkRequest(
+            call_id=4,
+            report_outcome=execution.ReportOutcomeRequest(
+                attempt=ref, operation_id=new_operation_id(), success=execution.SuccessOutcome(result=struct_of({"via": "session"}))
+            ),
+        )
+    )
+    outcome = answer_to(4)
+    seen["outcome_status"] = job_status_pb2.JobStatus.Name(outcome.report_outcome.job.status)
+    seen["result"] = json_format.MessageToDict(outcome.report_outcome.job.result)
+    outgoing.put(None)
+    try:
+        for answer in answers:
+            seen["order"].append(answer.call_id)
+        seen["ended"] = "OK"
+    except grpc.RpcError as error:
+        seen["ended"] = error.code().name
+    return seen
 
 
 def event_dict(event):
@@ -329,6 +421,24 @@ def main():
         worker["outcome_status"] = job_status_pb2.JobStatus.Name(outcome.job.status)
         worker["result"] = json_format.MessageToDict(outcome.job.result)
     report["worker"] = worker
+
+    # --- The worker session: the same work as calls on one Work stream ---
+    session_queue = QUEUE + "-session"
+    session_job = admission_stub.SubmitJob(
+        admission.SubmitJobRequest(idempotency_key=new_key(), queue=session_queue, input=struct_of({"session": True})),
+        metadata=USER,
+        timeout=TIMEOUT,
+    ).job.id
+    session_worker = execution_stub.RegisterWorker(
+        execution.RegisterWorkerRequest(
+            worker_name="py-session-" + secrets.token_hex(4), queues=[session_queue], max_concurrency=1
+        ),
+        metadata=WORKER,
+        timeout=TIMEOUT,
+    )
+    report["session"] = dict(
+        work_session(execution_stub, session_worker.worker_incarnation, session_queue, session_job), job_id=session_job
+    )
 
     tail_thread.join(TIMEOUT + 5)
 
