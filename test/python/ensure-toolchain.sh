@@ -10,11 +10,4 @@ if /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null &&
   [ -f /usr/include/google/protobuf/struct.proto ]; then
   exit 0
 fi
-packages="python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc libprotobuf-dev"
-if [ "$(id -u)" != 0 ]; then
-  echo "the Python client test needs Debian packages: sudo apt-get install -y $packages" >&2
-  exit 1
-fi
-echo "==> apt-get install the Python gRPC client toolchain"
-apt-get update
-apt-get install -y --no-install-recommends $packages
+exec bash "$(dirname "$0")/../support/apt-install.sh" "the Python client test" python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc libprotobuf-dev

@@ -7,10 +7,4 @@ set -euo pipefail
 if [ -x /usr/bin/chromium ]; then
   exit 0
 fi
-if [ "$(id -u)" != 0 ]; then
-  echo "the console's browser test needs Debian's Chromium: sudo apt-get install -y chromium" >&2
-  exit 1
-fi
-echo "==> apt-get install chromium (for the console's browser test)"
-apt-get update
-apt-get install -y chromium
+exec bash "$(dirname "$0")/apt-install.sh" "the console's browser test" chromium

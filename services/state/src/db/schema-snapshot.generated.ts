@@ -7,7 +7,7 @@ import type { SchemaSnapshot } from './schema-snapshot.js';
 
 /** The schema this build's migrations leave, which start-up requires exactly. */
 export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
-  "version": "20261206-0014-queue-stats-join",
+  "version": "20261206-0015-queue-stats-plan",
   "docket": {
     "tables": {
       "attempts": {
@@ -2511,7 +2511,7 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
         "language": "plpgsql",
         "volatility": "v",
         "security_definer": false,
-        "body_md5": "3b74105aa99b2f138de04269d0384d31"
+        "body_md5": "aaba66b294254f5c1b8d880bf4f65f98"
       }
     }
   },

@@ -1,0 +1,251 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { chmod, chown, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { until } from './polling.js';
+
+/*
+ * A highly available PostgreSQL as production runs it, from Debian's
+ * packages (test/support/ensure-failover-stack.sh): one etcd, two
+ * PostgreSQL 15 servers under Patroni 3.0, and HAProxy sending one port
+ * to whichever node Patroni's REST API says is the primary (`GET
+ * /primary` answers 200 only there). Everything listens on free loopback
+ * ports under a temporary directory; Patroni and PostgreSQL run as the
+ * `postgres` user when the test runs as root (PostgreSQL refuses root).
+ */
+
+const PATRONI = '/usr/bin/patroni';
+const ETCD = '/usr/bin/etcd';
+const HAPROXY = '/usr/sbin/haproxy';
+const PG_BIN = '/usr/lib/postgresql/15/bin';
+const SUPERUSER_PASSWORD = 'docket-failover';
+
+/** One Patroni-managed PostgreSQL server. */
+export interface PatroniNode {
+  readonly name: string;
+  readonly restPort: number;
+  readonly pgPort: number;
+  readonly dataDir: string;
+  /** The Patroni process (it starts and stops its PostgreSQL). */
+  patroni: ChildProcess;
+}
+
+export interface PatroniCluster {
+  /** The superuser URL of database `postgres` through HAProxy (always the leader). */
+  readonly url: string;
+  readonly nodes: readonly PatroniNode[];
+  /** The node whose REST API answers `/primary` with 200, if any. */
+  leader(): Promise<PatroniNode | undefined>;
+  /** kill -9 of the node's Patroni and of its postmaster (its backends exit with it). */
+  kill(node: PatroniNode): Promise<void>;
+  /** Creates database `name` through HAProxy and returns its superuser URL. */
+  createDatabase(name: string): Promise<string>;
+  /** Every process stopped, the directory removed. */
+  stop(): Promise<void>;
+  /** The last lines each process logged, for a failure message. */
+  logs(): Promise<string>;
+}
+
+/** Whether this machine has the stack (the test skips without it only outside CI). */
+export function failoverStackInstalled(): boolean {
+  try {
+    execFileSync(PATRONI, ['--version'], { stdio: 'ignore' });
+    execFileSync(`${PG_BIN}/postgres`, ['--version'], { stdio: 'ignore' });
+    execFileSync(ETCD, ['--version'], { stdio: 'ignore' });
+    execFileSync(HAPROXY, ['-v'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** The uid and gid of user `postgres` when running as root (PostgreSQL refuses root), else none. */
+function postgresIdentity(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  return {
+    uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()),
+    gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim()),
+  };
+}
+
+function patroniConfig(dir: string, node: PatroniNode, etcdPort: number, synchronous: boolean): string {
+  return `scope: docket-failover
+name: ${node.name}
+restapi: {listen: '127.0.0.1:${node.restPort}', connect_address: '127.0.0.1:${node.restPort}'}
+etcd3: {host: '127.0.0.1:${etcdPort}'}
+bootstrap:
+  dcs:
+    ttl: 10
+    loop_wait: 1
+    retry_timeout: 4
+    synchronous_mode: ${synchronous}
+    maximum_lag_on_failover: 1073741824
+    postgresql:
+      use_pg_rewind: false
+      parameters: {max_connections: 200, wal_level: replica, hot_standby: 'on', max_wal_senders: 10, max_replication_slots: 10, wal_keep_size: 256MB}
+  initdb: [{encoding: UTF8}, {auth: md5}]
+  pg_hba: ['host replication replicator 127.0.0.1/32 md5', 'host all all 127.0.0.1/32 md5', 'local all all trust']
+postgresql:
+  listen: '127.0.0.1:${node.pgPort}'
+  connect_address: '127.0.0.1:${node.pgPort}'
+  data_dir: '${node.dataDir}'
+  bin_dir: '${PG_BIN}'
+  pgpass: '${join(dir, `${node.name}.pgpass`)}'
+  authentication:
+    replication: {username: replicator, password: replicator-pw}
+    superuser: {username: postgres, password: '${SUPERUSER_PASSWORD}'}
+  parameters: {unix_socket_directories: '${dir}'}
+`;
+}
+
+function haproxyConfig(port: number, nodes: readonly PatroniNode[]): string {
+  return `global
+  maxconn 400
+defaults
+  mode tcp
+  timeout connect 2s
+  timeout client 30m
+  timeout server 30m
+  timeout check 1s
+listen primary
+  bind 127.0.0.1:${port}
+  option httpchk GET /primary
+  http-check expect status 200
+  default-server inter 300ms fall 2 rise 1 on-marked-down shutdown-sessions
+${nodes.map((node) => `  server ${node.name} 127.0.0.1:${node.pgPort} check port ${node.restPort}`).join('\n')}
+`;
+}
+
+/** Starts etcd, two Patroni nodes (the first bootstraps and leads) and HAProxy, and waits until the standby follows. */
+export async function startPatroniCluster(options: { readonly synchronous: boolean }): Promise<PatroniCluster> {
+  const dir = await mkdtemp(join(tmpdir(), 'docket-patroni-'));
+  const identity = postgresIdentity();
+  await chmod(dir, 0o755);
+  if (identity) await chown(dir, identity.uid, identity.gid);
+  const logFiles: string[] = [];
+  const processes: ChildProcess[] = [];
+  const launch = async (name: string, command: string, args: string[], asPostgres: boolean): Promise<ChildProcess> => {
+    const log = join(dir, `${name}.log`);
+    logFiles.push(log);
+    const { openSync } = await import('node:fs');
+    const fd = openSync(log, 'a');
+    const child = spawn(command, args, { stdio: ['ignore', fd, fd], ...(asPostgres && identity ? identity : {}), env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: dir } });
+    processes.push(child);
+    return child;
+  };
+
+  const etcdPort = await freePort();
+  const etcdPeerPort = await freePort();
+  await launch('etcd', ETCD, [
+    '--name', 'e1', '--data-dir', join(dir, 'etcd'),
+    '--listen-client-urls', `http://127.0.0.1:${etcdPort}`, '--advertise-client-urls', `http://127.0.0.1:${etcdPort}`,
+    '--listen-peer-urls', `http://127.0.0.1:${etcdPeerPort}`, '--initial-advertise-peer-urls', `http://127.0.0.1:${etcdPeerPort}`,
+    '--initial-cluster', `e1=http://127.0.0.1:${etcdPeerPort}`,
+  ], false);
+
+  const nodes: PatroniNode[] = [];
+  for (const name of ['n1', 'n2']) {
+    const node = { name, restPort: await freePort(), pgPort: await freePort(), dataDir: join(dir, name), patroni: undefined as unknown as ChildProcess };
+    await mkdir(node.dataDir, { mode: 0o700 });
+    if (identity) await chown(node.dataDir, identity.uid, identity.gid);
+    const config = join(dir, `${name}.yml`);
+    await writeFile(config, patroniConfig(dir, node, etcdPort, options.synchronous));
+    nodes.push(node);
+  }
+  const startNode = async (node: PatroniNode): Promise<void> => {
+    node.patroni = await launch(node.name, PATRONI, [join(dir, `${node.name}.yml`)], true);
+  };
+  const status = async (node: PatroniNode, path: string): Promise<number> => {
+    try {
+      return (await fetch(`http://127.0.0.1:${node.restPort}${path}`, { signal: AbortSignal.timeout(1_000) })).status;
+    } catch {
+      return 0;
+    }
+  };
+
+  const haproxyPort = await freePort();
+  const cluster: PatroniCluster = {
+    url: `postgres://postgres:${SUPERUSER_PASSWORD}@127.0.0.1:${haproxyPort}/postgres`,
+    nodes,
+    async leader() {
+      for (const node of nodes) if ((await status(node, '/primary')) === 200) return node;
+      return undefined;
+    },
+    async kill(node) {
+      const pid = Number((await readFile(join(node.dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+      node.patroni.kill('SIGKILL');
+      if (pid > 0) process.kill(pid, 'SIGKILL');
+    },
+    async createDatabase(name) {
+      const pg = (await import('pg')).default;
+      const client = new pg.Client({ connectionString: cluster.url });
+      await client.connect();
+      try {
+        await client.query(`create database "${name}"`);
+      } finally {
+        await client.end();
+      }
+      return cluster.url.replace(/\/postgres$/, `/${name}`);
+    },
+    async stop() {
+      for (const child of processes) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      // Patroni's PostgreSQL servers outlive a killed Patroni: stop them by their pid files.
+      for (const node of nodes) {
+        const pid = Number((await readFile(join(node.dataDir, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n')[0]);
+        if (pid > 0) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+      }
+      await rm(dir, { recursive: true, force: true });
+    },
+    async logs() {
+      const tails = await Promise.all(logFiles.map(async (file) => `--- ${file}\n${(await readFile(file, 'utf8').catch(() => '')).split('\n').slice(-15).join('\n')}`));
+      return tails.join('\n');
+    },
+  };
+  try {
+    await startNode(nodes[0]!);
+    await until(async () => (await status(nodes[0]!, '/primary')) === 200, 'the first Patroni node to lead', 60_000, 250);
+    await startNode(nodes[1]!);
+    await until(async () => (await status(nodes[1]!, options.synchronous ? '/sync' : '/replica')) === 200, 'the second node to follow', 90_000, 250);
+    await writeFile(join(dir, 'haproxy.cfg'), haproxyConfig(haproxyPort, nodes));
+    await launch('haproxy', HAPROXY, ['-db', '-f', join(dir, 'haproxy.cfg')], false);
+    const pg = (await import('pg')).default;
+    await until(
+      async () => {
+        const client = new pg.Client({ connectionString: cluster.url, connectionTimeoutMillis: 1_000 });
+        try {
+          await client.connect();
+          await client.query('select 1');
+          return true;
+        } catch {
+          return false;
+        } finally {
+          await client.end().catch(() => undefined);
+        }
+      },
+      'HAProxy to reach the leader',
+      30_000,
+      250,
+    );
+  } catch (error) {
+    const logs = await cluster.logs();
+    await cluster.stop();
+    throw new Error(`${(error as Error).message}\n${logs}`);
+  }
+  return cluster;
+}
