@@ -109,7 +109,7 @@ export async function benchCalls(options = {}) {
     const run = randomBytes(4).toString('hex');
     const submitted = await submitJob.call(create(SubmitJobRequestSchema, { idempotencyKey: `calls-${run}-seed-job`, queue: `calls-${run}`, input: {} }));
     const jobId = submitted.job.id;
-    // The job ExplainJob reads sits behind more claimable jobs than it counts (1,000): its worst case.
+    // The job ExplainJob reads sits behind more claimable jobs than it counts (100): its worst case.
     let deepJobId = '';
     for (let call = 0; call < 11; call += 1) {
       const items = Array.from({ length: BATCH_ITEMS }, (_, index) =>
@@ -127,7 +127,7 @@ export async function benchCalls(options = {}) {
       { name: 'Health/Check, @grpc/grpc-js server', pids: [floors.grpcJs.pid], call: health(floors.grpcJs.target) },
       ...['admission', 'execution', 'events', 'state'].map((name) => ({ name: `Health/Check, Docket ${name}`, pids: [docket(name).pid], call: health(docket(name).target) })),
       { name: 'GetJob, Docket admission (+ state)', pids: [admission.pid, state.pid], call: () => getJob.call(create(GetJobRequestSchema, { jobId })) },
-      // ExplainJob of a queued job with 1,099 claimable jobs ahead (it counts 1,001): the reasons' statement on top of GetJob's read.
+      // ExplainJob of a queued job with 1,099 claimable jobs ahead (more than it counts: 101): the reasons' statement on top of GetJob's read.
       { name: 'ExplainJob, 1,099 jobs ahead, Docket admission (+ state)', pids: [admission.pid, state.pid], call: () => explainJob.call(create(ExplainJobRequestSchema, { jobId: deepJobId })) },
       { name: 'SubmitJob, Docket admission (+ state)', pids: [admission.pid, state.pid], call: () => submitJob.call(submitRequest()) },
       {

@@ -86,6 +86,22 @@ describe('ExplainJob', () => {
     expect((await explain(high.id)).codes).toEqual([ExplainCode.CLAIMABLE_NOW]);
   });
 
+  it('counts at most 100 jobs ahead, and says when there are more', async () => {
+    const queue = freshQueue('explain-deep');
+    await workerOn(queue);
+    const { results } = await harness.admission.submitJobs({
+      items: Array.from({ length: 101 }, (_, index) => ({ idempotencyKey: `explain-deep-${queue}-${index}`, queue, input: {} })),
+    });
+    expect(results.every((result) => result.result.case === 'submitted')).toBe(true);
+    const last = await harness.submit({ queue });
+    expect((await explain(last.id)).details.at(-1)).toEqual({ jobs_ahead: 100, at_least: true });
+    // The items share a priority: the claim order is by creation time, then id.
+    const jobs = results.map((result) => (result.result.value as { job: { id: string; createdAt: { seconds: bigint; nanos: number } } }).job);
+    const key = (job: (typeof jobs)[number]) => `${String(job.createdAt.seconds).padStart(12, '0')}.${String(job.createdAt.nanos).padStart(9, '0')} ${job.id}`;
+    const hundredth = [...jobs].sort((a, b) => (key(a) < key(b) ? -1 : 1))[99]!;
+    expect((await explain(hundredth.id)).details.at(-1)).toEqual({ jobs_ahead: 99, at_least: false });
+  });
+
   it('names the run_after time of a job not yet due, and a retry backoff with its attempt', async () => {
     const queue = freshQueue('explain-later');
     const incarnation = await workerOn(queue);

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '@docket/auth';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import { ExecutionService, type WorkResponse } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import { failureOfStatus } from '@docket/client-kit';
 import type pg from 'pg';
 import { seenByConnect, transportFor, type SeenFailure } from '../support/clients.js';
 import type { DocketServices } from '../support/docket-services.js';
@@ -85,6 +86,23 @@ async function invoke(service: DescService, url: string, method: DescMethod, req
       const frames = call(request, { signal: abort.signal }) as AsyncIterable<unknown>;
       try {
         for await (const frame of frames) return { ok: true, seen: project(frame) };
+        return { ok: true, seen: 'ended without a frame' };
+      } finally {
+        abort.abort();
+      }
+    }
+    if (method.methodKind === 'bidi_streaming') {
+      // A worker session: the one call `request` names, on a stream held open until its answer.
+      const abort = new AbortController();
+      async function* oneCall(): AsyncGenerator<object> {
+        yield request;
+        await new Promise((resolve) => abort.signal.addEventListener('abort', resolve, { once: true }));
+      }
+      try {
+        for await (const answer of call(oneCall(), { signal: abort.signal }) as AsyncIterable<WorkResponse>) {
+          if (answer.result.case === 'error') return { ok: false, failure: seenByConnect(failureOfStatus(answer.result.value)) };
+          return { ok: true, seen: project(answer) };
+        }
         return { ok: true, seen: 'ended without a frame' };
       } finally {
         abort.abort();
@@ -425,6 +443,11 @@ const EXECUTION_CASES: Record<string, ExecutionCase> = {
     intruder: { stolen: STALE_INCARNATION, own: STALE_AUTHORITY, sibling: STALE_AUTHORITY, ownAttempt: 'NotFound NOT_FOUND' },
   },
   'ExecutionService.ListRecoverableEffects': { request: (ref) => ({ attempt: ref, limit: 10 }), intruder: { stolen: STALE_INCARNATION, own: STALE_AUTHORITY, sibling: STALE_AUTHORITY } },
+  // The worker session carries the attempt calls above: an outcome on it is refused exactly as ReportOutcome is.
+  'ExecutionService.Work': {
+    request: (ref, live) => ({ callId: 1n, call: { case: 'reportOutcome', value: attemptCall(() => ({ outcome: { case: 'success', value: { result: { n: 1 } } } }))(ref, live) } }),
+    intruder: { stolen: STALE_INCARNATION, own: STALE_AUTHORITY, sibling: STALE_AUTHORITY },
+  },
 };
 
 const qualified = (service: DescService, method: DescMethod) => `${service.name}.${method.name}`;

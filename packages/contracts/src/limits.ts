@@ -74,11 +74,6 @@ export const LIMITS = Object.freeze({
    * or a 1 MiB result or checkpoint with Struct overhead.
    */
   executionRequestBytes: 8_388_608,
-  /**
-   * Unanswered calls one worker session (ExecutionService/Work) holds: the
-   * service reads the stream's next call only once fewer are in flight.
-   */
-  workSessionCalls: 1_024,
   /** Largest request message the events service reads (ids, cursors, page sizes): 64 KiB. */
   eventsRequestBytes: 65_536,
   /** Largest request message the state service reads from the front services: 16 MiB. */

@@ -1,11 +1,17 @@
 import { create } from '@bufbuild/protobuf';
 import { durationMs } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError } from '@connectrpc/connect';
-import { invalidField, LIMITS } from '@docket/contracts';
+import { invalidField } from '@docket/contracts';
 import { WorkResponseSchema, type WorkRequest, type WorkResponse } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { statusOfFailure, type ForwardedDeadline, type Logger } from '@docket/service-kit';
 import { claimJobs, type ClaimDependencies } from './claim-jobs.js';
 import { forwardWorkerCall, type WorkerCall } from './worker-call.js';
+
+/**
+ * Unanswered calls one session holds: the session reads the stream's next
+ * call only once fewer are in flight (the proto comment of Work names it).
+ */
+export const WORK_SESSION_CALLS = 1_024;
 
 /** What a worker session needs. */
 export interface WorkSessionDependencies extends ClaimDependencies {
@@ -38,7 +44,7 @@ interface OpenCall {
  * finishes, with its response or the `google.rpc.Status` the unary RPC
  * would have failed with.
  *
- * At most {@link LIMITS}.workSessionCalls calls are open at once; beyond
+ * At most {@link WORK_SESSION_CALLS} calls are open at once; beyond
  * that the session reads no further and HTTP/2 flow control holds the
  * worker back. When the server drains or the session reaches `maxAgeMs`,
  * it stops reading, answers every call it read (waiting claims at once,
@@ -141,7 +147,7 @@ export async function* workSession(
     const ended = new Promise<'ended'>((resolve) => ending.signal.addEventListener('abort', () => resolve('ended'), { once: true }));
     try {
       for (;;) {
-        while (open.size >= LIMITS.workSessionCalls && !ending.signal.aborted) {
+        while (open.size >= WORK_SESSION_CALLS && !ending.signal.aborted) {
           await Promise.race([new Promise<void>((resolve) => (roomFreed = resolve)), ended]);
         }
         if (ending.signal.aborted) return;

@@ -74,15 +74,15 @@ describe('explainReasons', () => {
   });
 
   it('names the numbers: limits and running counts, the next token, the time not before, the jobs ahead (capped)', () => {
-    const reasons = explainReasons(found({ queue: fullQueue, jobsAhead: 1_001 }, { concurrency_key: 'tenant-a' }));
+    const reasons = explainReasons(found({ queue: fullQueue, jobsAhead: 101 }, { concurrency_key: 'tenant-a' }));
     expect(Object.fromEntries(reasons.map((reason) => [ExplainCode[reason.code], reason.details]))).toEqual({
       QUEUE_PAUSED: { queue: 'email' },
       RATE_LIMITED: { limit: 10, per_seconds: 1, tokens: 0.5, next_token_at: '2026-12-06T12:00:00.050Z' },
       QUEUE_CONCURRENCY_FULL: { limit: 2, running: 2 },
       CONCURRENCY_KEY_FULL: { concurrency_key: 'tenant-a', limit: 1, running: 1 },
-      AHEAD_IN_QUEUE: { jobs_ahead: 1_000, at_least: true },
+      AHEAD_IN_QUEUE: { jobs_ahead: 100, at_least: true },
     });
-    expect(reasons.find((reason) => reason.code === ExplainCode.AHEAD_IN_QUEUE)?.message).toBe('more than 1000 claimable jobs of queue email come before it');
+    expect(reasons.find((reason) => reason.code === ExplainCode.AHEAD_IN_QUEUE)?.message).toBe('more than 100 claimable jobs of queue email come before it');
   });
 
   it('does not call a queue full below its limits, nor rate-limited with a whole token left', () => {

@@ -4,8 +4,13 @@ import type { JobRow, Viewer } from './jobs.js';
 import { holdsASlot, isAheadInClaimOrder, isClaimable, rateTokensNow } from './claimability.js';
 import { workerStateOf } from './workers.js';
 
-/** How many claimable jobs ahead ExplainJob counts at most: the count stays cheap however deep the queue. */
-export const JOBS_AHEAD_COUNTED = 1_000;
+/**
+ * How many claimable jobs ahead ExplainJob counts at most: the count stays
+ * cheap however deep the queue (each counted job is an index entry and a
+ * heap check), and past a hundred the answer a job page needs is "at least
+ * 100 ahead", not the exact place.
+ */
+export const JOBS_AHEAD_COUNTED = 100;
 
 /** Everything ExplainJob decides from, read in one statement (one snapshot, one clock). */
 export interface JobClaimability {
@@ -97,7 +102,7 @@ const READ_JOB_CLAIMABILITY = new PreparedStatement<ExplainRow>(
  * ```sql
  * select to_json(j), now(), pg_snapshot_xmin(pg_current_snapshot()), q.*, s.*, <tokens now>,
  *   (select count(*) from jobs r where r.queue = j.queue and r.status in ('RUNNING', 'CANCELLING')),
- *   (select count(*) from (select 1 from jobs a where a.queue = j.queue and <claimable a> and <a ahead of j> limit 1001) x),
+ *   (select count(*) from (select 1 from jobs a where a.queue = j.queue and <claimable a> and <a ahead of j> limit 101) x),
  *   exists (select 1 from worker_incarnations w where j.queue = any(w.queues) and <w LIVE>),
  *   (select json_agg(parent_job_id) from job_dependencies where child_job_id = j.id and settled_status is null)
  * from jobs j left join job_quarantine q on q.job_id = j.id left join queue_settings s on s.queue = j.queue

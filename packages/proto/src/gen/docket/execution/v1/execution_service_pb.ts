@@ -1798,9 +1798,8 @@ export const ExecutionService: GenService<{
    * worker sends it again on a new session, possibly to another replica. A
    * call whose answer a failed stream lost may have taken effect: the worker
    * sends it again, same operation id, and gets the first answer. A
-   * service holds at most 1,024 unanswered calls of a session (limit
-   * `workSessionCalls`) and reads no further until one is answered, leaving
-   * the rest to HTTP/2 flow control. Errors of the stream itself:
+   * service holds at most 1,024 unanswered calls of a session and reads no
+   * further until one is answered, leaving the rest to HTTP/2 flow control. Errors of the stream itself:
    * UNAUTHENTICATED, PERMISSION_DENIED, and INVALID_ARGUMENT (INVALID_FIELD
    * `call_id`) for a call id of 0 or one already unanswered on the stream.
    *
