@@ -54,6 +54,7 @@ export const PROCESS_TESTS = [
   'test/execution-control.test.ts',
   'test/hard-deletion-crash.test.ts',
   'test/no-leaks.test.ts',
+  'test/pgbouncer.test.ts',
   'test/readme-commands.test.ts',
   'test/schema-refusal.test.ts',
   'test/schema-snapshot.test.ts',

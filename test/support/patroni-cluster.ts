@@ -1,10 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { chmod, chown, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './free-port.js';
 import { until } from './polling.js';
+import { postgresAnswers } from './postgres-answers.js';
+import { postgresUserIfRoot } from './postgres-user.js';
 
 /*
  * A highly available PostgreSQL as production runs it, from Debian's
@@ -61,23 +62,6 @@ export function failoverStackInstalled(): boolean {
   }
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-/** The uid and gid of user `postgres` when running as root (PostgreSQL refuses root), else none. */
-function postgresIdentity(): { uid: number; gid: number } | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  return {
-    uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim()),
-    gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim()),
-  };
-}
-
 function patroniConfig(dir: string, node: PatroniNode, etcdPort: number, synchronous: boolean): string {
   return `scope: docket-failover
 name: ${node.name}
@@ -129,7 +113,7 @@ ${nodes.map((node) => `  server ${node.name} 127.0.0.1:${node.pgPort} check port
 /** Starts etcd, two Patroni nodes (the first bootstraps and leads) and HAProxy, and waits until the standby follows. */
 export async function startPatroniCluster(options: { readonly synchronous: boolean }): Promise<PatroniCluster> {
   const dir = await mkdtemp(join(tmpdir(), 'docket-patroni-'));
-  const identity = postgresIdentity();
+  const identity = postgresUserIfRoot();
   await chmod(dir, 0o755);
   if (identity) await chown(dir, identity.uid, identity.gid);
   const logFiles: string[] = [];
@@ -224,24 +208,7 @@ export async function startPatroniCluster(options: { readonly synchronous: boole
     await until(async () => (await status(nodes[1]!, options.synchronous ? '/sync' : '/replica')) === 200, 'the second node to follow', 90_000, 250);
     await writeFile(join(dir, 'haproxy.cfg'), haproxyConfig(haproxyPort, nodes));
     await launch('haproxy', HAPROXY, ['-db', '-f', join(dir, 'haproxy.cfg')], false);
-    const pg = (await import('pg')).default;
-    await until(
-      async () => {
-        const client = new pg.Client({ connectionString: cluster.url, connectionTimeoutMillis: 1_000 });
-        try {
-          await client.connect();
-          await client.query('select 1');
-          return true;
-        } catch {
-          return false;
-        } finally {
-          await client.end().catch(() => undefined);
-        }
-      },
-      'HAProxy to reach the leader',
-      30_000,
-      250,
-    );
+    await until(() => postgresAnswers(cluster.url), 'HAProxy to reach the leader', 30_000, 250);
   } catch (error) {
     const logs = await cluster.logs();
     await cluster.stop();

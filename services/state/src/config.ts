@@ -1,4 +1,5 @@
 import type { BatchedWriteSettings } from './domain/batched-writes.js';
+import type { DatabasePooling } from './db/pool.js';
 import { readListenAddress, readPositiveInteger, readShutdownGraceMs, requireSecret, type Environment } from '@docket/service-kit';
 
 /** The state service's configuration, read from the environment only. */
@@ -8,6 +9,15 @@ export interface StateConfig {
   readonly databaseUrl: string | undefined;
   /** Where the approval history lives; undefined means the state database (its own schema and owner). */
   readonly approvalDatabaseUrl: string | undefined;
+  /** What sits between the service and PostgreSQL (DOCKET_DATABASE_POOLING: `session`, the default, or `transaction`). */
+  readonly pooling: DatabasePooling;
+  /**
+   * A direct connection to the same database, not through a transaction
+   * pooler, for LISTEN and the migrations' session lock
+   * (DOCKET_DIRECT_DATABASE_URL); required with `transaction` pooling,
+   * otherwise DOCKET_DATABASE_URL serves.
+   */
+  readonly directDatabaseUrl: string | undefined;
   readonly dataDir: string;
   /** Verifies the front services' tokens (`DOCKET_SERVICE_AUTH_SECRET`); public tokens are never signed with it. */
   readonly serviceAuthSecret: string;
@@ -23,7 +33,8 @@ export interface StateConfig {
 export const STATE_DEFAULT_PORT = 7404;
 
 /**
- * Reads DOCKET_LISTEN, DOCKET_DATABASE_URL, DOCKET_APPROVAL_DATABASE_URL, DOCKET_DATA_DIR,
+ * Reads DOCKET_LISTEN, DOCKET_DATABASE_URL, DOCKET_APPROVAL_DATABASE_URL,
+ * DOCKET_DATABASE_POOLING, DOCKET_DIRECT_DATABASE_URL, DOCKET_DATA_DIR,
  * DOCKET_SERVICE_AUTH_SECRET, DOCKET_DB_POOL_SIZE, DOCKET_SHUTDOWN_GRACE_MS,
  * DOCKET_LEASE_MS and the batching settings (DOCKET_ADMIT_BATCH_MAX,
  * DOCKET_ADMIT_BATCHES_IN_FLIGHT, DOCKET_CLAIM_BATCH_MAX,
@@ -31,10 +42,20 @@ export const STATE_DEFAULT_PORT = 7404;
  * DOCKET_REPORT_BATCHES_IN_FLIGHT).
  */
 export function readStateConfig(env: Environment): StateConfig {
+  const pooling = env['DOCKET_DATABASE_POOLING'] || 'session';
+  if (pooling !== 'session' && pooling !== 'transaction') {
+    throw new Error(`DOCKET_DATABASE_POOLING must be session or transaction, got ${JSON.stringify(pooling)}`);
+  }
+  const directDatabaseUrl = env['DOCKET_DIRECT_DATABASE_URL'] || undefined;
+  if (pooling === 'transaction' && (!env['DOCKET_DATABASE_URL'] || !directDatabaseUrl)) {
+    throw new Error('DOCKET_DATABASE_POOLING=transaction needs DOCKET_DATABASE_URL (the pooler) and DOCKET_DIRECT_DATABASE_URL (PostgreSQL itself, for LISTEN and migrations)');
+  }
   return {
     listen: readListenAddress(env, STATE_DEFAULT_PORT),
     databaseUrl: env['DOCKET_DATABASE_URL'] || undefined,
     approvalDatabaseUrl: env['DOCKET_APPROVAL_DATABASE_URL'] || undefined,
+    pooling,
+    directDatabaseUrl,
     dataDir: env['DOCKET_DATA_DIR'] || '.docket',
     serviceAuthSecret: requireSecret(env, 'DOCKET_SERVICE_AUTH_SECRET'),
     maxConnections: readPositiveInteger(env, 'DOCKET_DB_POOL_SIZE', 10),

@@ -17,17 +17,22 @@ import { startStateServer } from './server.js';
 export async function startStateService(env: Environment, logger: Logger): Promise<StartedService> {
   const config = readStateConfig(env);
   const database = await resolveDatabaseUrl(config, logger);
-  const { db, pool } = openDatabase({ connectionString: database.url, maxConnections: config.maxConnections });
+  const { db, pool } = openDatabase({ connectionString: database.url, maxConnections: config.maxConnections, pooling: config.pooling });
+  // The migrations hold a session lock: through a transaction pooler they run on the direct connection.
+  const direct = config.directDatabaseUrl ?? database.url;
+  const migrating = direct === database.url ? db : openDatabase({ connectionString: direct, maxConnections: 1 }).db;
   try {
-    await prepareSchema(db, logger);
+    await prepareSchema(migrating, logger);
   } catch (error) {
     await db.destroy();
     await database.stop();
     throw error;
+  } finally {
+    if (migrating !== db) await migrating.destroy();
   }
   let approvals: ApprovalHistory;
   try {
-    approvals = await ApprovalHistory.open(config.approvalDatabaseUrl ?? database.url, logger);
+    approvals = await ApprovalHistory.open(config.approvalDatabaseUrl ?? database.url, logger, config.approvalDatabaseUrl ? 'session' : config.pooling);
   } catch (error) {
     await db.destroy();
     await database.stop();
@@ -35,7 +40,7 @@ export async function startStateService(env: Environment, logger: Logger): Promi
     logger.error('cannot reach or prepare the approval history', { error: (error as Error).name, code: (error as { code?: string }).code });
     throw new Error('the approval history is unavailable');
   }
-  const changes = new ChangeListenerHub(database.url, logger);
+  const changes = new ChangeListenerHub(direct, logger);
   await changes.start();
   const server = await startStateServer(config, { db, pool }, changes, approvals, logger);
   return {

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { DocketError } from '@docket/contracts';
 import type { Logger } from '@docket/service-kit';
 import { SchemaRefusal, summarise } from './migrator.js';
-import { openPool } from './pool.js';
+import { openPool, type DatabasePooling } from './pool.js';
 import { EMPTY_SCHEMA, SCHEMA_SHAPE_QUERY, schemaDifferences, searchPathFor, type SchemaShape } from './schema-snapshot.js';
 import { SCHEMA_SNAPSHOT } from './schema-snapshot.generated.js';
 import { SQLSTATE, sqlStateOf } from './sqlstate.js';
@@ -150,8 +150,8 @@ export class ApprovalHistory {
    * Connects, creates the history if needed, refuses one that differs from
    * the schema snapshot ({@link SchemaRefusal}), and reports its posture.
    */
-  static async open(connectionString: string, logger: Logger): Promise<ApprovalHistory> {
-    const pool = openPool({ connectionString, max: 4, applicationName: 'docket-approval-history' });
+  static async open(connectionString: string, logger: Logger, pooling: DatabasePooling = 'session'): Promise<ApprovalHistory> {
+    const pool = openPool({ connectionString, max: 4, applicationName: 'docket-approval-history', pooling });
     const history = new ApprovalHistory(pool);
     try {
       const posture = await history.ensure();

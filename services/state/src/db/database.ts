@@ -1,7 +1,7 @@
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Database } from './tables/index.js';
-import { openPool } from './pool.js';
+import { openPool, type DatabasePooling } from './pool.js';
 
 /** A handle usable by every query helper: the pool or an open transaction. */
 export type Queryable = Kysely<Database> | Transaction<Database>;
@@ -11,6 +11,8 @@ export interface DatabaseOptions {
   readonly connectionString: string;
   /** Pool size per state process (default 10). */
   readonly maxConnections?: number;
+  /** What sits between the pool and PostgreSQL (default `session`). */
+  readonly pooling?: DatabasePooling;
 }
 
 /**
@@ -20,6 +22,6 @@ export interface DatabaseOptions {
  * connection string's host or user) into responses.
  */
 export function openDatabase(options: DatabaseOptions): { db: Kysely<Database>; pool: pg.Pool } {
-  const pool = openPool({ connectionString: options.connectionString, max: options.maxConnections ?? 10, applicationName: 'docket-state' });
+  const pool = openPool({ connectionString: options.connectionString, max: options.maxConnections ?? 10, applicationName: 'docket-state', pooling: options.pooling ?? 'session' });
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), pool };
 }

@@ -10,29 +10,62 @@ const IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000;
 
 /**
  * The time limits every connection of the state service has: a connect
- * timeout, TCP keepalive (first probe after 10 s idle), a default
- * `statement_timeout` (write transactions lower it to their callers'
- * deadline, `withStatementBudget`) and an idle-in-transaction timeout.
+ * timeout and TCP keepalive (first probe after 10 s idle). Its session
+ * settings ({@link sessionSettingsOf}) are set by a statement once it is
+ * connected, not sent as startup parameters, which PgBouncer refuses.
  */
 export const CONNECTION_LIMITS = {
   connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
   keepAlive: true,
   keepAliveInitialDelayMillis: 10_000,
-  statement_timeout: DEFAULT_STATEMENT_TIMEOUT_MS,
-  idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_TIMEOUT_MS,
 } as const;
+
+/**
+ * What sits between the state service and PostgreSQL, and so what a
+ * connection may rely on (DOCKET_DATABASE_POOLING):
+ * - `session`: each connection is a PostgreSQL session of its own, directly
+ *   or through PgBouncer in session mode. Session settings are set once per
+ *   connection; hot statements are prepared once per connection (named).
+ * - `transaction`: PgBouncer in transaction mode, where consecutive
+ *   transactions of one connection may run on different server sessions.
+ *   Nothing is left on a session: statements are unnamed (Debian's
+ *   PgBouncer 1.18 keeps no prepared statements across transactions), and
+ *   the session defaults come from the role (`ALTER ROLE ... SET
+ *   statement_timeout`, docs/high-availability.md); LISTEN and the
+ *   migrations' session lock use the direct connection
+ *   (DOCKET_DIRECT_DATABASE_URL).
+ */
+export type DatabasePooling = 'session' | 'transaction';
+
+/** The session settings a `session` connection starts with: a default `statement_timeout` (write transactions lower it to their callers' deadline, `withStatementBudget`) and an idle-in-transaction timeout. */
+export const SESSION_SETTINGS = `set statement_timeout = ${DEFAULT_STATEMENT_TIMEOUT_MS}; set idle_in_transaction_session_timeout = ${IDLE_IN_TRANSACTION_TIMEOUT_MS}`;
+
+/** A {@link TracedPgClient} whose statements are all unnamed: for PgBouncer in transaction mode. */
+class TransactionPooledClient extends TracedPgClient {
+  override query(...args: any[]): any {
+    const [statement] = args;
+    if (typeof statement === 'object' && statement !== null && typeof (statement as { name?: unknown }).name === 'string') {
+      const { name: _name, ...unnamed } = statement as { name: string };
+      return super.query(unnamed, ...args.slice(1));
+    }
+    return super.query(...args);
+  }
+}
 
 /** Options for {@link openPool}. */
 export interface PoolOptions {
   readonly connectionString: string;
   readonly max: number;
+  /** What sits between this pool and PostgreSQL; default `session`. */
+  readonly pooling?: DatabasePooling;
   /** Shown in `pg_stat_activity.application_name`. */
   readonly applicationName: string;
 }
 
 /**
  * A pg pool as every store of the state service opens one: its clients are
- * {@link TracedPgClient}s with the {@link CONNECTION_LIMITS}, and a connection error (the server restarting,
+ * {@link TracedPgClient}s with the {@link CONNECTION_LIMITS}, set up for its
+ * {@link DatabasePooling}, and a connection error (the server restarting,
  * a backend terminated) never becomes an unhandled `error` event, neither
  * on an idle client (pg-pool's own listener) nor on a checked-out one
  * between two queries (pg-pool listens only while a client is idle). The
@@ -45,7 +78,10 @@ export function openPool(options: PoolOptions): pg.Pool {
     max: options.max,
     application_name: options.applicationName,
     ...CONNECTION_LIMITS,
-    Client: TracedPgClient,
+    ...(options.pooling === 'transaction'
+      ? { Client: TransactionPooledClient }
+      : // pg-pool awaits it before handing the connection out, its error listener already attached.
+        { Client: TracedPgClient, onConnect: async (client: pg.ClientBase) => void (await client.query(SESSION_SETTINGS)) }),
   });
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));
