@@ -13,7 +13,7 @@ export const USAGE = `npm run bench -- [options]
   --docket-root PATH      run the Docket services from PATH/services/<name>/dist/main.js (default: this checkout)
   --baseline-root PATH    also run a "Docket (baseline)" column from another checkout (e.g. a git worktree)
   --statements            after the run, print the top 25 statements by total time in each Docket database
-  --out DIR               where to write <date>.json, .md and .svg (default: bench/results)
+  --out DIR               where to write last-run.*, latest.* and history.csv (default: bench/results)
   --help`;
 
 /** Parses `argv` (without node and script). */

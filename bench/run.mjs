@@ -168,7 +168,7 @@ const run = {
 for (const table of tables) console.log(`\n${renderText(table)}`);
 if (rows.length > 0 || extras.length > 0) {
   const paths = writeResults(options.outDir, run, tables);
-  console.log(`\nwrote ${paths.json}\n      ${paths.markdown}\n      ${paths.chart}`);
+  console.log(`\nwrote ${Object.values(paths).join('\n      ')}`);
 }
 const complaintCount = Object.values(complaints).reduce((sum, list) => sum + list.length, 0);
 console.log(`wall time ${(run.wallMs / 1000).toFixed(1)} s; load average ${run.loadAverage.start.join('/')} -> ${run.loadAverage.end.join('/')}; service warnings/errors logged: ${complaintCount}; failed measurements: ${run.failures.length}`);
