@@ -5,12 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ExecutionService,
   WorkRequestSchema,
+  WorkResponseSchema,
   type WorkRequest,
   type WorkResponse,
 } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
 import { anyUnpack } from '@bufbuild/protobuf/wkt';
-import { createRegistry } from '@bufbuild/protobuf';
+import { createRegistry, fromBinary, toBinary } from '@bufbuild/protobuf';
+import * as grpc from '@grpc/grpc-js';
 import { clientFor } from './support/clients.js';
 import type { DocketServices } from './support/docket-services.js';
 import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
@@ -23,7 +25,8 @@ import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
  * Work; docs/execution.md "The worker session"): calls on one stream,
  * answered by call id as they finish, each with the unary RPC's response
  * or its error; cancelling a call; the stream's own errors; a zombie
- * session after its lease; and how a session ends (drain, longest age).
+ * session after its lease; a session driven by @grpc/grpc-js, the reference
+ * gRPC implementation; and how a session ends (drain, longest age).
  * The SDK's use of it is covered by worker-sdk*.test.ts, which run on it
  * by default.
  */
@@ -264,6 +267,45 @@ describe('the worker session (ExecutionService/Work)', () => {
     zombie.close();
     other.close();
     expect((await harness.jobRow(job.id)).result).toEqual({ zombie: false });
+  });
+});
+
+describe('the worker session with the reference gRPC implementation', () => {
+  it('serves a @grpc/grpc-js bidirectional call: a job claimed, completed and answered by id, then OK after the half-close', async () => {
+    const queue = freshQueue('session-grpc-js');
+    const incarnation = await register('session-grpc-js', queue);
+    const job = await harness.submit({ queue });
+    const client = new grpc.Client(new URL(cluster.execution.url).host, grpc.credentials.createInsecure());
+    const metadata = new grpc.Metadata();
+    metadata.set('authorization', `Bearer ${harness.workerToken}`);
+    const call = client.makeBidiStreamRequest(
+      '/docket.execution.v1.ExecutionService/Work',
+      (message: WorkRequest) => Buffer.from(toBinary(WorkRequestSchema, message)),
+      (bytes: Buffer) => fromBinary(WorkResponseSchema, bytes),
+      metadata,
+    );
+    const answers: WorkResponse[] = [];
+    let next: ((answer: WorkResponse) => void) | undefined;
+    call.on('data', (answer: WorkResponse) => (next ? next(answer) : answers.push(answer)));
+    const ended = new Promise<grpc.StatusObject>((resolve) => call.on('status', resolve));
+    call.on('error', () => {}); // the status event carries the outcome
+    const answer = (): Promise<WorkResponse> => (answers.length > 0 ? Promise.resolve(answers.shift()!) : new Promise((resolve) => (next = (a) => ((next = undefined), resolve(a)))));
+    try {
+      call.write(create(WorkRequestSchema, { callId: 5n, call: claim(incarnation, queue, 5_000) }));
+      const claimed = await answer();
+      expect(claimed.callId).toBe(5n);
+      const assignment = claimed.result.case === 'claimJobs' ? claimed.result.value.assignments[0] : undefined;
+      expect(assignment?.envelope?.jobId).toBe(job.id);
+      const outcome = { attempt: attemptOf(assignment!), operationId: newOperationId(), outcome: { case: 'success' as const, value: { result: { via: 'grpc-js' } } } };
+      call.write(create(WorkRequestSchema, { callId: 6n, call: { case: 'reportOutcome', value: outcome } }));
+      const reported = await answer();
+      expect([reported.callId, reported.result.case]).toEqual([6n, 'reportOutcome']);
+      call.end();
+      expect((await ended).code).toBe(grpc.status.OK);
+    } finally {
+      client.close();
+    }
+    expect((await harness.jobRow(job.id)).result).toEqual({ via: 'grpc-js' });
   });
 });
 

@@ -345,14 +345,20 @@ async function callWithClient(service: PublicService, method: DescMethod, init: 
     (request: unknown, options: { signal: AbortSignal }) => Promise<unknown> | AsyncIterable<unknown>
   >;
   const controller = new AbortController();
-  const streaming = method.methodKind === 'server_streaming';
+  const streaming = method.methodKind !== 'unary';
   // Real time: a timeout race, the bound on an answer.
   const timer = setTimeout(() => controller.abort(), streaming ? STREAM_PATIENCE_MS : UNARY_PATIENCE_MS);
   try {
-    const call = client[method.localName]!(message, { signal: controller.signal });
+    // A bidirectional method (the worker session) takes a stream of requests: this one, held open until the answer.
+    const input = method.methodKind === 'bidi_streaming' ? oneRequest(message, controller.signal) : message;
+    const call = client[method.localName]!(input, { signal: controller.signal });
     if (streaming) {
-      // The first frame (or the error) is the answer; leaving the loop cancels the stream.
-      for await (const _ of call as AsyncIterable<unknown>) break;
+      // The first frame (or the error) is the answer; leaving the loop cancels the stream. A worker
+      // session's answer may be a call's error: it is judged like a call's.
+      for await (const frame of call as AsyncIterable<{ result?: { case?: string; value?: unknown } }>) {
+        if (frame.result?.case === 'error') return { kind: 'failed', failure: seenInStatus(frame.result.value as Status) };
+        break;
+      }
     } else {
       // A batch answer's items are judged like calls: the first failed item stands for the answer.
       const failedItem = (await call as { results?: { result: { case?: string; value?: unknown } }[] }).results?.find((item) => item.result.case === 'error');
@@ -367,6 +373,12 @@ async function callWithClient(service: PublicService, method: DescMethod, init: 
     clearTimeout(timer);
     controller.abort();
   }
+}
+
+/** A request stream of one message that stays open until `signal` aborts, as a worker session's first call. */
+async function* oneRequest(message: unknown, signal: AbortSignal): AsyncGenerator<unknown> {
+  yield message;
+  await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
 }
 
 /* ---------- (b) bodies that are not a request, by hand ---------- */
@@ -431,7 +443,7 @@ function frames(body: Buffer): { flags: number; data: Buffer }[] {
  * answered by its first message or its error, then cancelled.
  */
 async function rawCall(service: PublicService, method: DescMethod, request: RawRequest): Promise<Outcome> {
-  const streaming = method.methodKind === 'server_streaming';
+  const streaming = method.methodKind !== 'unary';
   const encoding = request.compression === 'gzip-lie' ? 'gzip' : request.compression;
   const compressed = compress(request.body, request.compression);
   const flags = request.compression === 'none' ? 0 : 1;
