@@ -1,5 +1,6 @@
 import type { DescService } from '@bufbuild/protobuf';
-import { createClient, type Client, type Interceptor } from '@connectrpc/connect';
+import { createClient, type Client } from '@connectrpc/connect';
+import { bearerAuth } from '@docket/client';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import { mintToken } from '@docket/auth';
 import { resolveAuthSecret } from './auth-secret.js';
@@ -14,11 +15,7 @@ const MINTED_TTL_SECONDS = 3_600;
  * One short-lived command, one connection: no pings, no pooling.
  */
 export function serviceClient<T extends DescService>(service: T, baseUrl: string, token: string): Client<T> {
-  const bearer: Interceptor = (next) => (request) => {
-    request.header.set('authorization', `Bearer ${token}`);
-    return next(request);
-  };
-  return createClient(service, createGrpcTransport({ baseUrl, interceptors: [bearer] }));
+  return createClient(service, createGrpcTransport({ baseUrl, interceptors: [bearerAuth(token)] }));
 }
 
 /**

@@ -1,15 +1,12 @@
-import type { Interceptor, Transport } from '@connectrpc/connect';
+import type { Transport } from '@connectrpc/connect';
+import type { TokenSource } from '@docket/client-kit';
+
+export { bearerAuth, type TokenSource } from '@docket/client-kit';
 
 /** Default admission address (SPEC §12: admission 7401). */
 export const DEFAULT_ADMISSION_URL = 'http://127.0.0.1:7401';
 /** Default events address (SPEC §12: events 7403). */
 export const DEFAULT_EVENTS_URL = 'http://127.0.0.1:7403';
-
-/**
- * A bearer token, or a function returning the current one (called before
- * every request, so a long-lived client can rotate short-lived tokens).
- */
-export type TokenSource = string | (() => string | Promise<string>);
 
 /** The two transports a {@link DocketClient} uses. */
 export interface DocketTransports {
@@ -35,15 +32,3 @@ export interface NodeTransportOptions {
   readonly token: TokenSource;
 }
 
-/**
- * An interceptor that sends `authorization: Bearer <token>`, for any
- * Connect transport (pass it to connect-web's `createGrpcWebTransport` in
- * a browser). The token is never put anywhere else.
- */
-export function bearerAuth(token: TokenSource): Interceptor {
-  return (next) => async (request) => {
-    const value = typeof token === 'string' ? token : await token();
-    request.header.set('authorization', `Bearer ${value}`);
-    return next(request);
-  };
-}

@@ -1,6 +1,7 @@
 import { Code, ConnectError, type Interceptor, type Transport } from '@connectrpc/connect';
 import { Http2SessionManager, createGrpcTransport } from '@connectrpc/connect-node';
 import type { ClientHttp2Session, ClientHttp2Stream } from 'node:http2';
+import { bearerAuth, bearerValue, type TokenSource } from '@docket/client-kit';
 import { tracedCalls } from '@docket/trace-context';
 import { isTracingOn } from './tracing.js';
 import { callUnaryStream } from './unary-stream-client.js';
@@ -10,7 +11,7 @@ export interface ServiceTransportOptions {
   /** The other service's URL, e.g. `DOCKET_STATE_URL` (`http://127.0.0.1:7404`). */
   readonly baseUrl: string;
   /** The internal bearer token (role `service`), or where to get the current one (`serviceTokenSource`). */
-  readonly token: string | (() => Promise<string>);
+  readonly token: TokenSource;
   /** The deadline of a unary call whose caller set none (default {@link DEFAULT_INTERNAL_DEADLINE_MS}; `DOCKET_STATE_CALL_TIMEOUT_MS`). */
   readonly defaultDeadlineMs?: number;
 }
@@ -49,10 +50,7 @@ export interface ServiceTransport extends Transport {
  */
 export function createServiceTransport(options: ServiceTransportOptions): ServiceTransport {
   const { token } = options;
-  const addHeaders: Interceptor = (next) => async (req) => {
-    req.header.set('authorization', `Bearer ${typeof token === 'string' ? token : await token()}`);
-    return next(req);
-  };
+  const addHeaders = bearerAuth(token);
   // A dead or half-open connection is noticed within PING_INTERVAL_MS + PING_TIMEOUT_MS, also while a stream is quiet.
   const session = new WideWindowSessionManager(
     options.baseUrl,
@@ -79,7 +77,7 @@ export function createServiceTransport(options: ServiceTransportOptions): Servic
     if (isTracingOn()) return transport.unary(method, signal, timeoutMs, header, input, contextValues);
     const fields: Record<string, string> = {};
     if (header) new Headers(header).forEach((value, key) => (fields[key] = value));
-    fields['authorization'] = `Bearer ${typeof token === 'string' ? token : await token()}`;
+    fields['authorization'] = await bearerValue(token);
     try {
       const response = await callUnaryStream({ session, method, input, header: fields, timeoutMs: timeoutMs ?? defaultDeadlineMs, signal });
       answeredAt = performance.now();

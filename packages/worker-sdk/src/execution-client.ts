@@ -1,4 +1,5 @@
-import { createClient, type Client, type Interceptor, type Transport } from '@connectrpc/connect';
+import { createClient, type Client, type Transport } from '@connectrpc/connect';
+import { bearerAuth, type TokenSource } from '@docket/client-kit';
 import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
 import { tracedCalls } from '@docket/trace-context';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
@@ -7,12 +8,7 @@ import { WorkSessionClient } from './work-session.js';
 /** A typed client of `docket.execution.v1.ExecutionService`. */
 export type ExecutionClient = Client<typeof ExecutionService>;
 
-/**
- * A bearer token with role `worker`, or a function returning the current
- * one (called before every request, so a long-running worker can rotate
- * short-lived tokens).
- */
-export type TokenSource = string | (() => string | Promise<string>);
+export type { TokenSource } from '@docket/client-kit';
 
 /** An execution client plus the means to close its connection. */
 export interface ExecutionConnection {
@@ -55,15 +51,10 @@ export function connectExecution(url: string, token: TokenSource | undefined, op
 function unaryConnection(url: string, token: TokenSource | undefined, transport: Transport | undefined): ExecutionConnection {
   if (transport) return { client: createClient(ExecutionService, transport), close() {} };
   if (token === undefined) throw new TypeError('a token is required without a transport');
-  const bearer: Interceptor = (next) => async (request) => {
-    const value = typeof token === 'string' ? token : await token();
-    request.header.set('authorization', `Bearer ${value}`);
-    return next(request);
-  };
   const sessionManager = new Http2SessionManager(url, { pingIntervalMs: 15_000, pingTimeoutMs: 10_000 });
   const client = createClient(
     ExecutionService,
-    createGrpcTransport({ baseUrl: url, sessionManager, interceptors: [bearer, tracedCalls('@docket/worker-sdk')] }),
+    createGrpcTransport({ baseUrl: url, sessionManager, interceptors: [bearerAuth(token), tracedCalls('@docket/worker-sdk')] }),
   );
   return { client, close: () => sessionManager.abort() };
 }
