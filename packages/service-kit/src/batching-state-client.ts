@@ -81,11 +81,13 @@ function withinCall<Response>(answer: Promise<Response>, callOptions: CallOption
       signal?.removeEventListener('abort', onAbort);
       finish();
     };
-    if (signal?.aborted) return onAbort();
-    signal?.addEventListener('abort', onAbort, { once: true });
+    // The answer is always taken, even by a caller that already gave up: the batch may still decide
+    // (or refuse) its item later, and a rejection nobody takes would end the process.
     answer.then(
       (value) => settle(() => resolve(value)),
       (error: unknown) => settle(() => reject(error)),
     );
+    if (signal?.aborted) return onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
