@@ -13,6 +13,7 @@ describe('readExecutionConfig', () => {
       sweepIntervalMs: 60_000,
       maintenanceBatch: 100,
       claimRecheckMs: 5000,
+      workSessionMaxAgeMs: 600_000,
     });
   });
 
@@ -25,6 +26,7 @@ describe('readExecutionConfig', () => {
       DOCKET_SWEEP_INTERVAL_MS: '5000',
       DOCKET_MAINTENANCE_BATCH: '1000',
       DOCKET_CLAIM_RECHECK_MS: '250',
+      DOCKET_WORK_SESSION_MAX_AGE_MS: '1500',
     });
     expect(config).toMatchObject({
       backgroundLoops: false,
@@ -33,6 +35,7 @@ describe('readExecutionConfig', () => {
       sweepIntervalMs: 5000,
       maintenanceBatch: 1000,
       claimRecheckMs: 250,
+      workSessionMaxAgeMs: 1500,
     });
   });
 
@@ -40,5 +43,6 @@ describe('readExecutionConfig', () => {
     expect(() => readExecutionConfig({ ...REQUIRED, DOCKET_MAINTENANCE_BATCH: '1001' })).toThrow(/DOCKET_MAINTENANCE_BATCH/);
     expect(() => readExecutionConfig({ ...REQUIRED, DOCKET_REAPER_INTERVAL_MS: '0' })).toThrow(/DOCKET_REAPER_INTERVAL_MS/);
     expect(() => readExecutionConfig({ ...REQUIRED, DOCKET_BACKGROUND_LOOPS: 'maybe' })).toThrow(/DOCKET_BACKGROUND_LOOPS/);
+    expect(() => readExecutionConfig({ ...REQUIRED, DOCKET_WORK_SESSION_MAX_AGE_MS: '0' })).toThrow(/DOCKET_WORK_SESSION_MAX_AGE_MS/);
   });
 });
