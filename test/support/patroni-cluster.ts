@@ -92,7 +92,7 @@ postgresql:
 `;
 }
 
-function haproxyConfig(port: number, nodes: readonly PatroniNode[]): string {
+function haproxyConfig(port: number, statsPort: number, nodes: readonly PatroniNode[]): string {
   return `global
   maxconn 400
 defaults
@@ -107,6 +107,13 @@ listen primary
   http-check expect status 200
   default-server inter 300ms fall 2 rise 1 on-marked-down shutdown-sessions
 ${nodes.map((node) => `  server ${node.name} 127.0.0.1:${node.pgPort} check port ${node.restPort}`).join('\n')}
+listen stats
+  bind 127.0.0.1:${statsPort}
+  mode http
+  timeout client 5s
+  timeout server 5s
+  stats enable
+  stats uri /stats
 `;
 }
 
@@ -158,6 +165,23 @@ export async function startPatroniCluster(options: { readonly synchronous: boole
   };
 
   const haproxyPort = await freePort();
+  const statsPort = await freePort();
+  /**
+   * The servers HAProxy now sends connections to. HAProxy 2.6 starts every
+   * server UP and marks one down only after its checks fail, so until then
+   * a connection may land on the standby.
+   */
+  const routedTo = async (): Promise<string[]> => {
+    try {
+      const csv = await (await fetch(`http://127.0.0.1:${statsPort}/stats;csv`, { signal: AbortSignal.timeout(1_000) })).text();
+      const [header = [], ...rows] = csv.trim().split('\n').map((line) => line.split(','));
+      const status = header.indexOf('status');
+      // "UP 1/2" is a server going down that still takes connections.
+      return rows.filter((row) => row[0] === 'primary' && nodes.some((node) => node.name === row[1]) && row[status]?.startsWith('UP')).map((row) => row[1]!);
+    } catch {
+      return [];
+    }
+  };
   const cluster: PatroniCluster = {
     url: `postgres://postgres:${SUPERUSER_PASSWORD}@127.0.0.1:${haproxyPort}/postgres`,
     nodes,
@@ -206,8 +230,9 @@ export async function startPatroniCluster(options: { readonly synchronous: boole
     await until(async () => (await status(nodes[0]!, '/primary')) === 200, 'the first Patroni node to lead', 60_000, 250);
     await startNode(nodes[1]!);
     await until(async () => (await status(nodes[1]!, options.synchronous ? '/sync' : '/replica')) === 200, 'the second node to follow', 90_000, 250);
-    await writeFile(join(dir, 'haproxy.cfg'), haproxyConfig(haproxyPort, nodes));
+    await writeFile(join(dir, 'haproxy.cfg'), haproxyConfig(haproxyPort, statsPort, nodes));
     await launch('haproxy', HAPROXY, ['-db', '-f', join(dir, 'haproxy.cfg')], false);
+    await until(async () => (await routedTo()).join() === nodes[0]!.name, 'HAProxy to route to the leader alone', 30_000, 100);
     await until(() => postgresAnswers(cluster.url), 'HAProxy to reach the leader', 30_000, 250);
   } catch (error) {
     const logs = await cluster.logs();
