@@ -23,7 +23,7 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * docs name no effect (cancelling a CANCELLING job, pausing a PAUSED one
  * or one whose pause is already requested, resuming a pause-requested
  * RUNNING job), the expected answer is the one `planChange` in
- * services/state/src/domain/change-job.ts documents; every edge the status
+ * services/state/src/owner-calls/change-job.ts documents; every edge the status
  * machine does not have is ILLEGAL_TRANSITION (docs/errors.md) and writes
  * nothing.
  */

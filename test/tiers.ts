@@ -32,7 +32,7 @@ export const ROUTES_TESTS = [
   'services/state/src/db/database-errors.test.ts',
   'services/state/src/db/write-transaction.test.ts',
   'services/state/src/db/queue-stats-triggers.test.ts',
-  'services/state/src/domain/read-job-changes.test.ts',
+  'services/state/src/feed/read-job-changes.test.ts',
 ];
 
 /** Tests anywhere that start service processes (or Postgres servers of their own). */

@@ -1,4 +1,4 @@
-import type { BatchedWriteSettings } from './domain/batched-writes.js';
+import type { BatchedWriteSettings } from './batched-writes.js';
 import type { DatabasePooling } from './db/pool.js';
 import { readListenAddress, readPositiveInteger, readShutdownGraceMs, requireSecret, type Environment } from '@docket/service-kit';
 

@@ -9,8 +9,8 @@ import type { ChangeListenerHub } from './db/change-listener.js';
 import type { ApprovalHistory } from './db/approval-history.js';
 import { translateDatabaseError } from './db/database-errors.js';
 import type { Database } from './db/tables/index.js';
-import { batchedWrites } from './domain/batched-writes.js';
-import type { QuarantineReport } from './domain/job-quarantine.js';
+import { batchedWrites } from './batched-writes.js';
+import type { QuarantineReport } from './journal/job-quarantine.js';
 import { stateServiceRoutes } from './routes/state-service.js';
 import { createStateMetrics } from './state-metrics.js';
 

@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import type pg from 'pg';
 import { ServiceMetrics } from '@docket/service-kit';
 import type { ChangeListenerHub } from './db/change-listener.js';
-import type { BatchedWrites } from './domain/batched-writes.js';
+import type { BatchedWrites } from './batched-writes.js';
 
 /** The statuses a job is still on its way through (counted on every scrape; ended jobs are not). */
 const OPEN_STATUSES = ['WAITING', 'QUEUED', 'RUNNING', 'PAUSED', 'RETRY_WAIT', 'CANCELLING'];

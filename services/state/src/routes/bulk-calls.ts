@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 import { invalidField } from '@docket/contracts';
 import { HandleBulkCallResponseSchema, type HandleBulkCallRequest, type HandleBulkCallResponse } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { Database } from '../db/tables/index.js';
-import { parseBulkFilter, parseBulkOperationId, readBulkOperation, startBulkOperation } from '../domain/bulk-operations.js';
+import { parseBulkFilter, parseBulkOperationId, readBulkOperation, startBulkOperation } from '../owner-calls/bulk-operations.js';
 import { adminOf, parseIdempotentRequest } from './state-requests.js';
 
 /**

@@ -3,7 +3,7 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { Kysely } from 'kysely';
 import { HandleScheduleCallResponseSchema, type HandleScheduleCallRequest, type HandleScheduleCallResponse } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { Database } from '../db/tables/index.js';
-import { changeSchedule, createSchedule, getSchedule, listSchedules, type ScheduleOutcome } from '../domain/schedules.js';
+import { changeSchedule, createSchedule, getSchedule, listSchedules, type ScheduleOutcome } from '../schedules/schedules.js';
 import { parseScheduleCall } from './schedule-requests.js';
 
 /**

@@ -6,9 +6,9 @@ import { durationMs, validateJobSpecMessage } from '@docket/service-kit';
 import type { Viewer } from '../db/queries/jobs.js';
 import type { ScheduleListPosition } from '../db/queries/schedules.js';
 import type { ScheduleOverlapName } from '../db/tables/index.js';
-import type { IdempotentRequest } from '../domain/idempotent-mutation.js';
-import { parseCronTrigger, parseIntervalTrigger } from '../domain/schedule-trigger.js';
-import type { NewSchedule, ScheduleChange } from '../domain/schedules.js';
+import type { IdempotentRequest } from '../admission/idempotent-mutation.js';
+import { parseCronTrigger, parseIntervalTrigger } from '../schedules/schedule-trigger.js';
+import type { NewSchedule, ScheduleChange } from '../schedules/schedules.js';
 import { parseIdempotentRequest, viewerOf } from './state-requests.js';
 
 /** One schedule call, checked. */

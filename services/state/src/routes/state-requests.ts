@@ -15,8 +15,8 @@ import {
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { ApprovalDecision } from '@docket/proto/docket/common/v1/approval_pb.js';
 import { SignalReconcileAction } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
-import { checkedJsonBytes } from '../domain/json-limits.js';
-import type { OwnerCallCommand } from '../domain/owner-calls.js';
+import { checkedJsonBytes } from '../admission/json-limits.js';
+import type { OwnerCallCommand } from '../owner-calls/owner-calls.js';
 import {
   JobChangeAction,
   type AdmitJobRequest,
@@ -34,13 +34,13 @@ import {
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { durationMs, validateJobSpecMessage } from '@docket/service-kit';
 import type { Viewer } from '../db/queries/jobs.js';
-import type { AdmitJobCommand } from '../domain/admit-jobs.js';
-import type { ChangeJobCommand, JobChangeActionName } from '../domain/change-job.js';
-import type { IdempotentRequest } from '../domain/idempotent-mutation.js';
-import type { ListJobsQuery } from '../domain/read-jobs.js';
-import { retentionAges } from '../domain/retention.js';
-import type { TransitionCommand } from '../domain/transition-job.js';
-import type { ChangeTickOptions } from '../domain/watch-job.js';
+import type { AdmitJobCommand } from '../admission/admit-jobs.js';
+import type { ChangeJobCommand, JobChangeActionName } from '../owner-calls/change-job.js';
+import type { IdempotentRequest } from '../admission/idempotent-mutation.js';
+import type { ListJobsQuery } from '../reads/read-jobs.js';
+import { retentionAges } from '../maintenance/retention.js';
+import type { TransitionCommand } from '../transitions/transition-job.js';
+import type { ChangeTickOptions } from '../feed/watch-job.js';
 
 /** The shortest idempotency retention the state service accepts. */
 export const MIN_IDEMPOTENCY_TTL_MS = 24 * 3_600_000;

@@ -37,30 +37,30 @@ import type { ChangeListenerHub } from '../db/change-listener.js';
 import { withStatementBudget } from '../db/statement-budget.js';
 import { translateDatabaseError } from '../db/database-errors.js';
 import type { Database } from '../db/tables/index.js';
-import type { BatchedWrites } from '../domain/batched-writes.js';
-import { changeJob } from '../domain/change-job.js';
-import { handleWorkerCall } from '../domain/handle-worker-call.js';
-import { handleOwnerCall } from '../domain/owner-calls.js';
+import type { BatchedWrites } from '../batched-writes.js';
+import { changeJob } from '../owner-calls/change-job.js';
+import { handleWorkerCall } from '../worker-calls/handle-worker-call.js';
+import { handleOwnerCall } from '../owner-calls/owner-calls.js';
 import { answerScheduleCall } from './schedule-calls.js';
 import { answerBulkCall } from './bulk-calls.js';
-import { hardDeleteJob } from '../domain/hard-delete-job.js';
+import { hardDeleteJob } from '../owner-calls/hard-delete-job.js';
 import { findDeletion } from '../db/queries/deletions.js';
-import { projectDeletion } from '../domain/deletion-projection.js';
-import { setRetentionPolicy } from '../domain/retention.js';
-import { parseQueuePolicyChange, readQueue, setQueuePolicy } from '../domain/queue-policy.js';
-import { setLegalHold } from '../domain/legal-hold.js';
+import { projectDeletion } from '../reads/deletion-projection.js';
+import { setRetentionPolicy } from '../maintenance/retention.js';
+import { parseQueuePolicyChange, readQueue, setQueuePolicy } from '../owner-calls/queue-policy.js';
+import { setLegalHold } from '../owner-calls/legal-hold.js';
 import type { ApprovalHistory } from '../db/approval-history.js';
 import type { StateMetrics } from '../state-metrics.js';
-import { runMaintenance } from '../domain/maintenance.js';
-import type { QuarantineReport } from '../domain/job-quarantine.js';
-import type { ExecutionSettings } from '../domain/register-worker.js';
-import { readJobChanges } from '../domain/read-job-changes.js';
-import { eventOf, readJobEvents } from '../domain/read-job-events.js';
-import { encodeEvents, encodedJournalAnswer } from '../domain/event-encoding.js';
-import { getJob, listJobs } from '../domain/read-jobs.js';
-import { explainJob } from '../domain/explain-job.js';
-import { listWorkers } from '../domain/list-workers.js';
-import { parseQueueStatsRequest, readQueueStats } from '../domain/queue-stats.js';
+import { runMaintenance } from '../maintenance/maintenance.js';
+import type { QuarantineReport } from '../journal/job-quarantine.js';
+import type { ExecutionSettings } from '../workers/register-worker.js';
+import { readJobChanges } from '../feed/read-job-changes.js';
+import { eventOf, readJobEvents } from '../journal/read-job-events.js';
+import { encodeEvents, encodedJournalAnswer } from './event-encoding.js';
+import { getJob, listJobs } from '../reads/read-jobs.js';
+import { explainJob } from '../reads/explain-job.js';
+import { listWorkers } from '../workers/list-workers.js';
+import { parseQueueStatsRequest, readQueueStats } from '../reads/queue-stats.js';
 import {
   parseAdmitJobRequest,
   parseChangeJobRequest,
@@ -76,9 +76,9 @@ import {
   parseTransitionJobRequest,
   viewerOf,
 } from './state-requests.js';
-import { transitionJob } from '../domain/transition-job.js';
-import { projectProgress } from '../domain/job-projection.js';
-import { watchChangeTicks, watchJobSignals } from '../domain/watch-job.js';
+import { transitionJob } from '../transitions/transition-job.js';
+import { projectProgress } from '../reads/job-projection.js';
+import { watchChangeTicks, watchJobSignals } from '../feed/watch-job.js';
 
 /** What the StateService handlers need. */
 export interface StateRoutesDependencies {

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Queryable } from '../database.js';
 import { PreparedStatement } from '../prepared-statement.js';
-import type { EffectRow } from '../../domain/effect-lifecycle.js';
+import type { EffectRow } from '../../effects/effect-lifecycle.js';
 
 /** An effect named by its job and the worker's idempotency key. */
 export interface EffectKey {

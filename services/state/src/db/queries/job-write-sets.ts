@@ -1,4 +1,4 @@
-import type { JobWriteSet } from '../../domain/job-write-set.js';
+import type { JobWriteSet } from '../../transitions/job-write-set.js';
 import type { JobRow } from './jobs.js';
 import { PreparedStatement, type StatementTarget } from '../prepared-statement.js';
 import { JOB_CHANGES_CHANNEL, announcementOf } from './job-changes.js';

@@ -1,0 +1,475 @@
+import { create } from '@bufbuild/protobuf';
+import { timestampFromDate } from '@bufbuild/protobuf/wkt';
+import type pg from 'pg';
+import { DocketError, invalidField, isDocketError, newId } from '@docket/contracts';
+import {
+  AssignmentSchema,
+  ClaimJobsRequestSchema,
+  ClaimJobsResponseSchema,
+  type Assignment,
+  type ClaimJobsRequest,
+  type ClaimJobsResponse,
+} from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import {
+  lockClaimableJobs,
+  lockKeyedClaimableJobs,
+  lockQueuesCountHeld,
+  nextRunAfter,
+  readQueueRoom,
+  serveQueueKeys,
+  spendRateTokens,
+  type KeyedCandidate,
+  type QueueRoom,
+} from '../db/queries/claims.js';
+import { attemptDeadline, boundedLease } from '../attempts/attempt-limits.js';
+import type { JobRow } from '../db/queries/jobs.js';
+import { lockClaimContext, operationKeyOf } from '../db/queries/worker-call-reads.js';
+import type { IncarnationRow } from '../db/queries/workers.js';
+import { inWriteTransaction } from '../db/write-transaction.js';
+import { planTransition } from '../transitions/transition-plan.js';
+import { planDelivery } from '../signals/signal-inbox.js';
+import { projectLastApproval } from '../approvals/pending-approval.js';
+import { readOutstandingSignals, type SignalRow } from '../db/queries/signals.js';
+import { readParentResults } from '../db/queries/dependencies.js';
+import { cappedParentResults } from './parent-results.js';
+import type { JsonObject } from '../db/tables/index.js';
+import { staleIncarnation } from '../attempts/attempt-authority.js';
+import { recordOperation } from '../worker-calls/attempt-reports.js';
+import type { ItemOutcome } from '@docket/service-kit';
+import { JobWriteSet } from '../transitions/job-write-set.js';
+import { writeDecidedBatch } from '../transitions/write-decided-batch.js';
+import type { ExecutionSettings } from '../workers/register-worker.js';
+import { operationDigest, replayOperation } from '../worker-calls/worker-operation.js';
+import { recordQuarantines } from '../db/queries/quarantine.js';
+import { quarantineCause, type QuarantineEntry, type QuarantineReport } from '../journal/job-quarantine.js';
+
+/** The most jobs one claim hands out. */
+export const MAX_JOBS_PER_CLAIM = 100;
+
+/** What a claim that meets a job it cannot start records in `job_quarantine.task`. */
+const CLAIM_TASK = 'CLAIM_JOBS';
+
+/**
+ * How many times one claim batch is decided again because a job it took
+ * turned out to have a corrupt journal (each time that job is quarantined
+ * and skipped). Past it the batch is answered UNAVAILABLE, which callers
+ * retry with the same operation id, and the next try goes on.
+ */
+const CORRUPT_JOURNAL_ROUNDS = 8;
+
+/** One claim attempt, checked (no waiting; the execution service long-polls around it). */
+export interface ClaimCommand {
+  readonly subject: string;
+  readonly request: ClaimJobsRequest;
+  readonly digest: string;
+}
+
+/** A claim's answer, and for an empty one when a job becomes claimable by time alone and where it looked. */
+export interface ClaimOutcome {
+  readonly response: ClaimJobsResponse;
+  readonly nextClaimableAt: Date | undefined;
+  readonly claimQueues: readonly string[];
+}
+
+/** Checks a ClaimJobs call's fields before anything is read. */
+export function parseClaim(subject: string, request: ClaimJobsRequest): ClaimCommand {
+  if (request.maxJobs < 0) throw invalidField('max_jobs', 'must not be negative');
+  return { subject, request, digest: operationDigest('ClaimJobs', request.workerIncarnation, ClaimJobsRequestSchema, request) };
+}
+
+/**
+ * Decides a batch of claims in one transaction with a fixed number of
+ * statements, whatever the number of claims or jobs. The incarnations'
+ * rows are locked (a registration superseding one waits for the claim, or
+ * the claim finds it superseded: STALE_INCARNATION); a recorded operation
+ * id replays its assignments. Then the limited queues' advisory locks are
+ * taken (in name order) and the incarnations' running jobs and the queues'
+ * free slots counted, so neither an incarnation's own limit nor a queue's
+ * deployment-wide `max_concurrency` is ever exceeded; claimable jobs are
+ * taken highest priority then oldest, honouring `run_after`, with
+ * `FOR UPDATE SKIP LOCKED`, so no job goes to two claimers. Each claimed
+ * job's fence grows by one, it gets an attempt, `attempt.started` and a
+ * lease by the database clock. A claim that got jobs is recorded under its
+ * operation id; an empty one is not, so retrying it claims afresh.
+ *
+ * A claim never fails for one bad job. A job that cannot be started for a
+ * reason of its own (`quarantineCause`) is quarantined in the claim's
+ * transaction and left out of its answer; a job whose journal head turns
+ * out not to be the one stored (the check `writeDecidedBatch` makes, which
+ * rolls the batch back) is quarantined in a transaction of its own and
+ * the batch is decided again without it. Quarantined jobs are never
+ * candidates again (`lockClaimableJobs`), their rows stay as they were,
+ * and each is told to `reportQuarantine` once.
+ */
+export async function claimJobs(
+  pool: pg.Pool,
+  settings: ExecutionSettings,
+  claims: readonly ClaimCommand[],
+  reportQuarantine: QuarantineReport = () => {},
+): Promise<ItemOutcome<ClaimOutcome>[]> {
+  for (let round = 1; ; round += 1) {
+    let decided: DecidedClaims;
+    try {
+      decided = await decideClaims(pool, settings, claims);
+    } catch (error) {
+      const jobId = corruptJournalOf(error);
+      if (jobId === undefined) throw error;
+      const entry = { jobId, task: CLAIM_TASK, errorClass: 'JOURNAL_CORRUPT' };
+      const recorded = await inWriteTransaction(pool, (client) => recordQuarantines(client, [entry]));
+      if (recorded.has(jobId)) reportQuarantine(entry);
+      if (round >= CORRUPT_JOURNAL_ROUNDS) throw new DocketError('UNAVAILABLE', 'the claim met corrupt jobs and skipped them; retry it');
+      continue;
+    }
+    for (const entry of decided.quarantined) reportQuarantine(entry);
+    return decided.outcomes;
+  }
+}
+
+/** The job a JOURNAL_CORRUPT failure names, if `error` is one. */
+function corruptJournalOf(error: unknown): string | undefined {
+  if (!isDocketError(error) || error.reason !== 'JOURNAL_CORRUPT') return undefined;
+  return error.metadata['job_id'];
+}
+
+/** One decided and committed claim batch, and the jobs it quarantined (newly). */
+interface DecidedClaims {
+  readonly outcomes: ItemOutcome<ClaimOutcome>[];
+  readonly quarantined: readonly QuarantineEntry[];
+}
+
+async function decideClaims(pool: pg.Pool, settings: ExecutionSettings, claims: readonly ClaimCommand[]): Promise<DecidedClaims> {
+  return inWriteTransaction(pool, async (client, now) => {
+    const context = await lockClaimContext(client, claims.map(operationKey), claims.map((claim) => claim.request.workerIncarnation));
+    const { incarnations, operations: recorded } = context;
+    const writes = new JobWriteSet();
+    const decidedHere = new Map<string, { rpc: string; request_digest: string; response: Buffer }>();
+
+    // 1. Who may claim where: the incarnation, replays, the queues named.
+    const open = claims.map((claim): ItemOutcome<OpenClaim> => {
+      try {
+        const incarnation = incarnations.get(claim.request.workerIncarnation);
+        if (!incarnation || incarnation.subject !== claim.subject || incarnation.superseded_at !== null) throw staleIncarnation();
+        const queues = claimQueues(incarnation, claim.request.queues);
+        return { ok: true, value: { claim, incarnation, queues } };
+      } catch (error) {
+        return { ok: false, error };
+      }
+    });
+    const fresh = open.flatMap((item) => (item.ok && !recorded.has(operationKeyOf(operationKey(item.value.claim))) ? [item.value] : []));
+
+    // 2. How much each may take, counted under the locks.
+    const locked = await lockQueuesCountHeld(client, fresh.flatMap((item) => item.queues), fresh.map((item) => item.incarnation.id));
+    const room = await readQueueRoom(client, locked.limited);
+    const remaining = new Map([...room].flatMap(([queue, { remaining: left }]) => (left === undefined ? [] : [[queue, left] as const])));
+    const free = new Map(fresh.map((item) => [item.incarnation.id, item.incarnation.max_concurrency - (locked.held.get(item.incarnation.id) ?? 0)]));
+
+    // 3. The candidates, one locking read per distinct set of queues.
+    const taken: string[] = [];
+    const picked = new Map<OpenClaim, JobRow[]>();
+    const keyPicks = new KeyPicks();
+    for (const group of groupByQueues(fresh)) {
+      const wanted = group.reduce((sum, item) => sum + wantedBy(item, free), 0);
+      const openQueues = group[0]?.queues.filter((queue) => (remaining.get(queue) ?? Number.POSITIVE_INFINITY) > 0) ?? [];
+      const candidates = await claimableJobs(client, room, keyPicks, openQueues, wanted, taken);
+      for (const item of group) {
+        const jobs: JobRow[] = [];
+        let budget = wantedBy(item, free);
+        while (budget > 0 && candidates.length > 0) {
+          const index = candidates.findIndex((job) => (remaining.get(job.queue) ?? Number.POSITIVE_INFINITY) > 0);
+          if (index < 0) break;
+          const [job] = candidates.splice(index, 1) as [JobRow];
+          const left = remaining.get(job.queue);
+          if (left !== undefined) remaining.set(job.queue, left - 1);
+          jobs.push(job);
+          taken.push(job.id);
+          budget -= 1;
+        }
+        free.set(item.incarnation.id, (free.get(item.incarnation.id) ?? 0) - jobs.length);
+        picked.set(item, jobs);
+      }
+    }
+
+    // Rate-limited queues pay a token per job taken, and keyed queues record which keys they served, under their locks.
+    await spendRateTokens(client, spentBuckets(room, [...picked.values()].flat()));
+    await serveQueueKeys(client, keyPicks.served([...picked.values()].flat()));
+
+    // 4. Every claim's answer, in batch order; claimed jobs' outstanding signals go in their envelopes.
+    const inboxes = await readOutstandingSignals(client, [...picked.values()].flat());
+    const parentResults = await readParentResults(client, [...picked.values()].flat());
+    const emptyQueues = new Map<string, readonly string[]>();
+    const quarantine: QuarantineEntry[] = [];
+    const started = (incarnation: IncarnationRow, job: JobRow): Assignment[] => {
+      try {
+        return [startAttempt(writes, settings, incarnation, job, { inbox: inboxes.get(job.id) ?? [], parentResults: parentResults.get(job.id) ?? [] }, now)];
+      } catch (error) {
+        const errorClass = quarantineCause(error);
+        if (errorClass === undefined) throw error;
+        quarantine.push({ jobId: job.id, task: CLAIM_TASK, errorClass });
+        return [];
+      }
+    };
+    const decided = open.map((item): ItemOutcome<ClaimJobsResponse> => {
+      if (!item.ok) return item;
+      const { claim, incarnation } = item.value;
+      try {
+        const key = operationKeyOf(operationKey(claim));
+        const earlier = recorded.get(key) ?? decidedHere.get(key);
+        if (earlier) return { ok: true, value: replayOperation(earlier, 'ClaimJobs', claim.digest, ClaimJobsResponseSchema) };
+        const jobs = picked.get(item.value) ?? [];
+        const response = create(ClaimJobsResponseSchema, { assignments: jobs.flatMap((job) => started(incarnation, job)) });
+        if (response.assignments.length > 0) {
+          const call = { incarnation: incarnation.id, operationId: claim.request.operationId, rpc: 'ClaimJobs', digest: claim.digest, responseSchema: ClaimJobsResponseSchema };
+          decidedHere.set(key, recordOperation(writes, call, response, now));
+        } else {
+          emptyQueues.set(queueSetKey(item.value.queues), item.value.queues);
+        }
+        return { ok: true, value: response };
+      } catch (error) {
+        return { ok: false, error };
+      }
+    });
+
+    // 5. For empty claims, when their queues next have a job by time alone.
+    const nextDue = new Map<string, Date | undefined>();
+    for (const [setKey, queues] of emptyQueues) nextDue.set(setKey, earliest(await nextRunAfter(client, queues), nextRoomAt(room, queues, now)));
+    await writeDecidedBatch(client, writes, now);
+    const newlyQuarantined = await recordQuarantines(client, quarantine);
+    const outcomes = decided.map((outcome, index): ItemOutcome<ClaimOutcome> => {
+      if (!outcome.ok) return outcome;
+      const item = open[index];
+      const queues = item?.ok && outcome.value.assignments.length === 0 ? item.value.queues : [];
+      return { ok: true, value: { response: outcome.value, nextClaimableAt: nextDue.get(queueSetKey(queues)), claimQueues: queues } };
+    });
+    return { outcomes, quarantined: quarantine.filter((entry) => newlyQuarantined.has(entry.jobId)) };
+  });
+}
+
+/**
+ * The claimable jobs of `queues` for one group of claims, at most `wanted`:
+ * those of plain queues highest priority then oldest (`lockClaimableJobs`),
+ * and those of keyed queues (a policy with `per_key_concurrency`) rotated
+ * across their keys (`lockKeyedClaimableJobs`, {@link rotateAcrossKeys}),
+ * merged by priority, the order of equal priorities kept.
+ */
+async function claimableJobs(
+  client: pg.ClientBase,
+  room: ReadonlyMap<string, QueueRoom>,
+  keyPicks: KeyPicks,
+  queues: readonly string[],
+  wanted: number,
+  taken: readonly string[],
+): Promise<JobRow[]> {
+  const keyed = queues.filter((queue) => room.get(queue)?.perKey !== undefined);
+  const plain = queues.filter((queue) => room.get(queue)?.perKey === undefined);
+  const candidates = await lockClaimableJobs(client, plain, wanted, taken);
+  for (const queue of keyed) {
+    const found = await lockKeyedClaimableJobs(client, queue, room.get(queue)?.perKey ?? 0, wanted, taken);
+    candidates.push(...keyPicks.admit(queue, rotateAcrossKeys(found)));
+  }
+  return keyed.length === 0 ? candidates : candidates.sort((a, b) => b.priority - a.priority);
+}
+
+/**
+ * Round robin across a keyed queue's members: the first job of every key,
+ * then the second of every key, and so on; keys served longest ago (never,
+ * first) go first in each round, then the key whose first job is the
+ * most urgent. So a key with a thousand jobs queued takes one turn per
+ * round like a key with one, and never starves it.
+ */
+export function rotateAcrossKeys(found: readonly KeyedCandidate[]): KeyedCandidate[] {
+  const byMember = new Map<string, KeyedCandidate[]>();
+  for (const job of found) byMember.set(job.member, [...(byMember.get(job.member) ?? []), job]);
+  const members = [...byMember.values()].sort((a, b) => {
+    const [x, y] = [a[0]!, b[0]!];
+    const servedX = x.member_served_at?.getTime() ?? Number.NEGATIVE_INFINITY;
+    const servedY = y.member_served_at?.getTime() ?? Number.NEGATIVE_INFINITY;
+    if (servedX !== servedY) return servedX - servedY;
+    if (x.priority !== y.priority) return y.priority - x.priority;
+    return x.created_at.getTime() - y.created_at.getTime();
+  });
+  const rotated: KeyedCandidate[] = [];
+  for (let round = 0; rotated.length < found.length; round += 1) {
+    for (const jobs of members) if (jobs[round]) rotated.push(jobs[round]!);
+  }
+  return rotated;
+}
+
+/**
+ * What one claim batch took per key of its keyed queues: a key's room
+ * (its limit less its running attempts, read once per group) is shared by
+ * every group of the batch, so candidates past it are left out.
+ */
+class KeyPicks {
+  readonly #picked = new Map<string, number>();
+  readonly #memberOf = new Map<string, { readonly queue: string; readonly key: string }>();
+
+  /** The candidates a key still has room for, counted as taken (the caller takes them in order, or not at all). */
+  admit(queue: string, rotated: readonly KeyedCandidate[]): KeyedCandidate[] {
+    return rotated.filter((job) => {
+      const name = `${queue}\u0000${job.member}`;
+      const picked = this.#picked.get(name) ?? 0;
+      if (picked >= Number(job.member_room)) return false;
+      this.#picked.set(name, picked + 1);
+      this.#memberOf.set(job.id, { queue, key: job.member });
+      return true;
+    });
+  }
+
+  /** The keys the claimed `jobs` were candidates of, once each. */
+  served(jobs: readonly JobRow[]): { queue: string; key: string }[] {
+    const served = new Map<string, { queue: string; key: string }>();
+    for (const job of jobs) {
+      const member = this.#memberOf.get(job.id);
+      if (member) served.set(`${member.queue}\u0000${member.key}`, member);
+    }
+    return [...served.values()];
+  }
+}
+
+/** How often a claim waiting on a paused queue looks again: a resume takes effect for waiting claimers within this. */
+const PAUSED_RECHECK_MS = 1_000;
+
+/** The buckets of the rate-limited queues `jobs` were taken from, each less a token per job. */
+function spentBuckets(room: ReadonlyMap<string, QueueRoom>, jobs: readonly JobRow[]): Map<string, number> {
+  const left = new Map<string, number>();
+  for (const job of jobs) {
+    const bucket = room.get(job.queue)?.bucket;
+    if (bucket) left.set(job.queue, (left.get(job.queue) ?? bucket.tokens) - 1);
+  }
+  return left;
+}
+
+/**
+ * When one of `queues` that its policy holds back may have room again by
+ * time alone: a rate-limited queue when its bucket next holds a whole
+ * token, a paused one after {@link PAUSED_RECHECK_MS}. (A full concurrency
+ * limit frees up with an outcome, which is a change the claimer hears of.)
+ */
+function nextRoomAt(room: ReadonlyMap<string, QueueRoom>, queues: readonly string[], now: Date): Date | undefined {
+  let next: Date | undefined;
+  for (const queue of queues) {
+    const limits = room.get(queue);
+    if (!limits) continue;
+    if (limits.paused) next = earliest(next, new Date(now.getTime() + PAUSED_RECHECK_MS));
+    else if (limits.bucket && limits.bucket.tokens < 1) {
+      const { tokens, jobs, perMs } = limits.bucket;
+      next = earliest(next, new Date(now.getTime() + Math.ceil(((1 - tokens) * perMs) / jobs)));
+    }
+  }
+  return next;
+}
+
+function earliest(a: Date | undefined, b: Date | undefined): Date | undefined {
+  if (!a) return b;
+  if (!b) return a;
+  return a.getTime() <= b.getTime() ? a : b;
+}
+
+/** A claim that may proceed: its incarnation (locked) and the queues it looks in. */
+interface OpenClaim {
+  readonly claim: ClaimCommand;
+  readonly incarnation: IncarnationRow;
+  readonly queues: readonly string[];
+}
+
+function operationKey(claim: ClaimCommand): { worker_incarnation: string; operation_id: string } {
+  return { worker_incarnation: claim.request.workerIncarnation, operation_id: claim.request.operationId };
+}
+
+/** How many jobs a claim asks for now: its max_jobs (at least 1, at most 100), within its incarnation's free slots. */
+function wantedBy(item: OpenClaim, free: ReadonlyMap<string, number>): number {
+  return Math.max(0, Math.min(Math.max(item.claim.request.maxJobs, 1), MAX_JOBS_PER_CLAIM, free.get(item.incarnation.id) ?? 0));
+}
+
+function queueSetKey(queues: readonly string[]): string {
+  return [...queues].sort().join('\u0000');
+}
+
+function groupByQueues(items: readonly OpenClaim[]): OpenClaim[][] {
+  const groups = new Map<string, OpenClaim[]>();
+  for (const item of items) {
+    const key = queueSetKey(item.queues);
+    groups.set(key, [...(groups.get(key) ?? []), item]);
+  }
+  return [...groups.values()];
+}
+
+function claimQueues(incarnation: IncarnationRow, requested: readonly string[]): string[] {
+  if (requested.length === 0) return incarnation.queues;
+  requested.forEach((queue, index) => {
+    if (!incarnation.queues.includes(queue)) throw invalidField(`queues[${index}]`, 'must be one of the queues the worker registered');
+  });
+  return [...new Set(requested)];
+}
+
+function startAttempt(
+  writes: JobWriteSet,
+  settings: ExecutionSettings,
+  incarnation: IncarnationRow,
+  job: JobRow,
+  { inbox, parentResults }: { readonly inbox: readonly SignalRow[]; readonly parentResults: readonly (readonly [string, JsonObject])[] },
+  now: Date,
+): Assignment {
+  const attemptId = newId('att');
+  const fence = BigInt(job.fence) + 1n;
+  const attemptNumber = job.attempt_count + 1;
+  const deadline = attemptDeadline(job, now);
+  const lease = boundedLease({ ...job, attempt_deadline: deadline }, now, settings.leaseMs);
+  const leaseExpiresAt = lease.lease_expires_at;
+  const claimed = {
+    fence: fence.toString(),
+    attempt_count: attemptNumber,
+    current_attempt_id: attemptId,
+    current_worker_incarnation: incarnation.id,
+    ...lease,
+    attempt_deadline: deadline,
+    not_before: null,
+    progress: null,
+  };
+  const delivery = planDelivery({ ...job, ...claimed }, attemptId, inbox);
+  // Everything that can refuse the job is decided before the batch is touched (the caller quarantines a refused job).
+  const planned = planTransition(
+    job,
+    {
+      toStatus: 'RUNNING',
+      events: [
+        {
+          type: 'attempt.started',
+          payload: { attempt_id: attemptId, attempt_number: attemptNumber, worker_incarnation: incarnation.id, worker_name: incarnation.name },
+        },
+        ...delivery.change.events,
+      ].map((event) => ({ ...event, attemptId, fence })),
+      patch: { ...claimed, ...delivery.change.patch },
+    },
+    now,
+  );
+  const assignment = create(AssignmentSchema, {
+    authority: { attemptId, fence, workerIncarnation: incarnation.id, leaseExpiresAt: timestampFromDate(leaseExpiresAt) },
+    envelope: {
+      jobId: job.id,
+      attemptId,
+      fence,
+      workerIncarnation: incarnation.id,
+      queue: job.queue,
+      input: job.input,
+      attemptNumber,
+      checkpoint: job.checkpoint ?? undefined,
+      pendingSignals: delivery.signals,
+      lastApproval: projectLastApproval(job.last_approval),
+      ...cappedParentResults(parentResults),
+    },
+  });
+  writes.startedAttempts.push({
+    id: attemptId,
+    job_id: job.id,
+    attempt_number: attemptNumber,
+    fence: fence.toString(),
+    worker_incarnation: incarnation.id,
+    queue: job.queue,
+    status: 'ACTIVE',
+    started_at: now,
+  });
+  writes.transition(planned);
+  writes.signalMoves.push(...delivery.change.moves);
+  return assignment;
+}
