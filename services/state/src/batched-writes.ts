@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { isDatabaseUnavailable, isRetryableTransactionFailure } from './db/sqlstate.js';
 import { admitJobs, type AdmissionOutcome, type AdmitJobCommand } from './admission/admit-jobs.js';
-import type { AttemptReport } from './worker-calls/attempt-reports.js';
+import type { AttemptReport } from './worker-calls/attempt-report.js';
 import { claimJobs, type ClaimCommand, type ClaimOutcome } from './claims/claim-jobs.js';
 import { decideAttemptReports, type ReportResponse } from './worker-calls/decide-attempt-reports.js';
 import type { ExecutionSettings } from './workers/register-worker.js';

@@ -34,7 +34,7 @@ import { readParentResults } from '../db/queries/dependencies.js';
 import { cappedParentResults } from './parent-results.js';
 import type { JsonObject } from '../db/tables/index.js';
 import { staleIncarnation } from '../attempts/attempt-authority.js';
-import { recordOperation } from '../worker-calls/attempt-reports.js';
+import { recordOperation } from '../worker-calls/attempt-report.js';
 import type { ItemOutcome } from '@docket/service-kit';
 import { JobWriteSet } from '../transitions/job-write-set.js';
 import { writeDecidedBatch } from '../transitions/write-decided-batch.js';

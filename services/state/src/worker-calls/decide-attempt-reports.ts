@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { operationKeyOf, readReportContext } from '../db/queries/worker-call-reads.js';
 import { inWriteTransaction } from '../db/write-transaction.js';
 import { checkAuthority, staleIncarnation } from '../attempts/attempt-authority.js';
-import { recordOperation, type AttemptReport, type ReportReads } from './attempt-reports.js';
+import { recordOperation, type AttemptReport, type ReportReads } from './attempt-report.js';
 import { readEffects, type EffectKey } from '../db/queries/effects.js';
 import { readOutstandingSignals } from '../db/queries/signals.js';
 import type { JobRow } from '../db/queries/jobs.js';
