@@ -1,9 +1,7 @@
 import { create } from '@bufbuild/protobuf';
-import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type pg from 'pg';
-import { DocketError, invalidField, isDocketError, newId } from '@docket/contracts';
+import { DocketError, invalidField, isDocketError } from '@docket/contracts';
 import {
-  AssignmentSchema,
   ClaimJobsRequestSchema,
   ClaimJobsResponseSchema,
   type Assignment,
@@ -18,21 +16,14 @@ import {
   readQueueRoom,
   serveQueueKeys,
   spendRateTokens,
-  type KeyedCandidate,
   type QueueRoom,
 } from '../db/queries/claims.js';
-import { attemptDeadline, boundedLease } from '../attempts/attempt-limits.js';
 import type { JobRow } from '../db/queries/jobs.js';
 import { lockClaimContext, operationKeyOf } from '../db/queries/worker-call-reads.js';
 import type { IncarnationRow } from '../db/queries/workers.js';
 import { inWriteTransaction } from '../db/write-transaction.js';
-import { planTransition } from '../transitions/transition-plan.js';
-import { planDelivery } from '../signals/signal-inbox.js';
-import { projectLastApproval } from '../approvals/pending-approval.js';
-import { readOutstandingSignals, type SignalRow } from '../db/queries/signals.js';
+import { readOutstandingSignals } from '../db/queries/signals.js';
 import { readParentResults } from '../db/queries/dependencies.js';
-import { cappedParentResults } from './parent-results.js';
-import type { JsonObject } from '../db/tables/index.js';
 import { staleIncarnation } from '../attempts/attempt-authority.js';
 import { recordOperation } from '../worker-calls/attempt-report.js';
 import type { ItemOutcome } from '@docket/service-kit';
@@ -41,6 +32,9 @@ import { writeDecidedBatch } from '../transitions/write-decided-batch.js';
 import type { ExecutionSettings } from '../workers/register-worker.js';
 import { operationDigest, replayOperation } from '../worker-calls/worker-operation.js';
 import { recordQuarantines } from '../db/queries/quarantine.js';
+import { KeyPicks, rotateAcrossKeys } from './keyed-queues.js';
+import { earliest, nextRoomAt, spentBuckets } from './queue-room.js';
+import { startAttempt } from './start-attempt.js';
 import { quarantineCause, type QuarantineEntry, type QuarantineReport } from '../journal/job-quarantine.js';
 
 /** The most jobs one claim hands out. */
@@ -269,102 +263,6 @@ async function claimableJobs(
   return keyed.length === 0 ? candidates : candidates.sort((a, b) => b.priority - a.priority);
 }
 
-/**
- * Round robin across a keyed queue's members: the first job of every key,
- * then the second of every key, and so on; keys served longest ago (never,
- * first) go first in each round, then the key whose first job is the
- * most urgent. So a key with a thousand jobs queued takes one turn per
- * round like a key with one, and never starves it.
- */
-export function rotateAcrossKeys(found: readonly KeyedCandidate[]): KeyedCandidate[] {
-  const byMember = new Map<string, KeyedCandidate[]>();
-  for (const job of found) byMember.set(job.member, [...(byMember.get(job.member) ?? []), job]);
-  const members = [...byMember.values()].sort((a, b) => {
-    const [x, y] = [a[0]!, b[0]!];
-    const servedX = x.member_served_at?.getTime() ?? Number.NEGATIVE_INFINITY;
-    const servedY = y.member_served_at?.getTime() ?? Number.NEGATIVE_INFINITY;
-    if (servedX !== servedY) return servedX - servedY;
-    if (x.priority !== y.priority) return y.priority - x.priority;
-    return x.created_at.getTime() - y.created_at.getTime();
-  });
-  const rotated: KeyedCandidate[] = [];
-  for (let round = 0; rotated.length < found.length; round += 1) {
-    for (const jobs of members) if (jobs[round]) rotated.push(jobs[round]!);
-  }
-  return rotated;
-}
-
-/**
- * What one claim batch took per key of its keyed queues: a key's room
- * (its limit less its running attempts, read once per group) is shared by
- * every group of the batch, so candidates past it are left out.
- */
-class KeyPicks {
-  readonly #picked = new Map<string, number>();
-  readonly #memberOf = new Map<string, { readonly queue: string; readonly key: string }>();
-
-  /** The candidates a key still has room for, counted as taken (the caller takes them in order, or not at all). */
-  admit(queue: string, rotated: readonly KeyedCandidate[]): KeyedCandidate[] {
-    return rotated.filter((job) => {
-      const name = `${queue}\u0000${job.member}`;
-      const picked = this.#picked.get(name) ?? 0;
-      if (picked >= Number(job.member_room)) return false;
-      this.#picked.set(name, picked + 1);
-      this.#memberOf.set(job.id, { queue, key: job.member });
-      return true;
-    });
-  }
-
-  /** The keys the claimed `jobs` were candidates of, once each. */
-  served(jobs: readonly JobRow[]): { queue: string; key: string }[] {
-    const served = new Map<string, { queue: string; key: string }>();
-    for (const job of jobs) {
-      const member = this.#memberOf.get(job.id);
-      if (member) served.set(`${member.queue}\u0000${member.key}`, member);
-    }
-    return [...served.values()];
-  }
-}
-
-/** How often a claim waiting on a paused queue looks again: a resume takes effect for waiting claimers within this. */
-const PAUSED_RECHECK_MS = 1_000;
-
-/** The buckets of the rate-limited queues `jobs` were taken from, each less a token per job. */
-function spentBuckets(room: ReadonlyMap<string, QueueRoom>, jobs: readonly JobRow[]): Map<string, number> {
-  const left = new Map<string, number>();
-  for (const job of jobs) {
-    const bucket = room.get(job.queue)?.bucket;
-    if (bucket) left.set(job.queue, (left.get(job.queue) ?? bucket.tokens) - 1);
-  }
-  return left;
-}
-
-/**
- * When one of `queues` that its policy holds back may have room again by
- * time alone: a rate-limited queue when its bucket next holds a whole
- * token, a paused one after {@link PAUSED_RECHECK_MS}. (A full concurrency
- * limit frees up with an outcome, which is a change the claimer hears of.)
- */
-function nextRoomAt(room: ReadonlyMap<string, QueueRoom>, queues: readonly string[], now: Date): Date | undefined {
-  let next: Date | undefined;
-  for (const queue of queues) {
-    const limits = room.get(queue);
-    if (!limits) continue;
-    if (limits.paused) next = earliest(next, new Date(now.getTime() + PAUSED_RECHECK_MS));
-    else if (limits.bucket && limits.bucket.tokens < 1) {
-      const { tokens, jobs, perMs } = limits.bucket;
-      next = earliest(next, new Date(now.getTime() + Math.ceil(((1 - tokens) * perMs) / jobs)));
-    }
-  }
-  return next;
-}
-
-function earliest(a: Date | undefined, b: Date | undefined): Date | undefined {
-  if (!a) return b;
-  if (!b) return a;
-  return a.getTime() <= b.getTime() ? a : b;
-}
-
 /** A claim that may proceed: its incarnation (locked) and the queues it looks in. */
 interface OpenClaim {
   readonly claim: ClaimCommand;
@@ -402,74 +300,3 @@ function claimQueues(incarnation: IncarnationRow, requested: readonly string[]):
   return [...new Set(requested)];
 }
 
-function startAttempt(
-  writes: JobWriteSet,
-  settings: ExecutionSettings,
-  incarnation: IncarnationRow,
-  job: JobRow,
-  { inbox, parentResults }: { readonly inbox: readonly SignalRow[]; readonly parentResults: readonly (readonly [string, JsonObject])[] },
-  now: Date,
-): Assignment {
-  const attemptId = newId('att');
-  const fence = BigInt(job.fence) + 1n;
-  const attemptNumber = job.attempt_count + 1;
-  const deadline = attemptDeadline(job, now);
-  const lease = boundedLease({ ...job, attempt_deadline: deadline }, now, settings.leaseMs);
-  const leaseExpiresAt = lease.lease_expires_at;
-  const claimed = {
-    fence: fence.toString(),
-    attempt_count: attemptNumber,
-    current_attempt_id: attemptId,
-    current_worker_incarnation: incarnation.id,
-    ...lease,
-    attempt_deadline: deadline,
-    not_before: null,
-    progress: null,
-  };
-  const delivery = planDelivery({ ...job, ...claimed }, attemptId, inbox);
-  // Everything that can refuse the job is decided before the batch is touched (the caller quarantines a refused job).
-  const planned = planTransition(
-    job,
-    {
-      toStatus: 'RUNNING',
-      events: [
-        {
-          type: 'attempt.started',
-          payload: { attempt_id: attemptId, attempt_number: attemptNumber, worker_incarnation: incarnation.id, worker_name: incarnation.name },
-        },
-        ...delivery.change.events,
-      ].map((event) => ({ ...event, attemptId, fence })),
-      patch: { ...claimed, ...delivery.change.patch },
-    },
-    now,
-  );
-  const assignment = create(AssignmentSchema, {
-    authority: { attemptId, fence, workerIncarnation: incarnation.id, leaseExpiresAt: timestampFromDate(leaseExpiresAt) },
-    envelope: {
-      jobId: job.id,
-      attemptId,
-      fence,
-      workerIncarnation: incarnation.id,
-      queue: job.queue,
-      input: job.input,
-      attemptNumber,
-      checkpoint: job.checkpoint ?? undefined,
-      pendingSignals: delivery.signals,
-      lastApproval: projectLastApproval(job.last_approval),
-      ...cappedParentResults(parentResults),
-    },
-  });
-  writes.startedAttempts.push({
-    id: attemptId,
-    job_id: job.id,
-    attempt_number: attemptNumber,
-    fence: fence.toString(),
-    worker_incarnation: incarnation.id,
-    queue: job.queue,
-    status: 'ACTIVE',
-    started_at: now,
-  });
-  writes.transition(planned);
-  writes.signalMoves.push(...delivery.change.moves);
-  return assignment;
-}
