@@ -8,6 +8,7 @@ import type { StateConfig } from './config.js';
 import type { ChangeListenerHub } from './db/change-listener.js';
 import type { ApprovalHistory } from './db/approval-history.js';
 import { translateDatabaseError } from './db/database-errors.js';
+import { pingDatabase } from './db/database.js';
 import type { Database } from './db/tables/index.js';
 import { batchedWrites } from './batched-writes.js';
 import type { QuarantineReport } from './journal/job-quarantine.js';
@@ -57,6 +58,6 @@ export function startStateServer(
     authenticate: { secret: config.serviceAuthSecret, allowedRoles: ['service'], rules: { audience: SERVICE_AUDIENCE } },
     logger,
     interceptors: [databaseErrors],
-    dependency: { name: 'postgres', check: async () => void (await database.pool.query('select 1')) },
+    dependency: { name: 'postgres', check: () => pingDatabase(database.pool) },
   });
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { fromBinary, toBinary } from '@bufbuild/protobuf';
+import { toBinary } from '@bufbuild/protobuf';
 import type pg from 'pg';
 import { DocketError, GENESIS_HASH, newId, type IdempotencyKey, type RequestDigest, type ValidJobSpec } from '@docket/contracts';
 import { JobSchema } from '@docket/proto/docket/common/v1/job_pb.js';
@@ -14,6 +14,7 @@ import { dependencyStart, isRefused, type DependencyStart } from './admission-de
 import { settleChildren } from '../transitions/dependency-settlement.js';
 import type { ItemOutcome } from '@docket/service-kit';
 import type { MutationOutcome } from './idempotent-mutation.js';
+import { bindingVanished, idempotencyConflict, replayBinding } from './idempotent-replay.js';
 import { projectJob } from '../reads/job-projection.js';
 
 /** One admission to decide. */
@@ -167,7 +168,7 @@ function answer(decision: KeyDecision, command: AdmitJobCommand, admitting: bool
     if (command.digest !== decision.digest) return { ok: false, error: idempotencyConflict() };
     return { ok: true, value: { ...decision.admitted, replayed: true } };
   }
-  return decision.bound ? replay(decision.bound, command.digest) : { ok: false, error: vanished() };
+  return decision.bound ? replay(decision.bound, command.digest) : { ok: false, error: bindingVanished() };
 }
 
 /** Which items decide (the first of each key) and which item each follows. */
@@ -332,18 +333,10 @@ function scopeOf(scope: { readonly subject: string; readonly operation: string; 
 }
 
 function replay(record: BoundRecord, digest: RequestDigest): ItemOutcome<AdmissionOutcome> {
-  if (record.request_digest !== digest) return { ok: false, error: idempotencyConflict() };
-  return {
-    ok: true,
-    value: { job: fromBinary(JobSchema, record.response), replayed: true, idempotencyExpiresAt: record.expires_at, deduplicated: record.deduplicated },
-  };
-}
-
-function idempotencyConflict(): DocketError {
-  return new DocketError('IDEMPOTENCY_CONFLICT', 'the idempotency key is already bound to a different request');
-}
-
-/** A key that was bound when the batch began but is gone (it expired and was swept): retry with the same key. */
-function vanished(): DocketError {
-  return new DocketError('UNAVAILABLE', 'the request could not be decided, retry with the same idempotency key');
+  try {
+    const { value, replayed, idempotencyExpiresAt } = replayBinding(record, digest, JobSchema);
+    return { ok: true, value: { job: value, replayed, idempotencyExpiresAt, deduplicated: record.deduplicated } };
+  } catch (error) {
+    return { ok: false, error };
+  }
 }

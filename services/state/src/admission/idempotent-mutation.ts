@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { fromBinary, toBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { toBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { bindingVanished, replayBinding } from './idempotent-replay.js';
 import type { Kysely, Transaction } from 'kysely';
-import { DocketError, type IdempotencyKey, type RequestDigest } from '@docket/contracts';
+import type { IdempotencyKey, RequestDigest } from '@docket/contracts';
 import { JobSchema, type Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import type { Database } from '../db/tables/index.js';
 import { transactionNow } from '../db/queries/clock.js';
@@ -9,7 +10,6 @@ import {
   bindIdempotencyRecord,
   findIdempotencyRecord,
   storeIdempotentResponse,
-  type IdempotencyRecord,
   type IdempotencyScope,
 } from '../db/queries/idempotency-records.js';
 
@@ -81,7 +81,7 @@ export async function storeIdempotently<S extends DescMessage>(
   };
   for (let attempt = 0; attempt < ATTEMPTS; attempt += 1) {
     const existing = await findIdempotencyRecord(db, scope);
-    if (existing) return replay(existing, request.digest, schema);
+    if (existing) return replayBinding(existing, request.digest, schema);
     const outcome = await db.transaction().execute(async (tx) => {
       const now = await transactionNow(tx);
       const idempotencyExpiresAt = new Date(now.getTime() + request.ttlMs);
@@ -97,7 +97,7 @@ export async function storeIdempotently<S extends DescMessage>(
       });
       if (!bound) {
         const winner = await findIdempotencyRecord(tx, scope);
-        return winner ? replay(winner, request.digest, schema) : undefined;
+        return winner ? replayBinding(winner, request.digest, schema) : undefined;
       }
       const { value, jobId } = await mutate(tx, now);
       await storeIdempotentResponse(tx, scope, Buffer.from(toBinary(schema, value)), jobId);
@@ -105,12 +105,5 @@ export async function storeIdempotently<S extends DescMessage>(
     });
     if (outcome) return outcome;
   }
-  throw new DocketError('UNAVAILABLE', 'the request could not be decided, retry with the same idempotency key');
-}
-
-function replay<S extends DescMessage>(record: IdempotencyRecord, digest: RequestDigest, schema: S): StoredOutcome<S> {
-  if (record.request_digest !== digest) {
-    throw new DocketError('IDEMPOTENCY_CONFLICT', 'the idempotency key is already bound to a different request');
-  }
-  return { value: fromBinary(schema, record.response), replayed: true, idempotencyExpiresAt: record.expires_at };
+  throw bindingVanished();
 }

@@ -25,3 +25,17 @@ export function openDatabase(options: DatabaseOptions): { db: Kysely<Database>; 
   const pool = openPool({ connectionString: options.connectionString, max: options.maxConnections ?? 10, applicationName: 'docket-state', pooling: options.pooling ?? 'session' });
   return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), pool };
 }
+
+/**
+ * The state service's readiness probe of PostgreSQL: resolves once a
+ * pooled connection has answered a trivial statement, rejects (with the
+ * pg error, never to be put into a response) when none can be had or it
+ * fails.
+ *
+ * ```sql
+ * select 1
+ * ```
+ */
+export async function pingDatabase(pool: pg.Pool): Promise<void> {
+  await pool.query('select 1');
+}

@@ -1,20 +1,17 @@
 import { create } from '@bufbuild/protobuf';
 import { durationFromMs } from '@bufbuild/protobuf/wkt';
-import { sql, type Kysely } from 'kysely';
-import { TERMINAL_STATUSES, invalidField } from '@docket/contracts';
+import type { Kysely } from 'kysely';
+import { invalidField } from '@docket/contracts';
 import { durationMs } from '@docket/service-kit';
 import { RetentionPolicySchema, type RetentionPolicy } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { transactionNow } from '../db/queries/clock.js';
-import type { JobRow } from '../db/queries/jobs.js';
+import { deleteFeedEntriesOlderThan, lockJobPastRetention, removeRetentionPolicy, retentionPolicies, storeRetentionPolicy } from '../db/queries/retention.js';
 import type { Database } from '../db/tables/index.js';
 import { applyTransition } from '../transitions/apply-transition.js';
 import { planChange } from '../owner-calls/change-job.js';
 import { startHardDeletion } from '../owner-calls/hard-delete-job.js';
 import type { MaintenanceStep } from './maintenance-step.js';
-import { notQuarantined } from '../db/queries/quarantine.js';
 import { isolatingJob, type QuarantineDependencies } from '../journal/job-quarantine.js';
-
-
 
 /**
  * One step of retention (SPEC section 8): for every queue with a policy,
@@ -28,7 +25,7 @@ import { isolatingJob, type QuarantineDependencies } from '../journal/job-quaran
  * (and counts towards `limit`); the step goes on with the next.
  */
 export async function applyRetention(deps: QuarantineDependencies, limit: number): Promise<MaintenanceStep> {
-  const policies = await deps.db.selectFrom('retention_policies').selectAll().execute();
+  const policies = await retentionPolicies(deps.db);
   let handled = 0;
   let taken = 0;
   for (const policy of policies) {
@@ -37,7 +34,7 @@ export async function applyRetention(deps: QuarantineDependencies, limit: number
       if (afterMs === null) continue;
       while (taken < limit) {
         const step = await isolatingJob(deps, 'APPLY_RETENTION', async (tx, lockedJob) => {
-          const job = await lockAgedJob(tx, policy.queue, phase === 'soft' ? 'ACTIVE' : 'SOFT_DELETED', Number(afterMs));
+          const job = await lockJobPastRetention(tx, policy.queue, phase === 'soft' ? 'ACTIVE' : 'SOFT_DELETED', Number(afterMs));
           if (!job) return false;
           lockedJob(job.id);
           const now = await transactionNow(tx);
@@ -58,33 +55,6 @@ export async function applyRetention(deps: QuarantineDependencies, limit: number
   return { handled, nextDueAt: undefined };
 }
 
-/**
- * Locks one ended job of `queue` in `lifecycle`, not held, unchanged for
- * `afterMs` by the database clock.
- *
- * ```sql
- * select * from jobs where queue = $1 and lifecycle = $2 and status in (<ended>) and not legal_hold
- *   and updated_at <= now() - $3 ms and not exists (<quarantined>)
- * order by updated_at limit 1 for update skip locked
- * ```
- */
-async function lockAgedJob(db: Kysely<Database>, queue: string, lifecycle: 'ACTIVE' | 'SOFT_DELETED', afterMs: number): Promise<JobRow | undefined> {
-  return db
-    .selectFrom('jobs')
-    .selectAll()
-    .where('queue', '=', queue)
-    .where('lifecycle', '=', lifecycle)
-    .where('status', 'in', [...TERMINAL_STATUSES])
-    .where('legal_hold', '=', false)
-    .where(notQuarantined('jobs.id'))
-    .where('updated_at', '<=', sql<Date>`now() - make_interval(secs => ${afterMs / 1000})`)
-    .orderBy('updated_at')
-    .limit(1)
-    .forUpdate()
-    .skipLocked()
-    .executeTakeFirst();
-}
-
 /** Stores (or, with neither age, removes) a queue's policy; answers it as now in force. */
 export async function setRetentionPolicy(
   db: Kysely<Database>,
@@ -93,14 +63,9 @@ export async function setRetentionPolicy(
   hardDeleteAfterMs: number | undefined,
 ): Promise<RetentionPolicy> {
   if (softDeleteAfterMs === undefined && hardDeleteAfterMs === undefined) {
-    await db.deleteFrom('retention_policies').where('queue', '=', queue).execute();
+    await removeRetentionPolicy(db, queue);
   } else {
-    const row = { queue, soft_delete_after_ms: softDeleteAfterMs ?? null, hard_delete_after_ms: hardDeleteAfterMs ?? null };
-    await db
-      .insertInto('retention_policies')
-      .values(row)
-      .onConflict((conflict) => conflict.column('queue').doUpdateSet({ soft_delete_after_ms: row.soft_delete_after_ms, hard_delete_after_ms: row.hard_delete_after_ms }))
-      .execute();
+    await storeRetentionPolicy(db, { queue, soft_delete_after_ms: softDeleteAfterMs ?? null, hard_delete_after_ms: hardDeleteAfterMs ?? null });
   }
   return create(RetentionPolicySchema, {
     queue,
@@ -111,20 +76,14 @@ export async function setRetentionPolicy(
 
 /**
  * Feed pruning: removes up to `limit` change-feed entries older than
- * `olderThanMs` by the database clock. A WatchJobs cursor lives at most the
- * events service's cursor lifetime; the execution service asks for at
- * least that plus a day, so no cursor inside its lifetime loses an entry
- * it still needs, and an older cursor is refused as expired anyway.
- *
- * ```sql
- * delete from job_changes where ctid in (select ctid from job_changes where changed_at < now() - $1 limit $2)
- * ```
+ * `olderThanMs` by the database clock ({@link deleteFeedEntriesOlderThan}).
+ * A WatchJobs cursor lives at most the events service's cursor lifetime;
+ * the execution service asks for at least that plus a day, so no cursor
+ * inside its lifetime loses an entry it still needs, and an older cursor
+ * is refused as expired anyway.
  */
 export async function pruneFeed(db: Kysely<Database>, olderThanMs: number, limit: number): Promise<MaintenanceStep> {
-  const result = await sql`
-    delete from job_changes where ctid in (
-      select ctid from job_changes where changed_at < now() - make_interval(secs => ${olderThanMs / 1000}) limit ${limit})`.execute(db);
-  return { handled: Number(result.numAffectedRows ?? 0n), nextDueAt: undefined };
+  return { handled: await deleteFeedEntriesOlderThan(db, olderThanMs, limit), nextDueAt: undefined };
 }
 
 /** The shortest retention age: one second. */

@@ -1,17 +1,24 @@
 import { create, toBinary } from '@bufbuild/protobuf';
 import { SignalSchema } from '@docket/proto/docket/common/v1/signal_pb.js';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import { GENESIS_HASH } from '@docket/contracts';
 import { JobSchema } from '@docket/proto/docket/common/v1/job_pb.js';
 import type { ApprovalHistory } from '../db/approval-history.js';
 import { transactionNow } from '../db/queries/clock.js';
-import { JOB_DATA_TABLES, deleteJobRows, lockNextDeletion, type DeletionRow } from '../db/queries/deletions.js';
+import {
+  JOB_DATA_TABLES,
+  decidedApprovalDigests,
+  deleteJobRows,
+  lockNextDeletion,
+  nextDeletionDue,
+  redactIdempotencyResponses,
+  updateDeletion,
+} from '../db/queries/deletions.js';
 import { recordJobChange } from '../db/queries/job-changes.js';
-import { updateJob, type JobPatch, type JobRow } from '../db/queries/jobs.js';
+import { lockJob, updateJob, type JobPatch, type JobRow } from '../db/queries/jobs.js';
 import type { Database } from '../db/tables/index.js';
 import { projectJob } from '../reads/job-projection.js';
 import type { MaintenanceStep } from './maintenance-step.js';
-import { notQuarantined } from '../db/queries/quarantine.js';
 import { isolatingJob, type QuarantineDependencies } from '../journal/job-quarantine.js';
 
 /** How long a BLOCKED deletion waits before the runner looks at its dependency again. */
@@ -56,42 +63,30 @@ export async function runDeletions(deps: DeletionDependencies, limit: number): P
     const started = deletion.state === 'RUNNING' ? 0 : 1;
     const blockedBy = await missingDependency(tx, deps.approvals, deletion.job_id);
     if (blockedBy) {
-      await setDeletion(tx, deletion, { state: 'BLOCKED', blocked_reason: blockedBy, updated_at: now, attempt_count: deletion.attempt_count + started });
+      await updateDeletion(tx, deletion.id, { state: 'BLOCKED', blocked_reason: blockedBy, updated_at: now, attempt_count: deletion.attempt_count + started });
       return 1;
     }
     let erased = 0;
     for (const table of JOB_DATA_TABLES) erased += await deleteJobRows(tx, table, deletion.job_id, limit);
-    const job = await tx.selectFrom('jobs').selectAll().where('id', '=', deletion.job_id).forUpdate().executeTakeFirstOrThrow();
+    const job = await lockJob(tx, deletion.job_id);
     const tombstone = tombstoneOf(job, now);
     if (erased === 0) erased = await redactResponses(tx, job, tombstone, limit);
     if (erased > 0) {
-      await setDeletion(tx, deletion, { state: 'RUNNING', blocked_reason: '', updated_at: now, attempt_count: deletion.attempt_count + started });
+      await updateDeletion(tx, deletion.id, { state: 'RUNNING', blocked_reason: '', updated_at: now, attempt_count: deletion.attempt_count + started });
       return erased;
     }
     await updateJob(tx, job.id, tombstonePatch(tombstone));
     await recordJobChange(tx, tombstone);
-    await setDeletion(tx, deletion, { state: 'COMPLETED', blocked_reason: '', updated_at: now, completed_at: now, attempt_count: deletion.attempt_count + started });
+    await updateDeletion(tx, deletion.id, { state: 'COMPLETED', blocked_reason: '', updated_at: now, completed_at: now, attempt_count: deletion.attempt_count + started });
     return 1;
   });
-  const open = await deps.db
-    .selectFrom('deletions')
-    .select((eb) => eb.fn.min('updated_at').as('due'))
-    .where('state', 'in', ['QUEUED', 'RUNNING'])
-    .where(notQuarantined('deletions.job_id'))
-    .executeTakeFirst();
-  return { handled: 'done' in step ? step.done : 0, nextDueAt: open?.due ?? undefined };
+  return { handled: 'done' in step ? step.done : 0, nextDueAt: await nextDeletionDue(deps.db) };
 }
 
 /** The reason a deletion must wait, or undefined when it may proceed. Never carries backend detail. */
 async function missingDependency(tx: Kysely<Database>, approvals: ApprovalHistory, jobId: string): Promise<string | undefined> {
-  const decided = await tx
-    .selectFrom('job_events')
-    .select('payload')
-    .where('job_id', '=', jobId)
-    .where('type', '=', 'approval.decided')
-    .execute();
-  if (decided.length === 0) return undefined;
-  const digests = decided.map((event) => String(event.payload['digest'] ?? ''));
+  const digests = await decidedApprovalDigests(tx, jobId);
+  if (digests.length === 0) return undefined;
   let burned: Map<string, unknown>;
   try {
     burned = await approvals.findDigests(digests);
@@ -139,13 +134,5 @@ function tombstonePatch(tombstone: JobRow): JobPatch {
 async function redactResponses(tx: Kysely<Database>, job: JobRow, tombstone: JobRow, limit: number): Promise<number> {
   const asJob = Buffer.from(toBinary(JobSchema, projectJob(tombstone)));
   const asSignal = Buffer.from(toBinary(SignalSchema, create(SignalSchema, { jobId: job.id })));
-  const result = await sql`
-    update idempotency_records set redacted = true,
-      response = case when operation like '%/HardDeleteJob' then response when operation like '%/SendSignal' then ${asSignal} else ${asJob} end
-    where ctid in (select ctid from idempotency_records where job_id = ${job.id} and not redacted limit ${limit})`.execute(tx);
-  return Number(result.numAffectedRows ?? 0n);
-}
-
-async function setDeletion(tx: Kysely<Database>, deletion: DeletionRow, patch: Partial<DeletionRow>): Promise<void> {
-  await tx.updateTable('deletions').set(patch).where('id', '=', deletion.id).execute();
+  return redactIdempotencyResponses(tx, job.id, { job: asJob, signal: asSignal }, limit);
 }

@@ -1,6 +1,7 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { Kysely } from 'kysely';
+import type { Logger } from '@docket/service-kit';
 import { isDocketError, notFound } from '@docket/contracts';
 import { JobSchema } from '@docket/proto/docket/common/v1/job_pb.js';
 import { SignalSchema } from '@docket/proto/docket/common/v1/signal_pb.js';
@@ -40,6 +41,7 @@ export interface OwnerCallCommand {
 export interface OwnerCallDependencies {
   readonly db: Kysely<Database>;
   readonly approvals: ApprovalHistory;
+  readonly logger: Logger;
 }
 
 /**
@@ -140,7 +142,7 @@ async function decideApproval(
     });
   } catch (error) {
     const spent = isDocketError(error) && error.reason === 'APPROVAL_SPENT';
-    if (burned || spent) await markApprovalSpent(deps.db, command.viewer, call.jobId, call.approvalId);
+    if (burned || spent) await markApprovalSpent(deps.db, deps.logger, command.viewer, call.jobId, call.approvalId);
     throw error;
   }
 }

@@ -12,6 +12,8 @@ import {
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { durationMs } from '@docket/service-kit';
 import type { Database } from '../db/tables/index.js';
+import { findQueueSettings, writeQueueSettings, type QueueSettingsChange } from '../db/queries/queue-settings.js';
+import { findRetentionPolicy } from '../db/queries/retention.js';
 import { retentionAges, setRetentionPolicy } from '../maintenance/retention.js';
 import { readOldestQueuedMs, readQueueCounts } from '../db/queries/queue-stats.js';
 import { statusCounts } from '../reads/queue-stats.js';
@@ -80,7 +82,7 @@ export function parseQueuePolicyChange(request: SetQueuePolicyRequest | undefine
  */
 export async function setQueuePolicy(db: Kysely<Database>, change: QueuePolicyChange): Promise<QueuePolicy> {
   await db.transaction().execute(async (tx) => {
-    const set = {
+    const set: QueueSettingsChange = {
       ...(change.maxConcurrency !== undefined ? { max_concurrency: change.maxConcurrency } : {}),
       ...(change.rate !== undefined
         ? { rate_jobs: change.rate?.jobs ?? null, rate_per_ms: change.rate?.perMs ?? null, rate_tokens: null, rate_refilled_at: null }
@@ -88,21 +90,7 @@ export async function setQueuePolicy(db: Kysely<Database>, change: QueuePolicyCh
       ...(change.paused !== undefined ? { paused: change.paused } : {}),
       ...(change.perKeyConcurrency !== undefined ? { per_key_concurrency: change.perKeyConcurrency } : {}),
     };
-    if (Object.keys(set).length > 0) {
-      await tx
-        .insertInto('queue_settings')
-        .values({ queue: change.queue, max_concurrency: null, rate_jobs: null, rate_per_ms: null, rate_tokens: null, rate_refilled_at: null, paused: false, per_key_concurrency: null, ...set })
-        .onConflict((conflict) => conflict.column('queue').doUpdateSet(set))
-        .execute();
-      await tx
-        .deleteFrom('queue_settings')
-        .where('queue', '=', change.queue)
-        .where('max_concurrency', 'is', null)
-        .where('rate_jobs', 'is', null)
-        .where('paused', '=', false)
-        .where('per_key_concurrency', 'is', null)
-        .execute();
-    }
+    if (Object.keys(set).length > 0) await writeQueueSettings(tx, change.queue, set);
   });
   if (change.retention) await setRetentionPolicy(db, change.queue, change.retention.softDeleteAfterMs, change.retention.hardDeleteAfterMs);
   return readPolicy(db, change.queue);
@@ -134,8 +122,8 @@ export async function readQueue(db: Kysely<Database>, queue: string): Promise<Ge
 }
 
 async function readPolicy(db: Kysely<Database>, queue: string): Promise<QueuePolicy> {
-  const settings = await db.selectFrom('queue_settings').selectAll().where('queue', '=', queue).executeTakeFirst();
-  const retention = await db.selectFrom('retention_policies').selectAll().where('queue', '=', queue).executeTakeFirst();
+  const settings = await findQueueSettings(db, queue);
+  const retention = await findRetentionPolicy(db, queue);
   return create(QueuePolicySchema, {
     queue,
     maxConcurrency: settings?.max_concurrency ?? 0,

@@ -1,10 +1,9 @@
 import { toJson } from '@bufbuild/protobuf';
 import type { Kysely, Transaction } from 'kysely';
-import { sql } from 'kysely';
 import { GRPC_CODE, isDocketError, isJobStatusName, isTerminal, parseIdempotencyKey } from '@docket/contracts';
 import { SubmitJobRequestSchema } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { validateJobSpecMessage, type Logger } from '@docket/service-kit';
-import { transactionNow } from '../db/queries/clock.js';
+import { statementNow, transactionNow } from '../db/queries/clock.js';
 import { lockVisibleJob } from '../db/queries/jobs.js';
 import { hasFiringEvent, jobStatusOf, lockDueSchedule, nextScheduleDue, updateSchedule, type ScheduleRow } from '../db/queries/schedules.js';
 import type { Database, JsonObject } from '../db/tables/index.js';
@@ -102,7 +101,7 @@ async function fireSchedule(deps: ScheduleFiringDependencies, tx: Transaction<Da
     throw error;
   }
   const last = fired.at(-1);
-  const changedAt = await statementClock(tx, now);
+  const changedAt = await statementNow(tx, now);
   await updateSchedule(tx, row.id, {
     next_fire_at: plan.nextFireAt,
     buffered_fire_at: plan.bufferedFireAt ?? null,
@@ -146,25 +145,10 @@ async function admitFiring(deps: ScheduleFiringDependencies, tx: Transaction<Dat
       overlap: row.overlap,
       missed_before: missedBefore,
     };
-    const at = await statementClock(tx, job.updated_at);
+    const at = await statementNow(tx, job.updated_at);
     await applyTransition(tx, job, { events: [{ type: 'schedule.fired', payload }] }, at);
   }
   return outcome.job.id;
-}
-
-/**
- * The database's clock as of this statement (not the transaction's start),
- * in milliseconds and never before `atLeast`, so an event journaled after
- * an admission that committed elsewhere is not dated before it.
- *
- * ```sql
- * select date_trunc('milliseconds', clock_timestamp()) as now
- * ```
- */
-async function statementClock(tx: Transaction<Database>, atLeast: Date): Promise<Date> {
-  const result = await sql<{ now: Date }>`select date_trunc('milliseconds', clock_timestamp()) as now`.execute(tx);
-  const now = result.rows[0]?.now ?? atLeast;
-  return now.getTime() < atLeast.getTime() ? atLeast : now;
 }
 
 /** A firing the admission path refused for good: the schedule's transaction rolls back and the step goes on. */

@@ -8,6 +8,7 @@ import {
 } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { transactionNow } from '../db/queries/clock.js';
 import { listUnfinishedEffects } from '../db/queries/effects.js';
+import { findJobByCurrentAttempt } from '../db/queries/jobs.js';
 import { findIncarnation } from '../db/queries/workers.js';
 import type { Database } from '../db/tables/index.js';
 import { checkAuthority } from '../attempts/attempt-authority.js';
@@ -37,7 +38,7 @@ export async function listRecoverableEffects(
     .execute(async (tx) => {
       const now = await transactionNow(tx);
       const incarnation = ref ? await findIncarnation(tx, subject, ref.workerIncarnation) : undefined;
-      const job = ref ? await tx.selectFrom('jobs').selectAll().where('current_attempt_id', '=', ref.attemptId).executeTakeFirst() : undefined;
+      const job = ref ? await findJobByCurrentAttempt(tx, ref.attemptId) : undefined;
       const held = checkAuthority(incarnation, ref, job, now);
       const effects = await listUnfinishedEffects(tx, held.id, limit);
       return create(ListRecoverableEffectsResponseSchema, { effects: effects.map(projectEffect) });

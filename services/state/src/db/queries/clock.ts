@@ -36,3 +36,20 @@ export async function currentSnapshot(db: Queryable): Promise<string> {
   if (!snapshot) throw new Error('pg_current_snapshot() returned no row');
   return snapshot;
 }
+
+/**
+ * The database's clock as of this statement (`clock_timestamp()`, not the
+ * transaction's start that {@link transactionNow} answers), in milliseconds
+ * and never before `atLeast`: a time written after something that
+ * committed elsewhere during the transaction (an admission through the
+ * group commit) is not dated before it.
+ *
+ * ```sql
+ * select date_trunc('milliseconds', clock_timestamp()) as now
+ * ```
+ */
+export async function statementNow(db: Queryable, atLeast: Date): Promise<Date> {
+  const result = await sql<{ now: Date }>`select date_trunc('milliseconds', clock_timestamp()) as now`.execute(db);
+  const now = result.rows[0]?.now ?? atLeast;
+  return now.getTime() < atLeast.getTime() ? atLeast : now;
+}

@@ -72,3 +72,77 @@ export async function deleteJobRows(db: Queryable, table: (typeof JOB_DATA_TABLE
     delete from ${sql.table(table)} where ctid in (select ctid from ${sql.table(table)} where job_id = ${jobId} limit ${limit})`.execute(db);
   return Number(result.numAffectedRows ?? 0n);
 }
+
+/**
+ * The digests of a job's `approval.decided` events, in no particular
+ * order ('' for an event without one): what the approval history must
+ * hold before the job's journal may be erased.
+ *
+ * ```sql
+ * select payload from job_events where job_id = $1 and type = 'approval.decided'
+ * ```
+ */
+export async function decidedApprovalDigests(db: Queryable, jobId: string): Promise<string[]> {
+  const decided = await db.selectFrom('job_events').select('payload').where('job_id', '=', jobId).where('type', '=', 'approval.decided').execute();
+  return decided.map((event) => String(event.payload['digest'] ?? ''));
+}
+
+/** What a redacted idempotency record answers instead of its stored response, by the operation it bound. */
+export interface RedactedResponses {
+  /** A Job response (every job-changing RPC's) becomes the job's tombstone. */
+  readonly job: Buffer;
+  /** A SendSignal response becomes a signal that names only the job. */
+  readonly signal: Buffer;
+}
+
+/**
+ * Redacts up to `limit` of the job's unredacted idempotency records; how
+ * many. Each keeps its binding and expiry (a replay still finds it); its
+ * response is replaced as {@link RedactedResponses} says, except a
+ * HardDeleteJob response (the deletion, which holds no job data), which
+ * stays. No row is read into memory.
+ *
+ * ```sql
+ * update idempotency_records set redacted = true,
+ *   response = case when operation like '%/HardDeleteJob' then response when operation like '%/SendSignal' then $signal else $job end
+ * where ctid in (select ctid from idempotency_records where job_id = $1 and not redacted limit $2)
+ * ```
+ */
+export async function redactIdempotencyResponses(db: Queryable, jobId: string, responses: RedactedResponses, limit: number): Promise<number> {
+  const result = await sql`
+    update idempotency_records set redacted = true,
+      response = case when operation like '%/HardDeleteJob' then response when operation like '%/SendSignal' then ${responses.signal} else ${responses.job} end
+    where ctid in (select ctid from idempotency_records where job_id = ${jobId} and not redacted limit ${limit})`.execute(db);
+  return Number(result.numAffectedRows ?? 0n);
+}
+
+/**
+ * Writes a step's progress on a deletion.
+ *
+ * ```sql
+ * update deletions set <changed columns> where id = $1
+ * ```
+ */
+export async function updateDeletion(db: Queryable, deletionId: string, patch: Partial<DeletionRow>): Promise<void> {
+  await db.updateTable('deletions').set(patch).where('id', '=', deletionId).execute();
+}
+
+/**
+ * When the oldest QUEUED or RUNNING deletion was last touched, if any,
+ * among those whose job is not quarantined (a quarantined one is skipped
+ * for ever and would make the runner spin).
+ *
+ * ```sql
+ * select min(updated_at) as due from deletions where state in ('QUEUED', 'RUNNING')
+ *   and not exists (select 1 from job_quarantine q where q.job_id = deletions.job_id)
+ * ```
+ */
+export async function nextDeletionDue(db: Queryable): Promise<Date | undefined> {
+  const open = await db
+    .selectFrom('deletions')
+    .select((eb) => eb.fn.min('updated_at').as('due'))
+    .where('state', 'in', ['QUEUED', 'RUNNING'])
+    .where(notQuarantined('deletions.job_id'))
+    .executeTakeFirst();
+  return open?.due ?? undefined;
+}

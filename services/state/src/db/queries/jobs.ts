@@ -141,6 +141,52 @@ export async function lockVisibleJob(db: Queryable, viewer: Viewer, jobId: strin
   return visibleJob(db, viewer, jobId).forUpdate().executeTakeFirst();
 }
 
+/**
+ * Locks a job's row for the rest of the transaction, whoever owns it: for
+ * the service's own steps on a job it already holds by another row (a
+ * deletion runner on its deletion's job). Throws kysely's `NoResultError`
+ * when the job does not exist.
+ *
+ * ```sql
+ * select * from jobs where id = $1 for update
+ * ```
+ */
+export async function lockJob(db: Queryable, jobId: string): Promise<JobRow> {
+  return db.selectFrom('jobs').selectAll().where('id', '=', jobId).forUpdate().executeTakeFirstOrThrow();
+}
+
+/**
+ * The job, whoever owns it, whose current attempt is `attemptId`, if any:
+ * a worker call's job, found by the attempt it names.
+ *
+ * ```sql
+ * select * from jobs where current_attempt_id = $1
+ * ```
+ */
+export async function findJobByCurrentAttempt(db: Queryable, attemptId: string): Promise<JobRow | undefined> {
+  return db.selectFrom('jobs').selectAll().where('current_attempt_id', '=', attemptId).executeTakeFirst();
+}
+
+/**
+ * Marks a visible job's pending approval `approvalId` as spent
+ * (`pending_approval.spent`); no row changes when the job waits for no
+ * approval, or for another one.
+ *
+ * ```sql
+ * update jobs set pending_approval = pending_approval || '{"spent": true}'
+ * where id = $1 and (owner = $2 or <admin>) and pending_approval->>'approval_id' = $3
+ * ```
+ */
+export async function markPendingApprovalSpent(db: Queryable, viewer: Viewer, jobId: string, approvalId: string): Promise<void> {
+  let query = db
+    .updateTable('jobs')
+    .set({ pending_approval: sql`pending_approval || '{"spent": true}'::jsonb` })
+    .where('id', '=', jobId)
+    .where(sql`pending_approval->>'approval_id'`, '=', approvalId);
+  if (!viewer.admin) query = query.where('owner', '=', viewer.subject);
+  await query.execute();
+}
+
 /** The columns a transition may change. */
 export type JobPatch = Partial<
   Pick<
