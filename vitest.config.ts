@@ -10,6 +10,8 @@ const packageSources: Record<string, string> = {
   '@docket/contracts': 'packages/contracts/src/index.ts',
   '@docket/auth': 'packages/auth/src/index.ts',
   '@docket/trace-context': 'packages/trace-context/src/index.ts',
+  '@docket/client-kit': 'packages/client-kit/src/index.ts',
+  '@docket/client-kit/node': 'packages/client-kit/src/node.ts',
   '@docket/service-kit': 'packages/service-kit/src/index.ts',
   '@docket/embedded-postgres': 'packages/embedded-postgres/src/index.ts',
   '@docket/cli': 'packages/cli/src/index.ts',

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { durationFromMs } from '@bufbuild/protobuf/wkt';
 import { ConnectError, type Client } from '@connectrpc/connect';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PING_INTERVAL_MS, PING_TIMEOUT_MS } from '@docket/service-kit';
+import { INTERNAL_KEEPALIVE } from '@docket/client-kit';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { EventService, type StreamJobEventsResponse } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
@@ -47,7 +47,7 @@ const UNBOUNDED_CALL_ANSWERED_WITHIN_MS = 10_000 + 5_000;
 /** The partition between state and Postgres outlasts the listener's heartbeat check (about 10 s). */
 const DATABASE_PARTITION_MS = 14_000;
 /** A dead internal session is replaced within a ping interval and timeout; the bound adds slack. */
-const SESSION_REPLACED_WITHIN_MS = PING_INTERVAL_MS + PING_TIMEOUT_MS + 10_000;
+const SESSION_REPLACED_WITHIN_MS = INTERNAL_KEEPALIVE.pingIntervalMs + INTERNAL_KEEPALIVE.pingTimeoutMs + 10_000;
 /** A wake-up that takes milliseconds once the path is back, far below a waiting claim's 60 s. */
 const WOKEN_WITHIN_MS = 25_000;
 

@@ -3,7 +3,7 @@ import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { UsageError, type CliContext, type Command } from './command.js';
 import {
   OWNER_OPTIONS_HELP,
-  admissionClient,
+  admissionCommand,
   parseOwnerArguments,
   replayNote,
   reportingFailures,
@@ -69,7 +69,7 @@ function decisionCommand(decision: 'allow' | 'deny'): Command {
     decision === 'allow'
       ? 'ALLOW: the job goes PAUSED -> QUEUED, and the next claim runs it again\nfrom its checkpoint, in a new attempt under a higher fence.'
       : 'DENY: the job ends FAILED, with failure class APPROVAL_DENIED.';
-  return {
+  return admissionCommand({
     name,
     summary: decision === 'allow' ? "allow a job's pending approval (the job continues)" : "deny a job's pending approval (the job fails)",
     help: `Usage: docket ${name} <job_id> [<approval_id>] [--comment <text>] [--key <key>]
@@ -90,11 +90,9 @@ ${OWNER_OPTIONS_HELP}
 Exit status: 0 decided (or replayed), 1 refused or failed (the gRPC code
 and reason are printed), 2 bad arguments.
 `,
-    async run(args, context) {
-      const parsed = parseDecisionArguments(decision, args);
-      return decideApproval(await admissionClient(parsed.owner, context), parsed, context);
-    },
-  };
+    parse: (args) => parseDecisionArguments(decision, args),
+    call: decideApproval,
+  });
 }
 
 /** `docket approve <job_id> [<approval_id>]`: DecideApproval ALLOW. */

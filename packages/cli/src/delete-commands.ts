@@ -1,17 +1,7 @@
 import { DeletionState } from '@docket/proto/docket/common/v1/deletion_pb.js';
 import { JobLifecycle } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import type { CliContext, Command } from './command.js';
-import {
-  OWNER_OPTIONS_HELP,
-  admissionClient,
-  parseOwnerArguments,
-  replayNote,
-  reportingFailures,
-  requestKey,
-  soleJobId,
-  type AdmissionClient,
-  type OwnerOptions,
-} from './owner-call.js';
+import { OWNER_OPTIONS_HELP, admissionCommand, ownerRequest, parseOwnerArguments, soleJobId, type AdmissionClient, type OwnerOptions } from './owner-call.js';
 
 /** Parsed `docket delete` arguments. */
 export interface DeleteArguments {
@@ -45,32 +35,26 @@ export function parseRestoreArguments(args: readonly string[]): RestoreArguments
  * operation it started. Resolves to the exit code.
  */
 export async function deleteJob(client: AdmissionClient, parsed: DeleteArguments, context: CliContext): Promise<number> {
-  return reportingFailures('delete', parsed.owner, context, async () => {
-    const idempotencyKey = requestKey('delete', parsed.owner, context);
-    if (parsed.hard) {
-      const response = await client.hardDeleteJob({ idempotencyKey, jobId: parsed.jobId });
-      const deletion = response.deletion;
-      const started = deletion ? `deletion ${deletion.deletionId} ${DeletionState[deletion.state]}` : 'no deletion in the answer';
-      context.out(`deleting ${parsed.jobId}: ${started}${replayNote(response.replayed)}\n`);
-      return 0;
-    }
-    const response = await client.softDeleteJob({ idempotencyKey, jobId: parsed.jobId });
-    context.out(`soft-deleted ${parsed.jobId}: lifecycle ${response.job ? JobLifecycle[response.job.lifecycle] : 'unknown'}${replayNote(response.replayed)}\n`);
-    return 0;
-  });
+  const { jobId, owner } = parsed;
+  if (parsed.hard) {
+    const hardDelete = (idempotencyKey: string) => client.hardDeleteJob({ idempotencyKey, jobId });
+    return ownerRequest('delete', owner, context, hardDelete, ({ deletion }) =>
+      deletion ? `deleting ${jobId}: deletion ${deletion.deletionId} ${DeletionState[deletion.state]}` : `deleting ${jobId}: no deletion in the answer`,
+    );
+  }
+  const softDelete = (idempotencyKey: string) => client.softDeleteJob({ idempotencyKey, jobId });
+  return ownerRequest('delete', owner, context, softDelete, ({ job }) => `soft-deleted ${jobId}: lifecycle ${job ? JobLifecycle[job.lifecycle] : 'unknown'}`);
 }
 
 /** Brings a soft-deleted job back (RestoreJob) and prints its lifecycle; resolves to the exit code. */
 export async function restoreJob(client: AdmissionClient, parsed: RestoreArguments, context: CliContext): Promise<number> {
-  return reportingFailures('restore', parsed.owner, context, async () => {
-    const response = await client.restoreJob({ idempotencyKey: requestKey('restore', parsed.owner, context), jobId: parsed.jobId });
-    context.out(`restored ${parsed.jobId}: lifecycle ${response.job ? JobLifecycle[response.job.lifecycle] : 'unknown'}${replayNote(response.replayed)}\n`);
-    return 0;
-  });
+  const { jobId, owner } = parsed;
+  const restore = (idempotencyKey: string) => client.restoreJob({ idempotencyKey, jobId });
+  return ownerRequest('restore', owner, context, restore, ({ job }) => `restored ${jobId}: lifecycle ${job ? JobLifecycle[job.lifecycle] : 'unknown'}`);
 }
 
 /** `docket delete <job_id> [--hard]`: AdmissionService.SoftDeleteJob, or HardDeleteJob. */
-export const deleteCommand: Command = {
+export const deleteCommand: Command = admissionCommand({
   name: 'delete',
   summary: 'hide an ended job (soft delete), or with --hard erase it for good',
   help: `Usage: docket delete <job_id> [--hard] [--key <key>]
@@ -104,14 +88,12 @@ ${OWNER_OPTIONS_HELP}
 Exit status: 0 deleted, or deletion started (or replayed), 1 refused or
 failed (the gRPC code and reason are printed), 2 bad arguments.
 `,
-  async run(args, context) {
-    const parsed = parseDeleteArguments(args);
-    return deleteJob(await admissionClient(parsed.owner, context), parsed, context);
-  },
-};
+  parse: parseDeleteArguments,
+  call: deleteJob,
+});
 
 /** `docket restore <job_id>`: AdmissionService.RestoreJob. */
-export const restoreCommand: Command = {
+export const restoreCommand: Command = admissionCommand({
   name: 'restore',
   summary: 'bring a soft-deleted job back',
   help: `Usage: docket restore <job_id> [--key <key>]
@@ -131,8 +113,6 @@ ${OWNER_OPTIONS_HELP}
 Exit status: 0 restored (or replayed), 1 refused or failed (the gRPC code
 and reason are printed), 2 bad arguments.
 `,
-  async run(args, context) {
-    const parsed = parseRestoreArguments(args);
-    return restoreJob(await admissionClient(parsed.owner, context), parsed, context);
-  },
-};
+  parse: parseRestoreArguments,
+  call: restoreJob,
+});

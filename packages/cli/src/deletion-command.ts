@@ -3,14 +3,7 @@ import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { DeletionState, type Deletion } from '@docket/proto/docket/common/v1/deletion_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { UsageError, type CliContext, type Command } from './command.js';
-import {
-  admissionClient,
-  admissionOptionsHelp,
-  parseAdmissionArguments,
-  reportingFailures,
-  type AdmissionClient,
-  type AdmissionOptions,
-} from './owner-call.js';
+import { admissionCommand, admissionOptionsHelp, parseAdmissionArguments, reportingFailures, type AdmissionClient, type AdmissionOptions } from './owner-call.js';
 
 /** How often `docket deletion --wait` asks again. */
 export const DELETION_POLL_MS = 500;
@@ -117,7 +110,7 @@ function formatSeconds(ms: number): string {
 }
 
 /** `docket deletion <deletion_id> [--wait]`: AdmissionService.GetDeletion. */
-export const deletionCommand: Command = {
+export const deletionCommand: Command = admissionCommand({
   name: 'deletion',
   summary: 'show a hard deletion, or --wait until it completes',
   help: `Usage: docket deletion <deletion_id> [--wait]
@@ -155,8 +148,6 @@ Exit status: 0 shown (with --wait: COMPLETED), 1 with --wait BLOCKED (the
 reason is printed), or the call failed (the gRPC code and reason are
 printed), 2 bad arguments.
 `,
-  async run(args, context) {
-    const parsed = parseDeletionArguments(args);
-    return showDeletion(await admissionClient(parsed.call, context), parsed, context);
-  },
-};
+  parse: parseDeletionArguments,
+  call: showDeletion,
+});

@@ -1,13 +1,5 @@
 import type { CliContext, Command } from './command.js';
-import {
-  admissionClient,
-  admissionOptionsHelp,
-  parseAdmissionArguments,
-  reportingFailures,
-  soleJobId,
-  type AdmissionClient,
-  type AdmissionOptions,
-} from './owner-call.js';
+import { admissionCommand, admissionOptionsHelp, parseAdmissionArguments, reportingFailures, soleJobId, type AdmissionClient, type AdmissionOptions } from './owner-call.js';
 
 /** Parsed `docket hold` / `docket release` arguments. */
 export interface LegalHoldArguments {
@@ -58,7 +50,7 @@ false): the job can be deleted again, by its owner or by its queue's
 retention (see docket help retention). Releasing a job that is not held
 changes nothing. Admins only: another token is refused
 (permission_denied).`;
-  return {
+  return admissionCommand({
     name,
     summary: held ? 'place a legal hold on a job: no deletion touches it (admin)' : "release a job's legal hold (admin)",
     help: `Usage: docket ${name} <job_id> [--url <url>] [--token <jwt>]
@@ -73,11 +65,9 @@ ${admissionOptionsHelp('admin')}
 Exit status: 0 ${held ? 'held' : 'released'}, 1 refused or failed (the gRPC code and
 reason are printed), 2 bad arguments.
 `,
-    async run(args, context) {
-      const parsed = parseLegalHoldArguments(held, args);
-      return setLegalHold(await admissionClient(parsed.call, context), parsed, context);
-    },
-  };
+    parse: (args) => parseLegalHoldArguments(held, args),
+    call: setLegalHold,
+  });
 }
 
 /** `docket hold <job_id>`: AdmissionService.SetLegalHold held=true (admin). */

@@ -4,7 +4,7 @@ import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import { IdempotencyKey } from '@docket/contracts';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
-import { UsageError, type CliContext } from './command.js';
+import { UsageError, type CliContext, type Command } from './command.js';
 import { callerToken, parseServiceUrl, serviceClient } from './service-client.js';
 import { DEFAULT_SERVICE_PORTS } from './service-names.js';
 
@@ -143,6 +143,50 @@ export function replayNote(replayed: boolean): string {
 /** The admission client for `call`, with its token (see `callerToken`). */
 export async function admissionClient(call: AdmissionOptions, context: CliContext): Promise<AdmissionClient> {
   return serviceClient(AdmissionService, call.url, call.token ?? (await callerToken(context, OWNER_MINTED_SUBJECT)));
+}
+
+/** What {@link admissionCommand} makes a command of: its name and texts, how it reads its arguments, and its calls. */
+export interface AdmissionCommandSpec<P> extends Omit<Command, 'run'> {
+  /** Reads the command's arguments; a UsageError for anything wrong. */
+  readonly parse: (args: readonly string[]) => P;
+  /** Makes the command's calls with the admission client its arguments name; resolves to the exit code. */
+  readonly call: (client: AdmissionClient, parsed: P, context: CliContext) => Promise<number>;
+}
+
+/**
+ * A command that calls the admission service: it reads its arguments with
+ * `parse`, then runs `call` with the client of the `--url` and `--token`
+ * they hold (see {@link admissionClient}).
+ */
+export function admissionCommand<P extends { readonly owner: AdmissionOptions } | { readonly call: AdmissionOptions }>(spec: AdmissionCommandSpec<P>): Command {
+  const { parse, call, ...command } = spec;
+  return {
+    ...command,
+    async run(args, context) {
+      const parsed = parse(args);
+      return call(await admissionClient('owner' in parsed ? parsed.owner : parsed.call, context), parsed, context);
+    },
+  };
+}
+
+/**
+ * One owner request and its answer: `send` makes the call under the
+ * request's key (see {@link requestKey}), and the line `describe` makes of
+ * the answer is printed with its {@link replayNote}. Resolves to the exit
+ * code, reporting a failure as {@link reportingFailures} does.
+ */
+export async function ownerRequest<R extends { readonly replayed: boolean }>(
+  command: string,
+  owner: OwnerOptions,
+  context: CliContext,
+  send: (idempotencyKey: string) => Promise<R>,
+  describe: (answer: R) => string,
+): Promise<number> {
+  return reportingFailures(command, owner, context, async () => {
+    const answer = await send(requestKey(command, owner, context));
+    context.out(`${describe(answer)}${replayNote(answer.replayed)}\n`);
+    return 0;
+  });
 }
 
 /**

@@ -11,7 +11,7 @@ import {
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { UsageError, type CliContext, type Command } from './command.js';
 import { protoJsonLine } from './job-client.js';
-import { admissionClient, admissionOptionsHelp, parseAdmissionArguments, reportingFailures, type AdmissionClient, type AdmissionOptions } from './owner-call.js';
+import { admissionCommand, admissionOptionsHelp, parseAdmissionArguments, reportingFailures, type AdmissionClient, type AdmissionOptions } from './owner-call.js';
 import { formatRetentionAge, parseRetentionAge } from './retention-age.js';
 
 /** The fields of a SetQueuePolicy the CLI sends; those left out stay as they are. */
@@ -159,7 +159,7 @@ function formatWait(seconds: bigint): string {
 }
 
 /** `docket queue get|set|pause|resume <queue>`: SetQueuePolicy and GetQueue (admin). */
-export const queueCommand: Command = {
+export const queueCommand: Command = admissionCommand({
   name: 'queue',
   summary: "read a queue, or set its flow control: concurrency, rate, pause (admin)",
   help: `Usage: docket queue get <queue> [--json] [--url <url>] [--token <jwt>]
@@ -206,8 +206,6 @@ ${admissionOptionsHelp('admin')}
 Exit status: 0 done, 1 refused or failed (the gRPC code and reason are
 printed), 2 bad arguments.
 `,
-  async run(args, context) {
-    const parsed = parseQueueArguments(args);
-    return runQueueAction(await admissionClient(parsed.call, context), parsed, context);
-  },
-};
+  parse: parseQueueArguments,
+  call: runQueueAction,
+});

@@ -1,14 +1,7 @@
 import { isValidQueueName } from '@docket/contracts';
 import type { RetentionPolicy } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { UsageError, type CliContext, type Command } from './command.js';
-import {
-  admissionClient,
-  admissionOptionsHelp,
-  parseAdmissionArguments,
-  reportingFailures,
-  type AdmissionClient,
-  type AdmissionOptions,
-} from './owner-call.js';
+import { admissionCommand, admissionOptionsHelp, parseAdmissionArguments, reportingFailures, type AdmissionClient, type AdmissionOptions } from './owner-call.js';
 import { formatRetentionAge, parseRetentionAge } from './retention-age.js';
 
 /** Parsed `docket retention` arguments; both ages `undefined` clears the queue's policy. */
@@ -78,7 +71,7 @@ export function formatRetentionPolicy(policy: RetentionPolicy): string {
 }
 
 /** `docket retention <queue> [--soft-delete-after AGE] [--hard-delete-after AGE]`: AdmissionService.SetRetentionPolicy (admin). */
-export const retentionCommand: Command = {
+export const retentionCommand: Command = admissionCommand({
   name: 'retention',
   summary: "set or clear a queue's retention policy (admin)",
   help: `Usage: docket retention <queue> [--soft-delete-after <age>]
@@ -113,8 +106,6 @@ ${admissionOptionsHelp('admin')}
 Exit status: 0 set or cleared, 1 refused or failed (the gRPC code and
 reason are printed), 2 bad arguments.
 `,
-  async run(args, context) {
-    const parsed = parseRetentionArguments(args);
-    return setRetentionPolicy(await admissionClient(parsed.call, context), parsed, context);
-  },
-};
+  parse: parseRetentionArguments,
+  call: setRetentionPolicy,
+});

@@ -1,16 +1,6 @@
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import type { CliContext, Command } from './command.js';
-import {
-  OWNER_OPTIONS_HELP,
-  admissionClient,
-  parseOwnerArguments,
-  replayNote,
-  reportingFailures,
-  requestKey,
-  soleJobId,
-  type AdmissionClient,
-  type OwnerOptions,
-} from './owner-call.js';
+import { OWNER_OPTIONS_HELP, admissionCommand, ownerRequest, parseOwnerArguments, soleJobId, type AdmissionClient, type OwnerOptions } from './owner-call.js';
 
 /** Parsed `docket retry` arguments. */
 export interface RetryArguments {
@@ -26,15 +16,13 @@ export function parseRetryArguments(args: readonly string[]): RetryArguments {
 
 /** Puts the ended job back to QUEUED (RetryJob) and prints its status; resolves to the exit code. */
 export async function retryJob(client: AdmissionClient, parsed: RetryArguments, context: CliContext): Promise<number> {
-  return reportingFailures('retry', parsed.owner, context, async () => {
-    const response = await client.retryJob({ idempotencyKey: requestKey('retry', parsed.owner, context), jobId: parsed.jobId });
-    context.out(`retried ${parsed.jobId}: the job is ${response.job ? JobStatus[response.job.status] : 'unknown'}${replayNote(response.replayed)}\n`);
-    return 0;
-  });
+  const { jobId, owner } = parsed;
+  const retry = (idempotencyKey: string) => client.retryJob({ idempotencyKey, jobId });
+  return ownerRequest('retry', owner, context, retry, ({ job }) => `retried ${jobId}: the job is ${job ? JobStatus[job.status] : 'unknown'}`);
 }
 
 /** `docket retry <job_id>`: AdmissionService.RetryJob. */
-export const retryCommand: Command = {
+export const retryCommand: Command = admissionCommand({
   name: 'retry',
   summary: 'run a FAILED, CANCELLED or INTERRUPTED job again (back to QUEUED)',
   help: `Usage: docket retry <job_id> [--key <key>]
@@ -55,8 +43,6 @@ ${OWNER_OPTIONS_HELP}
 Exit status: 0 re-queued (or replayed), 1 refused or failed (the gRPC code
 and reason are printed), 2 bad arguments.
 `,
-  async run(args, context) {
-    const parsed = parseRetryArguments(args);
-    return retryJob(await admissionClient(parsed.owner, context), parsed, context);
-  },
-};
+  parse: parseRetryArguments,
+  call: retryJob,
+});

@@ -17,7 +17,7 @@ import { protoJsonLine } from './job-client.js';
 import { parseJsonObjectFlag } from './json-object-flag.js';
 import {
   OWNER_OPTIONS_HELP,
-  admissionClient,
+  admissionCommand,
   admissionOptionsHelp,
   parseAdmissionArguments,
   parseOwnerArguments,
@@ -210,7 +210,7 @@ function formatSpan(span: Duration): string {
 }
 
 /** `docket schedule create|get|list|pause|resume|delete`: the schedule RPCs of AdmissionService. */
-export const scheduleCommand: Command = {
+export const scheduleCommand: Command = admissionCommand({
   name: 'schedule',
   summary: 'create, read, pause, resume and delete periodic jobs',
   help: `Usage: docket schedule create (--cron <expr> [--time-zone <zone>] | --every <age>)
@@ -260,8 +260,6 @@ ${admissionOptionsHelp('owner')}
 Exit status: 0 done, 1 refused or failed (the gRPC code and reason are
 printed), 2 bad arguments.
 `,
-  async run(args, context) {
-    const parsed = parseScheduleArguments(args);
-    return runScheduleAction(await admissionClient('owner' in parsed ? parsed.owner : parsed.call, context), parsed, context);
-  },
-};
+  parse: parseScheduleArguments,
+  call: runScheduleAction,
+});

@@ -1,7 +1,6 @@
 import type { DescService } from '@bufbuild/protobuf';
 import { createClient, type Client } from '@connectrpc/connect';
-import { bearerAuth } from '@docket/client';
-import { createGrpcTransport } from '@connectrpc/connect-node';
+import { createServiceConnection } from '@docket/client-kit/node';
 import { mintToken } from '@docket/auth';
 import { resolveAuthSecret } from './auth-secret.js';
 import { UsageError, type CliContext } from './command.js';
@@ -15,7 +14,7 @@ const MINTED_TTL_SECONDS = 3_600;
  * One short-lived command, one connection: no pings, no pooling.
  */
 export function serviceClient<T extends DescService>(service: T, baseUrl: string, token: string): Client<T> {
-  return createClient(service, createGrpcTransport({ baseUrl, interceptors: [bearerAuth(token)] }));
+  return createClient(service, createServiceConnection({ baseUrl, token }).transport);
 }
 
 /**

@@ -4,16 +4,7 @@ import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { SignalState } from '@docket/proto/docket/common/v1/signal_pb.js';
 import { UsageError, type CliContext, type Command } from './command.js';
 import { parseJsonObjectFlag } from './json-object-flag.js';
-import {
-  OWNER_OPTIONS_HELP,
-  admissionClient,
-  parseOwnerArguments,
-  replayNote,
-  reportingFailures,
-  requestKey,
-  type AdmissionClient,
-  type OwnerOptions,
-} from './owner-call.js';
+import { OWNER_OPTIONS_HELP, admissionCommand, ownerRequest, parseOwnerArguments, type AdmissionClient, type OwnerOptions } from './owner-call.js';
 
 /** Parsed `docket signal` arguments. */
 export interface SignalArguments {
@@ -55,37 +46,24 @@ export function parseReconcileArguments(args: readonly string[]): ReconcileArgum
 
 /** Sends the signal (SendSignal) and prints its sequence and state; resolves to the exit code. */
 export async function sendSignal(client: AdmissionClient, parsed: SignalArguments, context: CliContext): Promise<number> {
-  return reportingFailures('signal', parsed.owner, context, async () => {
-    const response = await client.sendSignal({
-      idempotencyKey: requestKey('signal', parsed.owner, context),
-      jobId: parsed.jobId,
-      name: parsed.name,
-      payload: parsed.payload,
-    });
-    const signal = response.signal;
-    const state = signal ? SignalState[signal.state] : 'unknown';
-    context.out(`signal ${signal?.sequence ?? '?'} ${JSON.stringify(parsed.name)} to ${parsed.jobId}: ${state}${replayNote(response.replayed)}\n`);
-    return 0;
-  });
+  const { jobId, name, payload, owner } = parsed;
+  const send = (idempotencyKey: string) => client.sendSignal({ idempotencyKey, jobId, name, payload });
+  return ownerRequest('signal', owner, context, send, ({ signal }) => `signal ${signal?.sequence ?? '?'} ${JSON.stringify(name)} to ${jobId}: ${signal ? SignalState[signal.state] : 'unknown'}`);
 }
 
 /** Resolves the job's UNKNOWN signals (ReconcileSignals) and prints what is left; resolves to the exit code. */
 export async function reconcileSignals(client: AdmissionClient, parsed: ReconcileArguments, context: CliContext): Promise<number> {
-  return reportingFailures('signals', parsed.owner, context, async () => {
-    const response = await client.reconcileSignals({
-      idempotencyKey: requestKey('signals', parsed.owner, context),
-      jobId: parsed.jobId,
-      action: parsed.action === 'redeliver' ? SignalReconcileAction.REDELIVER : SignalReconcileAction.DISCARD,
-    });
-    const job = response.job;
+  const { jobId, owner } = parsed;
+  const action = parsed.action === 'redeliver' ? SignalReconcileAction.REDELIVER : SignalReconcileAction.DISCARD;
+  const reconcile = (idempotencyKey: string) => client.reconcileSignals({ idempotencyKey, jobId, action });
+  return ownerRequest('signals', owner, context, reconcile, ({ job }) => {
     const after = job ? `${job.unresolvedSignals} unresolved signal(s) left, the job is ${JobStatus[job.status]}` : 'no job in the answer';
-    context.out(`${parsed.action === 'redeliver' ? 'redelivering' : 'discarded'} the UNKNOWN signals of ${parsed.jobId}: ${after}${replayNote(response.replayed)}\n`);
-    return 0;
+    return `${parsed.action === 'redeliver' ? 'redelivering' : 'discarded'} the UNKNOWN signals of ${jobId}: ${after}`;
   });
 }
 
 /** `docket signal <job_id> <name>`: AdmissionService.SendSignal. */
-export const signalCommand: Command = {
+export const signalCommand: Command = admissionCommand({
   name: 'signal',
   summary: 'send a named signal (with a JSON payload) to a job',
   help: `Usage: docket signal <job_id> <name> [--payload <json>] [--key <key>]
@@ -107,14 +85,12 @@ ${OWNER_OPTIONS_HELP}
 Exit status: 0 sent (or replayed), 1 refused or failed (the gRPC code and
 reason are printed), 2 bad arguments.
 `,
-  async run(args, context) {
-    const parsed = parseSignalArguments(args);
-    return sendSignal(await admissionClient(parsed.owner, context), parsed, context);
-  },
-};
+  parse: parseSignalArguments,
+  call: sendSignal,
+});
 
 /** `docket signals reconcile <job_id> --redeliver|--discard`: AdmissionService.ReconcileSignals. */
-export const signalsCommand: Command = {
+export const signalsCommand: Command = admissionCommand({
   name: 'signals',
   summary: "resolve a job's UNKNOWN signals (reconcile --redeliver or --discard)",
   help: `Usage: docket signals reconcile <job_id> (--redeliver | --discard) [--key <key>]
@@ -136,8 +112,6 @@ ${OWNER_OPTIONS_HELP}
 Exit status: 0 reconciled (or replayed), 1 refused or failed (the gRPC code
 and reason are printed), 2 bad arguments.
 `,
-  async run(args, context) {
-    const parsed = parseReconcileArguments(args);
-    return reconcileSignals(await admissionClient(parsed.owner, context), parsed, context);
-  },
-};
+  parse: parseReconcileArguments,
+  call: reconcileSignals,
+});

@@ -1,5 +1,5 @@
 import { createClient } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
+import { createServiceConnection } from '@docket/client-kit/node';
 import { Health, HealthCheckResponse_ServingStatus } from '@docket/proto/grpc/health/v1/health_pb.js';
 
 /** Options for {@link waitForServing}. */
@@ -18,7 +18,7 @@ export interface WaitForServingOptions {
  * probe would. Rejects with the last status or error seen on timeout.
  */
 export async function waitForServing(baseUrl: string, options: WaitForServingOptions = {}): Promise<void> {
-  const client = createClient(Health, createGrpcTransport({ baseUrl }));
+  const client = createClient(Health, createServiceConnection({ baseUrl }).transport);
   const timeoutMs = options.timeoutMs ?? 30_000;
   const deadline = Date.now() + timeoutMs;
   let last = 'no answer yet';

@@ -1,6 +1,7 @@
 import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
 import { durationFromMs, timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { Code, createClient as createConnectClient, type Client } from '@connectrpc/connect';
+import { callWithRetry, type TryOptions } from '@docket/client-kit';
 import { isTerminal, type JobStatusName } from '@docket/contracts';
 import {
   AdmissionService,
@@ -25,7 +26,7 @@ import { resolveIdempotencyKey } from './idempotency-key.js';
 import { watchJobFeed, type JobFeedFrame, type WatchJobsOptions } from './job-feed.js';
 import { watchJob, type JobWatchFrame, type WatchOptions } from './job-watch.js';
 import type { DocketTransports, NodeTransportOptions } from './transports.js';
-import { callWithRetry, retryPolicyOf, throwIfAborted, type RetryPolicy } from './retry-policy.js';
+import { clientRetry, retryPolicyOf, throwIfAborted, type RetryPolicy } from './retry-policy.js';
 import { submitMany, type BatchJob, type SubmitManyOptions, type SubmitManyResult } from './submit-many.js';
 
 /** Options of {@link createClient}: where the services are (or the transports to them), and how patient to be. */
@@ -517,7 +518,7 @@ export class DocketClient {
     options: TransitionOptions,
     send: (
       request: { idempotencyKey: string; jobId: string; expectedRevision?: bigint },
-      callOptions: { signal?: AbortSignal; timeoutMs: number },
+      callOptions: TryOptions,
     ) => Promise<{ job?: Job | undefined; replayed: boolean; idempotencyExpiresAt?: Timestamp | undefined }>,
   ): Promise<JobReceipt> {
     const key = resolveIdempotencyKey(options.idempotencyKey);
@@ -532,12 +533,12 @@ export class DocketClient {
     }));
   }
 
-  #mutate<T>(rpc: string, key: string, options: MutationOptions, call: (o: { signal?: AbortSignal; timeoutMs: number }) => Promise<T>): Promise<T> {
-    return callWithRetry(call, { policy: this.#retry, rpc, signal: options.signal, secrets: [...this.#secrets, key] });
+  #mutate<T>(rpc: string, key: string, options: MutationOptions, call: (o: TryOptions) => Promise<T>): Promise<T> {
+    return callWithRetry(call, clientRetry({ policy: this.#retry, rpc, signal: options.signal, secrets: [...this.#secrets, key] }));
   }
 
-  #read<T>(rpc: string, options: ReadOptions, call: (o: { signal?: AbortSignal; timeoutMs: number }) => Promise<T>): Promise<T> {
-    return callWithRetry(call, { policy: this.#retry, rpc, signal: options.signal, secrets: this.#secrets });
+  #read<T>(rpc: string, options: ReadOptions, call: (o: TryOptions) => Promise<T>): Promise<T> {
+    return callWithRetry(call, clientRetry({ policy: this.#retry, rpc, signal: options.signal, secrets: this.#secrets }));
   }
 }
 

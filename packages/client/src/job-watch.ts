@@ -1,11 +1,12 @@
 import { Code, type Client } from '@connectrpc/connect';
+import { callWithRetry } from '@docket/client-kit';
 import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
 import type { Progress } from '@docket/proto/docket/common/v1/progress_pb.js';
 import type { EventService, StreamJobEventsResponse } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { DocketClientError } from './docket-client-error.js';
 import { JournalChain, genesisAnchor, type JournalAnchor } from './journal-chain.js';
 import { resumableStream } from './resumable-stream.js';
-import { callWithRetry, type RetryPolicy } from './retry-policy.js';
+import { clientRetry, type RetryPolicy } from './retry-policy.js';
 
 /** One frame of {@link DocketClient.watch}: a verified journal event, or live progress. */
 export type JobWatchFrame =
@@ -82,7 +83,7 @@ export async function* watchJob(context: JobWatchContext, jobId: string, options
 async function anchorOf(context: JobWatchContext, jobId: string, afterSequence: bigint, signal: AbortSignal | undefined): Promise<JournalAnchor> {
   const page = await callWithRetry(
     (callOptions) => context.events.readJobEvents({ jobId, afterSequence: afterSequence > 0n ? afterSequence - 1n : 0n, pageSize: 1 }, callOptions),
-    { policy: context.retry, rpc: 'ReadJobEvents', signal, secrets: context.secrets },
+    clientRetry({ policy: context.retry, rpc: 'ReadJobEvents', signal, secrets: context.secrets }),
   );
   const requestDigest = page.requestDigest === '' ? undefined : page.requestDigest;
   if (afterSequence === 0n) return genesisAnchor(jobId, requestDigest);

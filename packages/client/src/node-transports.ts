@@ -1,5 +1,5 @@
-import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
-import { tracedCalls } from '@docket/trace-context';
+import { SDK_KEEPALIVE } from '@docket/client-kit';
+import { createServiceConnection } from '@docket/client-kit/node';
 import { bearerAuth, DEFAULT_ADMISSION_URL, DEFAULT_EVENTS_URL, type DocketTransports, type NodeTransportOptions } from './transports.js';
 
 /** Node transports plus the means to close their HTTP/2 sessions. */
@@ -11,24 +11,22 @@ export interface NodeTransports extends DocketTransports {
 /**
  * gRPC transports for Node (connect-node, HTTP/2: h2c for `http://`, TLS
  * for `https://`) to admission and events, authenticated with `token`.
- * Each HTTP/2 session is pinged every 15 s so that a dead connection is
- * noticed during a quiet stream. Each call continues the caller's
- * OpenTelemetry trace, if any (see `tracedCalls`). Browsers cannot use these: build a
- * connect-web transport with {@link bearerAuth} and pass it as
- * `transports` instead.
+ * Each HTTP/2 session is pinged (`SDK_KEEPALIVE`: every 15 s) so that a
+ * dead connection is noticed during a quiet stream. Each call continues
+ * the caller's OpenTelemetry trace, if any (see `tracedCalls`). Browsers
+ * cannot use these: build a connect-web transport with {@link bearerAuth}
+ * and pass it as `transports` instead.
  */
 export function createNodeTransports(options: NodeTransportOptions): NodeTransports {
   const admissionUrl = options.admissionUrl ?? withDefaultPort(options.url, DEFAULT_ADMISSION_URL);
   const eventsUrl = options.eventsUrl ?? withDefaultPort(options.url, DEFAULT_EVENTS_URL);
-  const interceptors = [bearerAuth(options.token), tracedCalls('@docket/client')];
-  const sessions = [admissionUrl, eventsUrl].map(
-    (url) => new Http2SessionManager(url, { pingIntervalMs: 15_000, pingTimeoutMs: 10_000 }),
-  );
-  const [admissionSession, eventsSession] = sessions as [Http2SessionManager, Http2SessionManager];
+  const connect = (baseUrl: string) => createServiceConnection({ baseUrl, token: options.token, tracerName: '@docket/client', keepalive: SDK_KEEPALIVE });
+  const admission = connect(admissionUrl);
+  const events = connect(eventsUrl);
   return {
-    admission: createGrpcTransport({ baseUrl: admissionUrl, sessionManager: admissionSession, interceptors }),
-    events: createGrpcTransport({ baseUrl: eventsUrl, sessionManager: eventsSession, interceptors }),
-    close: () => sessions.forEach((session) => session.abort()),
+    admission: admission.transport,
+    events: events.transport,
+    close: () => [admission, events].forEach((connection) => connection.session.abort()),
   };
 }
 

@@ -31,7 +31,8 @@ export {
 export { tracedCalls } from '@docket/trace-context';
 export { DocketClientError, isDocketClientError, type ClientFieldViolation, type LocalClientErrorReason } from './docket-client-error.js';
 export { GENERATED_KEY_LENGTH, isValidIdempotencyKey, newIdempotencyKey } from './idempotency-key.js';
-export { DEFAULT_RETRY_POLICY, isRetryableFailure, type RetryPolicy } from './retry-policy.js';
+export { isRetryableFailure } from '@docket/client-kit';
+export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy.js';
 export type { BatchJob, SubmitManyOptions, SubmitManyResult } from './submit-many.js';
 export { DEFAULT_IDLE_TIMEOUT_MS, type JobWatchFrame, type WatchOptions } from './job-watch.js';
 export type { JobFeedFrame, WatchJobsOptions } from './job-feed.js';

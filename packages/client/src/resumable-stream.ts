@@ -1,7 +1,8 @@
 import { Code } from '@connectrpc/connect';
+import { isRetryableFailure } from '@docket/client-kit';
 import { delay, retryBackoffMs } from '@docket/contracts';
 import { DocketClientError } from './docket-client-error.js';
-import { isRetryableFailure, throwIfAborted, type RetryPolicy } from './retry-policy.js';
+import { throwIfAborted, type RetryPolicy } from './retry-policy.js';
 
 /** Options of {@link resumableStream}. */
 export interface ResumableStreamOptions<F> {

@@ -5,10 +5,10 @@ import { LIMITS } from '@docket/contracts';
 import { SubmitJobRequestSchema, type AdmissionService, type SubmitJobRequest } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import type { Status } from '@docket/proto/google/rpc/status_pb.js';
-import { failureOfStatus } from '@docket/client-kit';
+import { callWithRetry, failureOfStatus, isRetryableFailure } from '@docket/client-kit';
 import { DocketClientError, isDocketClientError } from './docket-client-error.js';
 import { resolveIdempotencyKey } from './idempotency-key.js';
-import { callWithRetry, isRetryableFailure, throwIfAborted, type RetryPolicy } from './retry-policy.js';
+import { clientRetry, throwIfAborted, type RetryPolicy } from './retry-policy.js';
 
 /** Bytes of a SubmitJobs request left for its framing around the items (the `items` tag and length of each). */
 const ITEM_FRAMING_BYTES = 6;
@@ -183,7 +183,7 @@ async function submitCall(deps: SubmitManyDependencies, call: readonly Pending[]
         unsettled = retry;
         if (retry.length > 0) throw new ConnectError(`${retry.length} jobs were not decided`, Code.Unavailable);
       },
-      { policy: deps.retry, rpc: 'SubmitJobs', signal, secrets },
+      clientRetry({ policy: deps.retry, rpc: 'SubmitJobs', signal, secrets }),
     );
   } catch (error) {
     throwIfAborted(signal, 'SubmitJobs');

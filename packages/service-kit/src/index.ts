@@ -62,7 +62,7 @@ export {
   requireSecret,
   type Environment,
 } from './environment.js';
-export { createServiceTransport, PING_INTERVAL_MS, PING_TIMEOUT_MS, type ServiceTransport, type ServiceTransportOptions } from './service-transport.js';
+export { createServiceTransport, type ServiceTransport, type ServiceTransportOptions } from './service-transport.js';
 export { startTracing, tracesExporterFrom, tracingInterceptor, type Tracing } from './tracing.js';
 export { durationMs, validateJobSpecMessage, type JobSpecMessage } from './job-spec-message.js';
 export { DEFAULT_STATE_URL, readFrontServiceConfig, type FrontServiceConfig } from './front-service-config.js';

@@ -3,10 +3,11 @@ import type { AddressInfo } from 'node:net';
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node';
 import { mintToken } from '@docket/auth';
+import { INTERNAL_RECEIVE_WINDOWS } from '@docket/client-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forwardDeadline } from './deadline.js';
 import { errorInfoOf, fieldViolationsOf } from './error-mapping.js';
-import { INTERNAL_CONNECTION_WINDOW_BYTES, createServiceTransport } from './service-transport.js';
+import { createServiceTransport } from './service-transport.js';
 import { ProbeService } from './testing/probe-service.js';
 import { PROBE_SECRET, PROBE_VIOLATIONS, startProbeServer, type ProbeHarness } from './testing/probe-server.js';
 
@@ -124,8 +125,8 @@ describe('createServiceTransport', () => {
       await next.echo({ text: 'first' });
       await next.echo({ text: 'second' });
       expect(sessions).toHaveLength(1);
-      // What one stream may take is INTERNAL_STREAM_WINDOW_BYTES; the session now takes several streams' worth.
-      expect(sessions[0]!.state.remoteWindowSize).toBeGreaterThan(INTERNAL_CONNECTION_WINDOW_BYTES - 1024);
+      // What one stream may take is INTERNAL_RECEIVE_WINDOWS.streamBytes; the session now takes several streams' worth.
+      expect(sessions[0]!.state.remoteWindowSize).toBeGreaterThan(INTERNAL_RECEIVE_WINDOWS.connectionBytes - 1024);
     } finally {
       for (const session of sessions) session.destroy();
       await new Promise((resolve) => bare.close(resolve));

@@ -1,8 +1,6 @@
 import { Code, ConnectError, type Interceptor, type Transport } from '@connectrpc/connect';
-import { Http2SessionManager, createGrpcTransport } from '@connectrpc/connect-node';
-import type { ClientHttp2Session, ClientHttp2Stream } from 'node:http2';
-import { bearerAuth, bearerValue, type TokenSource } from '@docket/client-kit';
-import { tracedCalls } from '@docket/trace-context';
+import { INTERNAL_KEEPALIVE, INTERNAL_RECEIVE_WINDOWS, bearerValue, type TokenSource } from '@docket/client-kit';
+import { createServiceConnection } from '@docket/client-kit/node';
 import { isTracingOn } from './tracing.js';
 import { callUnaryStream } from './unary-stream-client.js';
 
@@ -35,8 +33,9 @@ export interface ServiceTransport extends Transport {
  * group-committed call, which carries many callers' items, has none of
  * its own); with tracing on each call is a CLIENT span of the
  * caller's trace and carries its `traceparent` (see `tracedCalls`). The
- * session is pinged every {@link PING_INTERVAL_MS}, and a unary call
- * without a deadline gets {@link DEFAULT_INTERNAL_DEADLINE_MS}. Pair each call with
+ * session is pinged as `INTERNAL_KEEPALIVE` says and takes
+ * `INTERNAL_RECEIVE_WINDOWS`, and a unary call without a deadline gets
+ * {@link DEFAULT_INTERNAL_DEADLINE_MS}. Pair each call with
  * `forwardDeadline(ctx)` to pass on the caller's deadline and cancellation.
  *
  * Unary calls are written and read by hand on the session's streams
@@ -50,27 +49,19 @@ export interface ServiceTransport extends Transport {
  */
 export function createServiceTransport(options: ServiceTransportOptions): ServiceTransport {
   const { token } = options;
-  const addHeaders = bearerAuth(token);
-  // A dead or half-open connection is noticed within PING_INTERVAL_MS + PING_TIMEOUT_MS, also while a stream is quiet.
-  const session = new WideWindowSessionManager(
-    options.baseUrl,
-    { pingIntervalMs: PING_INTERVAL_MS, pingTimeoutMs: PING_TIMEOUT_MS },
-    { settings: { initialWindowSize: INTERNAL_STREAM_WINDOW_BYTES } },
-  );
-  const resetConnection = (): void => session.abort(new ConnectError('the connection was given up', Code.Unavailable));
-  const transport = createGrpcTransport({
-    baseUrl: options.baseUrl,
-    sessionManager: session,
-    acceptCompression: [],
-    interceptors: [
-      unansweredSessionReset(resetConnection),
-      defaultUnaryDeadline(options.defaultDeadlineMs ?? DEFAULT_INTERNAL_DEADLINE_MS),
-      addHeaders,
-      tracedCalls('@docket/service-kit'),
-      peerLossAsUnavailable,
-    ],
-  });
   const defaultDeadlineMs = options.defaultDeadlineMs ?? DEFAULT_INTERNAL_DEADLINE_MS;
+  const resetConnection = (): void => session.abort(new ConnectError('the connection was given up', Code.Unavailable));
+  // A dead or half-open connection is noticed within the ping interval and timeout, also while a stream is quiet.
+  const { transport, session } = createServiceConnection({
+    baseUrl: options.baseUrl,
+    token,
+    tracerName: '@docket/service-kit',
+    keepalive: INTERNAL_KEEPALIVE,
+    receiveWindows: INTERNAL_RECEIVE_WINDOWS,
+    acceptCompression: [],
+    outerInterceptors: [unansweredSessionReset(resetConnection), defaultUnaryDeadline(defaultDeadlineMs)],
+    innerInterceptors: [peerLossAsUnavailable],
+  });
   let answeredAt = performance.now();
   const unary: Transport['unary'] = async (method, signal, timeoutMs, header, input, contextValues) => {
     // With tracing on, each call is a CLIENT span: Connect's path, with its interceptors.
@@ -94,52 +85,6 @@ export function createServiceTransport(options: ServiceTransportOptions): Servic
   };
 }
 
-/**
- * A session manager whose sessions take {@link INTERNAL_CONNECTION_WINDOW_BYTES}
- * across their streams: HTTP/2 gives a connection a 64 KiB window whatever
- * its streams' (`initialWindowSize` sets only theirs), and Node offers no
- * option for it, so each new session is widened when its first stream
- * opens.
- */
-class WideWindowSessionManager extends Http2SessionManager {
-  readonly #widened = new WeakSet<ClientHttp2Session>();
-
-  override async request(...args: Parameters<Http2SessionManager['request']>): Promise<ClientHttp2Stream> {
-    const stream = await super.request(...args);
-    const session = stream.session as ClientHttp2Session | undefined;
-    if (session && !session.destroyed && !this.#widened.has(session)) {
-      this.#widened.add(session);
-      session.setLocalWindowSize(INTERNAL_CONNECTION_WINDOW_BYTES);
-    }
-    return stream;
-  }
-}
-
-/**
- * The receive window of each internal stream: what a peer may send on it
- * before this side has read it. HTTP/2's default, 64 KiB, splits a
- * 2,048-event journal read (about 0.9 MB) into waits for window updates,
- * each a turn of both processes' event loops; under 4 MiB an answer this
- * side reads at once is never held back by its stream's window.
- */
-export const INTERNAL_STREAM_WINDOW_BYTES = 4 * 1024 * 1024;
-
-/**
- * The receive window of an internal session, all its streams together:
- * what the other service may have sent and this side not yet read. Left at
- * HTTP/2's 64 KiB, it, not the streams' windows, paced every answer: a
- * journal read's answer then left the state service 64 KiB per turn of its
- * event loop, so while that loop verified the next read the answer before
- * it waited (measured: backlog replay 11-12% faster with it widened, the
- * events service spending about a sixth less CPU per event). 16 MiB
- * bounds what the other side can make this one buffer.
- */
-export const INTERNAL_CONNECTION_WINDOW_BYTES = 16 * 1024 * 1024;
-
-/** How often an internal HTTP/2 session is pinged. */
-export const PING_INTERVAL_MS = 10_000;
-/** How long a ping may go unanswered before the session is closed and its calls fail UNAVAILABLE. */
-export const PING_TIMEOUT_MS = 5_000;
 /** The deadline of an internal unary call whose caller set none. */
 export const DEFAULT_INTERNAL_DEADLINE_MS = 10_000;
 
@@ -150,7 +95,7 @@ export const DEFAULT_INTERNAL_DEADLINE_MS = 10_000;
  * dead session between calls when its ping timer is reset by calls that
  * come and go), and a fresh connection is cheap.
  */
-export const UNANSWERED_SESSION_LIMIT_MS = PING_INTERVAL_MS + PING_TIMEOUT_MS;
+export const UNANSWERED_SESSION_LIMIT_MS = INTERNAL_KEEPALIVE.pingIntervalMs + INTERNAL_KEEPALIVE.pingTimeoutMs;
 
 /**
  * Drops the connection when a unary call times out or finds the peer

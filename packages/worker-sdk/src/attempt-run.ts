@@ -1,5 +1,6 @@
 import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
+import { callWithRetry, type RetrySchedule } from '@docket/client-kit';
 import { LIMITS, newId } from '@docket/contracts';
 import { ApprovalDecision, type DecidedApproval } from '@docket/proto/docket/common/v1/approval_pb.js';
 import { EffectDisposition, EffectRecoveryReason, type Effect } from '@docket/proto/docket/common/v1/effect_pb.js';
@@ -12,7 +13,6 @@ import type {
   ReportOutcomeRequestSchema,
 } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { JobAbortedError, type AbortKind } from './abort-reason.js';
-import { callWithRetry, type RetrySchedule } from './call-retry.js';
 import { DocketWorkerError } from './docket-worker-error.js';
 import { effectRecordOf, type EffectRecord } from './effect-record.js';
 import { runEffect, type EffectJournal, type EffectResult, type EffectSteps, type EffectTransition } from './effect-runner.js';
@@ -419,6 +419,7 @@ export class AttemptRun {
     try {
       return await callWithRetry(() => send(operationId), {
         schedule,
+        scope: 'possibly-applied',
         signal: this.env.closed,
         deadline,
         onRetry: (error, tryNumber, backoffMs) => this.logRetry(rpc, error, tryNumber, backoffMs),
@@ -522,6 +523,7 @@ export class AttemptRun {
         },
         {
           schedule: RENEW_RETRIES,
+          scope: 'possibly-applied',
           signal: this.renewalStop.signal,
           deadline: this.leaseDeadline,
           onRetry: (error, tryNumber, backoffMs) => {
@@ -560,6 +562,7 @@ export class AttemptRun {
     try {
       const response = await callWithRetry(() => this.env.client.reportOutcome(request, { timeoutMs: this.env.callTimeoutMs }), {
         schedule: OUTCOME_RETRIES,
+        scope: 'possibly-applied',
         signal: this.env.closed,
         deadline: this.outcomeDeadline(),
         onRetry: (error, tryNumber, backoffMs) => this.logRetry('ReportOutcome', error, tryNumber, backoffMs),

@@ -1,12 +1,12 @@
 import { setMaxListeners } from 'node:events';
 import { durationFromMs, durationMs } from '@bufbuild/protobuf/wkt';
+import { callWithRetry, type RetrySchedule } from '@docket/client-kit';
 import { delay, newId } from '@docket/contracts';
 import type { Assignment, ClaimJobsRequestSchema } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { AbortKind } from './abort-reason.js';
 import { AttemptPipeline } from './attempt-pipeline.js';
 import { AttemptRun, type AttemptEnvironment } from './attempt-run.js';
-import { callWithRetry, type RetrySchedule } from './call-retry.js';
 import { linkedSignal } from './linked-signal.js';
 import { DocketWorkerError } from './docket-worker-error.js';
 import { connectExecution, type ExecutionConnection } from './execution-client.js';
@@ -209,6 +209,7 @@ class DocketWorker implements Worker {
         () => client.registerWorker({ workerName: name, queues: [...queues], maxConcurrency: this.pipeline.capacity }, { timeoutMs: callTimeoutMs }),
         {
           schedule: REGISTER_RETRIES,
+          scope: 'possibly-applied',
           signal: this.claimStop.signal,
           onRetry: (error, tryNumber) =>
             this.logger.warn(`RegisterWorker try ${tryNumber} failed (${DocketWorkerError.fromCall('RegisterWorker', error).code}); retrying`, {
@@ -264,6 +265,7 @@ class DocketWorker implements Worker {
           },
           {
             schedule: CLAIM_RETRIES,
+            scope: 'possibly-applied',
             signal: this.claimStop.signal,
             onRetry: (error, tryNumber, backoffMs) => {
               const failure = DocketWorkerError.fromCall('ClaimJobs', error);

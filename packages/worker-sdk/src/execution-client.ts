@@ -1,7 +1,6 @@
 import { createClient, type Client, type Transport } from '@connectrpc/connect';
-import { bearerAuth, type TokenSource } from '@docket/client-kit';
-import { createGrpcTransport, Http2SessionManager } from '@connectrpc/connect-node';
-import { tracedCalls } from '@docket/trace-context';
+import { SDK_KEEPALIVE, type TokenSource } from '@docket/client-kit';
+import { createServiceConnection } from '@docket/client-kit/node';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { WorkSessionClient } from './work-session.js';
 
@@ -28,9 +27,10 @@ export interface ConnectOptions {
 /**
  * Connects to the execution service at `url` over gRPC (h2c for
  * `http://`, TLS for `https://`), presenting `token` as
- * `authorization: Bearer <token>`. The HTTP/2 session is pinged every
- * 15 s so a dead connection is noticed during a long-poll. A `transport`,
- * when given, is used as it is instead (tests, custom TLS or proxies): it
+ * `authorization: Bearer <token>`, each call continuing the caller's
+ * trace. The HTTP/2 session is pinged (`SDK_KEEPALIVE`: every 15 s) so a
+ * dead connection is noticed during a long-poll. A `transport`, when
+ * given, is used as it is instead (tests, custom TLS or proxies): it
  * must authenticate its calls itself, and `token` is not used. Unless
  * `session` is false, claims and attempt calls travel on one
  * ExecutionService/Work stream.
@@ -51,11 +51,7 @@ export function connectExecution(url: string, token: TokenSource | undefined, op
 function unaryConnection(url: string, token: TokenSource | undefined, transport: Transport | undefined): ExecutionConnection {
   if (transport) return { client: createClient(ExecutionService, transport), close() {} };
   if (token === undefined) throw new TypeError('a token is required without a transport');
-  const sessionManager = new Http2SessionManager(url, { pingIntervalMs: 15_000, pingTimeoutMs: 10_000 });
-  const client = createClient(
-    ExecutionService,
-    createGrpcTransport({ baseUrl: url, sessionManager, interceptors: [bearerAuth(token), tracedCalls('@docket/worker-sdk')] }),
-  );
-  return { client, close: () => sessionManager.abort() };
+  const { transport: connected, session } = createServiceConnection({ baseUrl: url, token, tracerName: '@docket/worker-sdk', keepalive: SDK_KEEPALIVE });
+  return { client: createClient(ExecutionService, connected), close: () => session.abort() };
 }
 

@@ -13,7 +13,6 @@ import type { EventDependencies, StreamSignals } from './event-dependencies.js';
 import { parseFeedFilter } from './feed-filter.js';
 import { retryTransient } from './transient-failure.js';
 import { SubscriberSession } from './subscriber-session.js';
-import { assertNotLostTooLong, untilLive } from './upstream-liveness.js';
 
 /**
  * WatchJobs: the global change feed (SPEC section 6) for the caller and a
@@ -82,7 +81,7 @@ class ChangeFeedSubscription {
     private readonly signals: StreamSignals,
     private readonly sink: StreamSink | undefined,
   ) {
-    this.#session = new SubscriberSession(signals, deps.heartbeatMs);
+    this.#session = new SubscriberSession(signals, deps.heartbeatMs, deps.hub);
     this.#bindingKey = bindingKeyOf(binding);
     this.#unsubscribe = deps.feed.subscribe(() => {
       if (this.#parked && this.#offerNews()) return;
@@ -92,7 +91,7 @@ class ChangeFeedSubscription {
   }
 
   async *run(cursor: string): AsyncGenerator<WatchJobsResponse, void, undefined> {
-    await untilLive(this.deps.hub, this.signals.signal);
+    await this.#session.untilLive();
     const opened = this.deps.cursors.open(cursor, this.binding);
     if (opened.ok) {
       this.#position = opened.position;
@@ -108,22 +107,9 @@ class ChangeFeedSubscription {
       this.#parked = this.sink !== undefined;
       const turn = await this.#session.next();
       this.#parked = false;
-      switch (turn) {
-        case 'rung':
-          break;
-        case 'heartbeat':
-          if (this.deps.hub.live) yield this.#sent({ case: 'heartbeat', value: {} });
-          else {
-            assertNotLostTooLong(this.deps.hub);
-            this.#session.quiet();
-          }
-          break;
-        case 'drain':
-          yield this.#sent({ case: 'heartbeat', value: {} });
-          return;
-        case 'cancelled':
-          return;
-      }
+      if (turn === 'cancelled') return;
+      if (turn !== 'rung') yield this.#sent({ case: 'heartbeat', value: {} });
+      if (turn === 'drain') return;
     }
   }
 

@@ -17,7 +17,6 @@ import { EVENTS_PER_READ, READS_AHEAD } from './shared-journal-reads.js';
 import { isTerminalStatus } from './terminal-status.js';
 import { retryTransient } from './transient-failure.js';
 import { SubscriberSession } from './subscriber-session.js';
-import { assertNotLostTooLong, untilLive } from './upstream-liveness.js';
 
 /**
  * StreamJobEvents: a job's journal after `after_sequence`, backlog first,
@@ -100,7 +99,7 @@ class JobEventTail {
     private readonly encodedFrames: boolean,
   ) {
     this.#cursor = afterSequence;
-    this.#session = new SubscriberSession(signals, deps.heartbeatMs);
+    this.#session = new SubscriberSession(signals, deps.heartbeatMs, deps.hub);
     this.#unwatch = deps.hub.watchJob(jobId, (news) => {
       if (news === 'gap' || news.latestSequence > this.#cursor) this.#readNeeded = true;
       if (news !== 'gap' && news.progress) this.#progress = news.progress;
@@ -109,7 +108,7 @@ class JobEventTail {
   }
 
   async *run(): AsyncGenerator<StreamJobEventsResponse, void, undefined> {
-    await untilLive(this.deps.hub, this.signals.signal);
+    await this.#session.untilLive();
     for (;;) {
       if (this.#readNeeded && this.deps.hub.live) {
         this.#readNeeded = false;
@@ -125,23 +124,11 @@ class JobEventTail {
         this.#session.sent();
         yield shared(progressFrames, progress, () => ({ case: 'progress', value: progress }));
       }
-      switch (await this.#session.next()) {
-        case 'rung':
-          break;
-        case 'heartbeat':
-          if (this.deps.hub.live) yield this.#sent({ case: 'heartbeat', value: {} });
-          else {
-            assertNotLostTooLong(this.deps.hub);
-            this.#session.quiet();
-          }
-          break;
-        case 'drain':
-          // A final frame, then a clean close without `end`: the client resumes.
-          yield this.#sent({ case: 'heartbeat', value: {} });
-          return;
-        case 'cancelled':
-          return;
-      }
+      const turn = await this.#session.next();
+      if (turn === 'cancelled') return;
+      // A heartbeat; on drain a final one, then a clean close without `end`: the client resumes.
+      if (turn !== 'rung') yield this.#sent({ case: 'heartbeat', value: {} });
+      if (turn === 'drain') return;
     }
   }
 
