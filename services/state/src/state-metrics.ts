@@ -41,7 +41,7 @@ export function createStateMetrics(pool: pg.Pool, changes: ChangeListenerHub): S
     registers,
     async collect() {
       this.reset();
-      const { rows } = await pool.query<{ queue: string; status: string; n: string }>(
+      const { rows } = await pool.query<{ queue: string; status: string; n: bigint }>(
         'select queue, status, count(*) as n from jobs where status = any($1) group by queue, status',
         [OPEN_STATUSES],
       );

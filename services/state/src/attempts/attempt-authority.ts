@@ -33,7 +33,7 @@ export function checkAuthority(
   if (
     !job ||
     job.current_attempt_id !== ref.attemptId ||
-    job.fence !== ref.fence.toString() ||
+    job.fence !== ref.fence ||
     job.current_worker_incarnation !== ref.workerIncarnation ||
     (job.status !== 'RUNNING' && job.status !== 'CANCELLING') ||
     job.lease_expires_at === null ||

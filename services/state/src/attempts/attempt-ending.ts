@@ -78,7 +78,7 @@ function planStatusEnding(
     type,
     payload: { ...attempt, ...payload },
     ...(job.current_attempt_id ? { attemptId: job.current_attempt_id } : {}),
-    fence: BigInt(job.fence),
+    fence: job.fence,
   });
   const released = {
     current_attempt_id: null,

@@ -30,13 +30,13 @@ export function startAttempt(
   now: Date,
 ): Assignment {
   const attemptId = newId('att');
-  const fence = BigInt(job.fence) + 1n;
+  const fence = job.fence + 1n;
   const attemptNumber = job.attempt_count + 1;
   const deadline = attemptDeadline(job, now);
   const lease = boundedLease({ ...job, attempt_deadline: deadline }, now, settings.leaseMs);
   const leaseExpiresAt = lease.lease_expires_at;
   const claimed = {
-    fence: fence.toString(),
+    fence,
     attempt_count: attemptNumber,
     current_attempt_id: attemptId,
     current_worker_incarnation: incarnation.id,
@@ -82,7 +82,7 @@ export function startAttempt(
     id: attemptId,
     job_id: job.id,
     attempt_number: attemptNumber,
-    fence: fence.toString(),
+    fence,
     worker_incarnation: incarnation.id,
     queue: job.queue,
     status: 'ACTIVE',

@@ -5,15 +5,21 @@ import type { WorkerOperationRow } from './queries/worker-operations.js';
 /**
  * Rows that a statement returns as JSON (`to_json(row)`, so that one round
  * trip can carry several tables), mapped back to the shapes node-postgres
- * gives for plain rows: timestamps as `Date`, int8 as decimal strings,
- * bytea from base64. Each mapping lives here once, at the query boundary.
+ * gives for plain rows: timestamps as `Date`, int8 as `bigint` (as the
+ * pool parses it, `STATE_TYPE_PARSERS`), bytea from base64. Each mapping
+ * lives here once, at the query boundary. `to_json` writes an int8 as a
+ * JSON number, which `JSON.parse` rounds above 2^53; every int8 the state
+ * service stores stays far below that (fences, revisions, sequences,
+ * counters, durations), and the mapping accepts a decimal string as well.
  */
 type JsonRow = Record<string, unknown>;
 
 const date = (value: unknown): Date => new Date(value as string);
 const nullableDate = (value: unknown): Date | null => (value === null || value === undefined ? null : date(value));
-const int8 = (value: unknown): string => String(value);
-const nullableInt8 = (value: unknown): string | null => (value === null || value === undefined ? null : int8(value));
+const int8 = (value: unknown): bigint => BigInt(value as number | string);
+const nullableInt8 = (value: unknown): bigint | null => (value === null || value === undefined ? null : int8(value));
+/** A transaction id stays text, as pg gives xid8 (the one 64-bit type that is not int8). */
+const xid8 = (value: unknown): string => String(value);
 
 /** A `jobs` row from `to_json(jobs)`. */
 export function jobRowFromJson(row: JsonRow): JobRow {
@@ -24,7 +30,7 @@ export function jobRowFromJson(row: JsonRow): JobRow {
     max_backoff_ms: int8(row['max_backoff_ms']),
     fence: int8(row['fence']),
     event_count: int8(row['event_count']),
-    created_xid: int8(row['created_xid']),
+    created_xid: xid8(row['created_xid']),
     run_after: nullableDate(row['run_after']),
     created_at: date(row['created_at']),
     updated_at: date(row['updated_at']),

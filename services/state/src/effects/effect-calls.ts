@@ -76,7 +76,7 @@ export function newEffect(job: JobRow, begin: BeginEffect, now: Date): EffectRow
     idempotency_key: begin.key.reveal(),
     input_digest: begin.inputDigest,
     state: 'PREPARED',
-    revision: '1',
+    revision: 1n,
     external_id: null,
     recovery: null,
     recoveries: 0,

@@ -49,7 +49,7 @@ export interface EffectActor {
  * has checked the expected revision.
  */
 export function advanceEffect(effect: EffectRow, transition: EffectTransition, actor: EffectActor): EffectRow {
-  const next = { ...effect, revision: (BigInt(effect.revision) + 1n).toString(), updated_at: actor.now };
+  const next = { ...effect, revision: effect.revision + 1n, updated_at: actor.now };
   switch (effect.state) {
     case 'COMMITTED':
       if (transition.kind === 'cancelled') return { ...next, cancellation: 'OBSERVED_AFTER_COMMIT' };
@@ -111,7 +111,7 @@ export function projectEffect(row: EffectRow): Effect {
     effectId: row.id,
     kind: row.kind,
     state: EffectState[row.state],
-    revision: BigInt(row.revision),
+    revision: row.revision,
     externalId: row.external_id ?? '',
     recovery: recovery
       ? {

@@ -49,5 +49,6 @@ export async function readJobChanges(
 }
 
 function positionOf(row: JobChangeRow): FeedPosition {
-  return { transactionId: BigInt(row.transaction_id), entryId: BigInt(row.entry_id) };
+  // The transaction id is xid8, which pg gives as text (int8 columns arrive as bigint).
+  return { transactionId: BigInt(row.transaction_id), entryId: row.entry_id };
 }

@@ -68,7 +68,7 @@ export async function* watchJobSignals(
 async function readHead(db: Kysely<Database>, viewer: Viewer, jobId: string): Promise<JobHead> {
   const job = await findVisibleJob(db, viewer, jobId);
   if (!job) throw notFound('job');
-  return { latestSequence: BigInt(job.event_count), status: job.status };
+  return { latestSequence: job.event_count, status: job.status };
 }
 
 /** What a tick says of one job: its head as of its latest change, and its latest progress if it reported any. */

@@ -42,12 +42,12 @@ export function chainEvents(
     });
     const row: Insertable<JobEventsTable> = {
       job_id: head.jobId,
-      sequence: sequence.toString(),
+      sequence,
       type: event.type,
       payload: JSON.stringify(event.payload),
       occurred_at: occurredAt,
       attempt_id: event.attemptId ?? null,
-      fence: event.fence === undefined ? null : event.fence.toString(),
+      fence: event.fence ?? null,
       previous_hash: current.hash,
       hash,
     };

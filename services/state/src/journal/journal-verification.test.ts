@@ -16,7 +16,7 @@ function journal(count: number) {
     at,
   );
   const rows = chained.rows.map((row) => ({ ...row, payload: JSON.parse(row.payload as string) }) as unknown as JobEventRow);
-  return { rows, stored: { ...job, event_count: String(count), head_hash: chained.head.hash } };
+  return { rows, stored: { ...job, event_count: BigInt(count), head_hash: chained.head.hash } };
 }
 
 describe('verifyJournalPage', () => {

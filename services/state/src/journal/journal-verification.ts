@@ -49,12 +49,12 @@ export function verifyJournalPage(job: JournalHeadRow, afterSequence: bigint, ro
 }
 
 async function verifyInTurns(job: JournalHeadRow, afterSequence: bigint, rows: readonly JobEventRow[], pageSize: number): Promise<JobEventRow[]> {
-  const latest = BigInt(job.event_count);
+  const latest = job.event_count;
   let anchorHash = GENESIS_HASH;
   const page = [...rows];
   if (afterSequence > 0n) {
     const anchor = page.shift();
-    if (!anchor || BigInt(anchor.sequence) !== afterSequence) throw journalCorrupt(job.id, afterSequence);
+    if (!anchor || anchor.sequence !== afterSequence) throw journalCorrupt(job.id, afterSequence);
     anchorHash = anchor.hash;
   }
   let head = { previousHash: anchorHash, previousSequence: afterSequence };
@@ -78,7 +78,7 @@ function storedEventOf(row: JobEventRow, requestDigest: string): StoredEvent {
   return {
     jobId: row.job_id,
     requestDigest,
-    sequence: BigInt(row.sequence),
+    sequence: row.sequence,
     previousHash: row.previous_hash,
     type: row.type,
     payload: row.payload as JsonObject,

@@ -43,7 +43,7 @@ export async function readJobEvents(
   const { job } = window;
   // A hard deletion erases the journal: from HARD_DELETING on there is none to read.
   if (job.lifecycle === 'HARD_DELETING' || job.lifecycle === 'HARD_DELETED') throw notFound('journal');
-  const latestSequence = BigInt(job.event_count);
+  const latestSequence = job.event_count;
   if (afterSequence > latestSequence) {
     throw new DocketError('CURSOR_BEYOND_LATEST', 'after_sequence is beyond the latest event', {
       metadata: { latest_sequence: latestSequence.toString() },
@@ -71,12 +71,12 @@ function lastSequenceOfPage(afterSequence: bigint, pageSize: number): bigint {
 export function eventOf(row: JobEventRow): Event {
   return create(EventSchema, {
     jobId: row.job_id,
-    sequence: BigInt(row.sequence),
+    sequence: row.sequence,
     type: row.type,
     payload: row.payload as JsonObject,
     occurredAt: timestampFromDate(row.occurred_at),
     attemptId: row.attempt_id ?? '',
-    fence: row.fence === null ? undefined : BigInt(row.fence),
+    fence: row.fence ?? undefined,
     previousHash: row.previous_hash,
     hash: row.hash,
   });

@@ -65,7 +65,11 @@ export async function setRetentionPolicy(
   if (softDeleteAfterMs === undefined && hardDeleteAfterMs === undefined) {
     await removeRetentionPolicy(db, queue);
   } else {
-    await storeRetentionPolicy(db, { queue, soft_delete_after_ms: softDeleteAfterMs ?? null, hard_delete_after_ms: hardDeleteAfterMs ?? null });
+    await storeRetentionPolicy(db, {
+      queue,
+      soft_delete_after_ms: softDeleteAfterMs === undefined ? null : BigInt(softDeleteAfterMs),
+      hard_delete_after_ms: hardDeleteAfterMs === undefined ? null : BigInt(hardDeleteAfterMs),
+    });
   }
   return create(RetentionPolicySchema, {
     queue,

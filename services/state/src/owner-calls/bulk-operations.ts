@@ -82,13 +82,11 @@ export async function readBulkOperation(db: Kysely<Database>, operationId: strin
 
 /** A row as the wire's BulkOperation. */
 export function projectBulkOperation(row: BulkOperationRow): BulkOperation {
-  const changed = BigInt(row.changed);
-  const skipped = BigInt(row.skipped);
-  const failed = BigInt(row.failed);
+  const { changed, skipped, failed } = row;
   return create(BulkOperationSchema, {
     id: row.id,
     state: BulkOperationState[row.state],
-    matched: BigInt(row.matched),
+    matched: row.matched,
     done: changed + skipped + failed,
     action: BulkAction[row.action],
     filter: {

@@ -71,7 +71,7 @@ export async function handleOwnerCall(deps: OwnerCallDependencies, command: Owne
         await applyTransition(tx, job, { events: planned.change.events, patch: planned.change.patch }, now);
         const row: SignalRow = {
           job_id: job.id,
-          sequence: planned.sequence.toString(),
+          sequence: planned.sequence,
           name: call.name,
           payload: call.payload,
           state: 'PENDING',

@@ -85,7 +85,7 @@ export async function setQueuePolicy(db: Kysely<Database>, change: QueuePolicyCh
     const set: QueueSettingsChange = {
       ...(change.maxConcurrency !== undefined ? { max_concurrency: change.maxConcurrency } : {}),
       ...(change.rate !== undefined
-        ? { rate_jobs: change.rate?.jobs ?? null, rate_per_ms: change.rate?.perMs ?? null, rate_tokens: null, rate_refilled_at: null }
+        ? { rate_jobs: change.rate?.jobs ?? null, rate_per_ms: change.rate ? BigInt(change.rate.perMs) : null, rate_tokens: null, rate_refilled_at: null }
         : {}),
       ...(change.paused !== undefined ? { paused: change.paused } : {}),
       ...(change.perKeyConcurrency !== undefined ? { per_key_concurrency: change.perKeyConcurrency } : {}),

@@ -23,7 +23,7 @@ export function projectJob(row: NewJobRow): Job {
     label: row.label,
     input: row.input,
     priority: row.priority,
-    revision: BigInt(row.revision),
+    revision: row.revision,
     status: JobStatus[row.status],
     lifecycle: JobLifecycle[row.lifecycle],
     authoritativeAttempt:
@@ -31,7 +31,7 @@ export function projectJob(row: NewJobRow): Job {
         ? undefined
         : create(AttemptSummarySchema, {
             attemptId: row.current_attempt_id,
-            fence: BigInt(row.fence),
+            fence: row.fence,
             workerIncarnation: row.current_worker_incarnation ?? '',
             attemptNumber: row.attempt_count,
             leaseExpiresAt: row.lease_expires_at ? timestampFromDate(row.lease_expires_at) : undefined,
@@ -46,7 +46,7 @@ export function projectJob(row: NewJobRow): Job {
     lostAttemptPolicy: LostAttemptPolicy[row.lost_attempt_policy],
     createdAt: timestampFromDate(row.created_at),
     updatedAt: timestampFromDate(row.updated_at),
-    latestSequence: BigInt(row.event_count),
+    latestSequence: row.event_count,
     runAfter: row.run_after ? timestampFromDate(row.run_after) : undefined,
     retryPolicy: create(RetryPolicySchema, {
       maxAttempts: row.max_attempts,
@@ -55,7 +55,7 @@ export function projectJob(row: NewJobRow): Job {
     }),
     pendingApproval: pendingApproval ? projectPendingApproval(pendingApproval) : undefined,
     unresolvedSignals: row.unknown_signals,
-    latestSignalSequence: BigInt(row.signal_count),
+    latestSignalSequence: row.signal_count,
     legalHold: row.legal_hold,
     deletionId: row.deletion_id ?? '',
     uniqueWhileActiveKey: row.unique_key ?? '',

@@ -64,10 +64,10 @@ export async function readQueueStats(db: Kysely<Database>, query: QueueStatsQuer
           const p99 = latencyPercentile(bucket.pickups, 0.99);
           return create(QueueStatsBucketSchema, {
             startTime: timestampFromDate(bucket.start),
-            admitted: BigInt(bucket.admitted),
-            claimed: BigInt(bucket.claimed),
-            succeeded: BigInt(bucket.succeeded),
-            failed: BigInt(bucket.failed),
+            admitted: bucket.admitted,
+            claimed: bucket.claimed,
+            succeeded: bucket.succeeded,
+            failed: bucket.failed,
             pickupLatencyP50: p50 === undefined ? undefined : durationFromMs(p50),
             pickupLatencyP99: p99 === undefined ? undefined : durationFromMs(p99),
           });

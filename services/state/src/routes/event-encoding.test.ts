@@ -9,15 +9,15 @@ import type { JsonObject } from '../db/tables/index.js';
 import { encodeEvents, encodedJournalAnswer } from './event-encoding.js';
 import { eventOf } from '../journal/read-job-events.js';
 
-/** Journal rows as node-postgres reads them: any JSON payload, unicode text, nulls, long strings, dates on either side of 1970. */
+/** Journal rows as the state pool reads them (int8 as bigint): any JSON payload, unicode text, nulls, long strings, dates on either side of 1970. */
 const rowArbitrary: fc.Arbitrary<JobEventRow> = fc.record({
   job_id: fc.string({ unit: 'grapheme', maxLength: 40 }),
-  sequence: fc.bigInt({ min: 1n, max: 2n ** 63n - 1n }).map(String),
+  sequence: fc.bigInt({ min: 1n, max: 2n ** 63n - 1n }),
   type: fc.oneof(fc.constant('worker.step'), fc.string({ unit: 'binary', maxLength: 300 })),
   payload: fc.dictionary(fc.string({ unit: 'grapheme', maxLength: 12 }), fc.jsonValue({ maxDepth: 4 })) as fc.Arbitrary<JsonObject>,
   occurred_at: fc.date({ min: new Date('1900-01-01T00:00:00.000Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true }),
   attempt_id: fc.option(fc.string({ maxLength: 30 })),
-  fence: fc.option(fc.bigInt({ min: 0n, max: 2n ** 63n - 1n }).map(String)),
+  fence: fc.option(fc.bigInt({ min: 0n, max: 2n ** 63n - 1n })),
   previous_hash: fc.stringMatching(/^[0-9a-f]{64}$/),
   hash: fc.stringMatching(/^[0-9a-f]{64}$/),
 });
@@ -39,12 +39,12 @@ describe('encodeEvents', () => {
   it('widens a length that needs more than one byte (128 B, 16 KiB, 2 MiB strings) and grows its buffer over a page, each event still its own', () => {
     const row = (sequence: number, note: string): JobEventRow => ({
       job_id: 'job_aaaaaaaaaaaaaaaaaaaaaaaaaa',
-      sequence: String(sequence),
+      sequence: BigInt(sequence),
       type: 'worker.step',
       payload: { note, nested: { list: [note, 1.5, -0, null, true, { deep: [] }] }, empty: {} },
       occurred_at: new Date('2026-12-03T08:00:00.123Z'),
       attempt_id: null,
-      fence: '0',
+      fence: 0n,
       previous_hash: '0'.repeat(64),
       hash: 'f'.repeat(64),
     });

@@ -73,7 +73,7 @@ class EventWriter {
   /** Writes `row` as an Event; returns where it ends. */
   event(row: JobEventRow): number {
     this.#string(1, row.job_id);
-    this.#int64Text(2, row.sequence);
+    this.#int64(2, row.sequence);
     this.#string(3, row.type);
     const payload = this.#open(4);
     this.#struct(row.payload);
@@ -82,7 +82,7 @@ class EventWriter {
     this.#timestamp(row.occurred_at.getTime());
     this.#close(occurredAt);
     this.#string(6, row.attempt_id ?? '');
-    if (row.fence !== null) this.#int64Text(7, row.fence, true);
+    if (row.fence !== null) this.#int64(7, row.fence, true);
     this.#string(8, row.previous_hash);
     this.#string(9, row.hash);
     return this.#at;
@@ -162,16 +162,6 @@ class EventWriter {
     if (seconds > 0) this.#varintField(1, seconds);
     else if (seconds < 0) this.#int64(1, BigInt(seconds));
     if (nanos !== 0) this.#varintField(2, nanos);
-  }
-
-  /** An int64 field from its decimal text (as node-postgres reads an int8): a number when it is one exactly, else a bigint. */
-  #int64Text(field: number, text: string, always = false): void {
-    if (text.length > 15 || text.startsWith('-')) {
-      this.#int64(field, BigInt(text), always);
-      return;
-    }
-    const value = Number(text);
-    if (value !== 0 || always) this.#varintField(field, value);
   }
 
   /** A varint field of a non-negative safe integer. */

@@ -175,7 +175,7 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
           changes: batch.changes.map((change) => ({
             position: change.position,
             jobId: change.job_id,
-            revision: BigInt(change.revision),
+            revision: change.revision,
             status: JobStatus[change.status],
             lifecycle: JobLifecycle[change.lifecycle],
             queue: change.queue,

@@ -106,11 +106,11 @@ async function fireSchedule(deps: ScheduleFiringDependencies, tx: Transaction<Da
     next_fire_at: plan.nextFireAt,
     buffered_fire_at: plan.bufferedFireAt ?? null,
     ...(last ? { last_fire_at: last.nominal, last_job_id: last.jobId, last_fired_at: changedAt } : {}),
-    fired_count: String(BigInt(row.fired_count) + BigInt(fired.length)),
-    missed_count: String(BigInt(row.missed_count) + BigInt(plan.missed)),
+    fired_count: row.fired_count + BigInt(fired.length),
+    missed_count: row.missed_count + BigInt(plan.missed),
     ...(plan.lastMissed ? { last_missed_fire_at: plan.lastMissed } : {}),
-    overlap_skipped_count: String(BigInt(row.overlap_skipped_count) + BigInt(plan.overlapSkipped)),
-    revision: String(BigInt(row.revision) + 1n),
+    overlap_skipped_count: row.overlap_skipped_count + BigInt(plan.overlapSkipped),
+    revision: row.revision + 1n,
     updated_at: changedAt,
   });
   return true;

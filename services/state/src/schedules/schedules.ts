@@ -59,16 +59,16 @@ export async function createSchedule(db: Kysely<Database>, request: IdempotentRe
       owner: request.subject,
       cron: schedule.trigger.kind === 'cron' ? schedule.trigger.expression : null,
       time_zone: schedule.trigger.kind === 'cron' ? schedule.trigger.timeZone : '',
-      interval_ms: schedule.trigger.kind === 'interval' ? String(schedule.trigger.intervalMs) : null,
+      interval_ms: schedule.trigger.kind === 'interval' ? BigInt(schedule.trigger.intervalMs) : null,
       job_template: Buffer.from(toBinary(SubmitJobRequestSchema, schedule.template)),
       overlap: schedule.overlap,
-      catch_up_window_ms: String(schedule.catchUpWindowMs),
+      catch_up_window_ms: BigInt(schedule.catchUpWindowMs),
       state: schedule.paused ? ('PAUSED' as const) : ('ACTIVE' as const),
-      revision: '1',
+      revision: 1n,
       next_fire_at: schedule.paused ? null : nextTickAfter(schedule.trigger, now),
-      fired_count: '0',
-      missed_count: '0',
-      overlap_skipped_count: '0',
+      fired_count: 0n,
+      missed_count: 0n,
+      overlap_skipped_count: 0n,
       created_at: now,
       updated_at: now,
     };
@@ -99,7 +99,7 @@ export async function changeSchedule(db: Kysely<Database>, request: IdempotentRe
     if (!row) throw notFound('schedule');
     const patch = schedulePatch(row, change, now);
     if (!patch) return { value: projectSchedule(row), jobId: null };
-    const changed = await updateSchedule(tx, row.id, { ...patch, revision: String(BigInt(row.revision) + 1n), updated_at: now });
+    const changed = await updateSchedule(tx, row.id, { ...patch, revision: row.revision + 1n, updated_at: now });
     return { value: projectSchedule(change === 'DELETE' ? row : changed), jobId: null };
   });
 }
@@ -165,10 +165,10 @@ export function projectSchedule(row: ScheduleRow): MessageShape<typeof ScheduleS
     lastJobId: row.last_job_id ?? '',
     lastFiredAt: time(row.last_fired_at),
     bufferedFireTime: time(row.buffered_fire_at),
-    firedCount: BigInt(row.fired_count),
-    missedCount: BigInt(row.missed_count),
+    firedCount: row.fired_count,
+    missedCount: row.missed_count,
     lastMissedFireTime: time(row.last_missed_fire_at),
-    overlapSkippedCount: BigInt(row.overlap_skipped_count),
-    revision: BigInt(row.revision),
+    overlapSkippedCount: row.overlap_skipped_count,
+    revision: row.revision,
   });
 }

@@ -49,8 +49,8 @@ function apply(model: Model, change: InboxChange): void {
 }
 
 function applyMove(model: Model, move: SignalMove): void {
-  const named = model.signals.filter((signal) => BigInt(signal.sequence) > BigInt(move.after) && BigInt(signal.sequence) <= BigInt(move.through));
-  expect(named).toHaveLength(Number(BigInt(move.through) - BigInt(move.after)));
+  const named = model.signals.filter((signal) => signal.sequence > move.after && signal.sequence <= move.through);
+  expect(named).toHaveLength(Number(move.through - move.after));
   for (const signal of named) {
     expect(signal.state).toBe(move.from);
     signal.state = move.to;
@@ -60,9 +60,9 @@ function applyMove(model: Model, move: SignalMove): void {
 }
 
 function checkInvariants({ job, signals }: Model): void {
-  const count = BigInt(job.signal_count);
-  const done = BigInt(job.signals_done_through);
-  const delivered = BigInt(job.signals_delivered_through);
+  const count = job.signal_count;
+  const done = job.signals_done_through;
+  const delivered = job.signals_delivered_through;
   const unknown = BigInt(job.unknown_signals);
   expect(done <= delivered && delivered <= count).toBe(true);
   expect(done + unknown <= count).toBe(true);
@@ -74,7 +74,7 @@ function checkInvariants({ job, signals }: Model): void {
     return ['PENDING'];
   };
   expect(signals).toHaveLength(Number(count));
-  for (const signal of signals) expect(expected(BigInt(signal.sequence))).toContain(signal.state);
+  for (const signal of signals) expect(expected(signal.sequence)).toContain(signal.state);
 }
 
 describe('the signal inbox', () => {
@@ -88,19 +88,19 @@ describe('the signal inbox', () => {
               case 'send': {
                 const planned = planSignal(model.job, 'n');
                 apply(model, planned.change);
-                model.signals.push({ job_id: model.job.id, sequence: planned.sequence.toString(), name: 'n', payload: {}, state: 'PENDING', received_at: new Date(0), attempt_id: null, redelivered: false });
+                model.signals.push({ job_id: model.job.id, sequence: planned.sequence, name: 'n', payload: {}, state: 'PENDING', received_at: new Date(0), attempt_id: null, redelivered: false });
                 break;
               }
               case 'deliver': {
-                const outstanding = model.signals.filter((signal) => BigInt(signal.sequence) > BigInt(model.job.signals_done_through)).map((signal) => ({ ...signal }));
+                const outstanding = model.signals.filter((signal) => signal.sequence > model.job.signals_done_through).map((signal) => ({ ...signal }));
                 const delivery = planDelivery(model.job, 'att_model00000000', outstanding);
                 apply(model, delivery.change);
                 if (model.job.unknown_signals > 0) expect(delivery.signals).toEqual([]);
-                for (const signal of delivery.signals) expect(BigInt(signal.sequence)).toBeLessThanOrEqual(BigInt(model.job.signals_delivered_through));
+                for (const signal of delivery.signals) expect(signal.sequence).toBeLessThanOrEqual(model.job.signals_delivered_through);
                 break;
               }
               case 'ack':
-                apply(model, planAcknowledgement(model.job, BigInt(model.job.signals_done_through) + BigInt(next.by)));
+                apply(model, planAcknowledgement(model.job, model.job.signals_done_through + BigInt(next.by)));
                 break;
               case 'end':
                 apply(model, planAttemptSignalsEnd(model.job));
@@ -121,9 +121,9 @@ describe('the signal inbox', () => {
   });
 
   it('refuses a new signal while any is UNKNOWN, and an acknowledgement beyond what was delivered', () => {
-    const unknown = jobRow({ signal_count: '2', unknown_signals: 2 });
+    const unknown = jobRow({ signal_count: 2n, unknown_signals: 2 });
     expect(() => planSignal(unknown, 'n')).toThrow(expect.objectContaining({ reason: 'SIGNALS_UNRESOLVED' }));
-    const delivered = jobRow({ signal_count: '3', signals_done_through: '1', signals_delivered_through: '2' });
+    const delivered = jobRow({ signal_count: 3n, signals_done_through: 1n, signals_delivered_through: 2n });
     expect(() => planAcknowledgement(delivered, 3n)).toThrow(expect.objectContaining({ reason: 'INVALID_FIELD' }));
     expect(planAcknowledgement(delivered, 1n).moves).toEqual([]);
   });

@@ -16,12 +16,12 @@ export interface InboxChange {
   readonly moves: SignalMove[];
 }
 
-/** The inbox counters of a job row (see migration 0004). */
+/** The inbox counters of a job row (see migration 0004), all as bigint (`unknown_signals` is an integer column). */
 function counters(job: JobRow) {
   return {
-    count: BigInt(job.signal_count),
-    done: BigInt(job.signals_done_through),
-    delivered: BigInt(job.signals_delivered_through),
+    count: job.signal_count,
+    done: job.signals_done_through,
+    delivered: job.signals_delivered_through,
     unknown: BigInt(job.unknown_signals),
   };
 }
@@ -29,7 +29,7 @@ function counters(job: JobRow) {
 const NOTHING: InboxChange = { patch: {}, events: [], moves: [] };
 
 function move(job: JobRow, after: bigint, through: bigint, from: SignalRow['state'], to: SignalRow['state'], attemptId: string | null = null, redelivered = false): SignalMove {
-  return { job_id: job.id, after: after.toString(), through: through.toString(), from, to, attempt_id: attemptId, redelivered };
+  return { job_id: job.id, after, through, from, to, attempt_id: attemptId, redelivered };
 }
 
 /**
@@ -51,7 +51,7 @@ export function planSignal(job: JobRow, name: string): { change: InboxChange; se
   const sequence = count + 1n;
   return {
     sequence,
-    change: { patch: { signal_count: sequence.toString() }, events: [{ type: 'signal.received', payload: { sequence: sequence.toString(), name } }], moves: [] },
+    change: { patch: { signal_count: sequence }, events: [{ type: 'signal.received', payload: { sequence: sequence.toString(), name } }], moves: [] },
   };
 }
 
@@ -67,14 +67,14 @@ export function planSignal(job: JobRow, name: string): { change: InboxChange; se
 export function planDelivery(job: JobRow, attemptId: string, outstanding: readonly SignalRow[]): { change: InboxChange; signals: Signal[] } {
   const { count, done, delivered, unknown } = counters(job);
   if (unknown > 0n || count === done) return { change: NOTHING, signals: [] };
-  const through = [...outstanding].filter((row) => BigInt(row.sequence) > done).slice(0, SIGNALS_PER_DELIVERY);
-  const last = through.reduce((max, row) => (BigInt(row.sequence) > max ? BigInt(row.sequence) : max), done);
+  const through = [...outstanding].filter((row) => row.sequence > done).slice(0, SIGNALS_PER_DELIVERY);
+  const last = through.reduce((max, row) => (row.sequence > max ? row.sequence : max), done);
   const signals = through.map((row) => projectSignal({ ...row, state: 'DELIVERED', attempt_id: attemptId }));
   if (last <= delivered) return { change: NOTHING, signals };
   return {
     signals,
     change: {
-      patch: { signals_delivered_through: last.toString() },
+      patch: { signals_delivered_through: last },
       events: [{ type: 'signal.delivered', payload: { from_sequence: (delivered + 1n).toString(), to_sequence: last.toString(), attempt_id: attemptId } }],
       moves: [move(job, delivered, last, 'PENDING', 'DELIVERED', attemptId)],
     },
@@ -93,7 +93,7 @@ export function planAcknowledgement(job: JobRow, upTo: bigint): InboxChange {
   if (upTo > delivered) throw invalidField('up_to_sequence', 'must not be above the last signal delivered to this attempt');
   if (upTo <= done) return NOTHING;
   return {
-    patch: { signals_done_through: upTo.toString() },
+    patch: { signals_done_through: upTo },
     events: [{ type: 'signal.acknowledged', payload: { to_sequence: upTo.toString() } }],
     moves: [move(job, done, upTo, 'DELIVERED', 'ACKNOWLEDGED')],
   };
@@ -110,7 +110,7 @@ export function planAttemptSignalsEnd(job: JobRow): InboxChange {
   const { done, delivered } = counters(job);
   if (delivered === done) return NOTHING;
   return {
-    patch: { signals_delivered_through: done.toString(), unknown_signals: Number(delivered - done) },
+    patch: { signals_delivered_through: done, unknown_signals: Number(delivered - done) },
     events: [
       {
         type: 'signal.unknown',
@@ -143,7 +143,7 @@ export function planReconcile(job: JobRow, action: ReconcileActionName): InboxCh
     };
   }
   return {
-    patch: { unknown_signals: 0, signals_done_through: through.toString(), signals_delivered_through: through.toString() },
+    patch: { unknown_signals: 0, signals_done_through: through, signals_delivered_through: through },
     events: [{ type: 'signal.discarded', payload }],
     moves: [move(job, done, through, 'UNKNOWN', 'DISCARDED')],
   };
@@ -158,7 +158,7 @@ export function inboxDisagrees(): DocketError {
 export function projectSignal(row: SignalRow): Signal {
   return create(SignalSchema, {
     jobId: row.job_id,
-    sequence: BigInt(row.sequence),
+    sequence: row.sequence,
     name: row.name,
     payload: row.payload,
     state: SignalState[row.state],

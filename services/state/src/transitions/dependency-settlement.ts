@@ -50,7 +50,7 @@ export async function settleChildren(target: StatementTarget, parents: readonly 
       }
       const written = await writeJobSet(target, writes, now);
       const [corrupt] = written.corruptJournals;
-      if (corrupt !== undefined) throw journalCorrupt(corrupt, BigInt(writes.expectedHeads.get(corrupt)?.sequence ?? '0'));
+      if (corrupt !== undefined) throw journalCorrupt(corrupt, writes.expectedHeads.get(corrupt)?.sequence ?? 0n);
     }
     frontier = next;
   }

@@ -70,5 +70,5 @@ export class JobWriteSet {
 }
 
 function announced(job: JobRow): AnnouncedChange {
-  return { jobId: job.id, latestSequence: BigInt(job.event_count), status: job.status, queue: job.queue };
+  return { jobId: job.id, latestSequence: job.event_count, status: job.status, queue: job.queue };
 }

@@ -37,9 +37,9 @@ export async function lockJobForChange(
 ): Promise<JobRow> {
   const job = await lockVisibleJob(tx, viewer, jobId);
   if (!job) throw notFound('job');
-  if (expectedRevision !== undefined && BigInt(job.revision) !== expectedRevision) {
+  if (expectedRevision !== undefined && job.revision !== expectedRevision) {
     throw new DocketError('REVISION_MISMATCH', 'the job has changed since the expected revision', {
-      metadata: { revision: job.revision },
+      metadata: { revision: job.revision.toString() },
     });
   }
   return job;

@@ -10,11 +10,11 @@ describe('planTransition', () => {
     const job = jobRow();
     const planned = planTransition(job, { toStatus: 'SUCCEEDED', events: [{ type: 'worker.a', payload: { n: 1 } }, { type: 'job.succeeded', payload: {} }] }, now);
     expect(planned.eventRows.map((row) => [row.sequence, row.previous_hash])).toEqual([
-      ['3', job.head_hash],
-      ['4', planned.eventRows[0]?.hash],
+      [3n, job.head_hash],
+      [4n, planned.eventRows[0]?.hash],
     ]);
     expect(planned).toMatchObject({ firstSequence: 3n, lastSequence: 4n });
-    expect(planned.job).toMatchObject({ status: 'SUCCEEDED', revision: '3', event_count: '4', head_hash: planned.eventRows[1]?.hash, updated_at: now });
+    expect(planned.job).toMatchObject({ status: 'SUCCEEDED', revision: 3n, event_count: 4n, head_hash: planned.eventRows[1]?.hash, updated_at: now });
     const verdict = verifyChainSegment(
       planned.eventRows.map((row) => ({
         jobId: row.job_id,
@@ -42,10 +42,10 @@ describe('planTransition', () => {
 describe('checkStoredHead', () => {
   const job = jobRow();
   it.each([
-    { name: 'the head the row records', last: { sequence: '2', hash: job.head_hash }, corrupt: false },
+    { name: 'the head the row records', last: { sequence: 2n, hash: job.head_hash }, corrupt: false },
     { name: 'no event at all', last: undefined, corrupt: true },
-    { name: 'a later event than the row knows', last: { sequence: '3', hash: job.head_hash }, corrupt: true },
-    { name: 'another hash', last: { sequence: '2', hash: GENESIS_HASH }, corrupt: true },
+    { name: 'a later event than the row knows', last: { sequence: 3n, hash: job.head_hash }, corrupt: true },
+    { name: 'another hash', last: { sequence: 2n, hash: GENESIS_HASH }, corrupt: true },
   ])('$name', ({ last, corrupt }) => {
     if (corrupt) expect(() => checkStoredHead(job, last)).toThrow(expect.objectContaining({ reason: 'JOURNAL_CORRUPT' }));
     else expect(() => checkStoredHead(job, last)).not.toThrow();

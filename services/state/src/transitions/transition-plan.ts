@@ -30,7 +30,7 @@ export interface PlannedTransition extends AppliedTransition {
 
 /** The journal's last event as stored, to check the job row's head against. */
 export interface StoredHead {
-  readonly sequence: string;
+  readonly sequence: bigint;
   readonly hash: string;
 }
 
@@ -40,7 +40,7 @@ export interface StoredHead {
  */
 export function checkStoredHead(job: JobRow, last: StoredHead | undefined): void {
   if (!last || last.sequence !== job.event_count || last.hash !== job.head_hash) {
-    throw journalCorrupt(job.id, BigInt(job.event_count));
+    throw journalCorrupt(job.id, job.event_count);
   }
 }
 
@@ -54,15 +54,15 @@ export function planTransition(job: JobRow, transition: JobTransition, now: Date
   validateEventBatch(transition.events);
   if (transition.toStatus !== undefined) assertLegalChange(job.status, transition.toStatus, transition.reopen);
   const chained = chainEvents(
-    { jobId: job.id, requestDigest: job.request_digest, sequence: BigInt(job.event_count), hash: job.head_hash },
+    { jobId: job.id, requestDigest: job.request_digest, sequence: job.event_count, hash: job.head_hash },
     transition.events,
     now,
   );
   const patch: JobPatch = {
     ...transition.patch,
     status: transition.toStatus ?? job.status,
-    revision: (BigInt(job.revision) + 1n).toString(),
-    event_count: chained.head.sequence.toString(),
+    revision: job.revision + 1n,
+    event_count: chained.head.sequence,
     head_hash: chained.head.hash,
     updated_at: now,
   };
@@ -71,7 +71,7 @@ export function planTransition(job: JobRow, transition: JobTransition, now: Date
     patch,
     eventRows: chained.rows,
     previousHead: { sequence: job.event_count, hash: job.head_hash },
-    firstSequence: BigInt(job.event_count) + 1n,
+    firstSequence: job.event_count + 1n,
     lastSequence: chained.head.sequence,
   };
 }

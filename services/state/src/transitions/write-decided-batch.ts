@@ -22,7 +22,7 @@ export async function writeDecidedBatch(client: pg.ClientBase, writes: JobWriteS
   const [corrupt] = written.corruptJournals;
   if (corrupt !== undefined) {
     const job = writes.jobs.get(corrupt);
-    throw journalCorrupt(corrupt, BigInt(writes.expectedHeads.get(corrupt)?.sequence ?? job?.event_count ?? '0'));
+    throw journalCorrupt(corrupt, writes.expectedHeads.get(corrupt)?.sequence ?? job?.event_count ?? 0n);
   }
   if (!written.allRecorded) throw concurrentOperation();
   await settleEndedParents(client, writes.changes, now);

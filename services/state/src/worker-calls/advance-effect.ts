@@ -27,8 +27,8 @@ export function advanceEffect(subject: string, request: ReportRequest<'advanceEf
   return attemptReport(subject, ADVANCE_EFFECT, request, (job, writes, now, _settings, reads) => {
     const effect = writes.effect(advance.effectId) ?? reads.effects.find((candidate) => candidate.id === advance.effectId);
     if (!effect || effect.job_id !== job.id) throw notFound('effect');
-    if (BigInt(effect.revision) !== advance.expectedRevision) {
-      throw new DocketError('REVISION_MISMATCH', 'the effect has changed since the expected revision', { metadata: { revision: effect.revision } });
+    if (effect.revision !== advance.expectedRevision) {
+      throw new DocketError('REVISION_MISMATCH', 'the effect has changed since the expected revision', { metadata: { revision: effect.revision.toString() } });
     }
     const advanced = advancedEffect(effect, advance.transition, { attemptId: job.current_attempt_id ?? '', now });
     effectTransition(writes, job, advanced, EFFECT_EVENT_TYPES[advance.transition.kind], now);

@@ -14,7 +14,7 @@ import { planTransition } from '../transitions/transition-plan.js';
 
 /** A journal event of the job's current attempt (its id and fence). */
 export function attemptEvent(job: JobRow, type: string, payload: JsonObject) {
-  return { type, payload, ...(job.current_attempt_id ? { attemptId: job.current_attempt_id } : {}), fence: BigInt(job.fence) };
+  return { type, payload, ...(job.current_attempt_id ? { attemptId: job.current_attempt_id } : {}), fence: job.fence };
 }
 
 /** Ends the job's current attempt (an outcome or an approval request) into `writes`; the job as left. */
@@ -35,7 +35,8 @@ export function inboxTransition(writes: JobWriteSet, job: JobRow, change: InboxC
 
 /** A created or advanced effect, journaled (`effect.*` with its id, kind, state and revision; never its key). */
 export function effectTransition(writes: JobWriteSet, job: JobRow, effect: EffectRow, type: string, now: Date): void {
-  const payload: JsonObject = { effect_id: effect.id, kind: effect.kind, state: effect.state, revision: effect.revision };
+  // The journal carries int8 values as decimal strings (a JSON number would round above 2^53).
+  const payload: JsonObject = { effect_id: effect.id, kind: effect.kind, state: effect.state, revision: effect.revision.toString() };
   if (effect.cancellation !== 'NOT_REQUESTED') payload['cancellation'] = effect.cancellation;
   if (effect.recovery) payload['reason'] = effect.recovery['reason'] ?? null;
   writes.transition(planTransition(job, { events: [attemptEvent(job, type, payload)] }, now));

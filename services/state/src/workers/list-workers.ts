@@ -26,7 +26,7 @@ function projectWorker(row: WorkerListingRow): Worker {
   return create(WorkerSchema, {
     workerName: row.name,
     workerIncarnation: row.id,
-    generation: BigInt(row.generation),
+    generation: row.generation,
     queues: row.queues,
     maxConcurrency: row.max_concurrency,
     runningAttempts: row.running_attempts,

@@ -54,7 +54,7 @@ export async function registerWorker(
       id,
       subject,
       name: request.workerName,
-      generation: generation.toString(),
+      generation,
       queues: [...new Set(request.queues)],
       max_concurrency: maxConcurrency,
       registered_at: now,

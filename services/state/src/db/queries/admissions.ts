@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { jsonParameter } from '../json-parameter.js';
 import { PreparedStatement } from '../prepared-statement.js';
 import { JOB_CHANGES_CHANNEL, MAX_ANNOUNCEMENT_BYTES, RESYNC_ANNOUNCEMENT } from './job-changes.js';
 
@@ -141,7 +142,7 @@ const ADMIT_BATCH = new PreparedStatement<{ bound: number[] }>(
 
 /** Runs {@link ADMIT_BATCH}; returns the `item_no` of every row whose key it bound (admitted, or deduplicated). */
 export async function admitBatch(client: pg.ClientBase, rows: readonly AdmissionRow[], now: Date, genesisHash: string): Promise<Set<number>> {
-  const [result] = await ADMIT_BATCH.run(client, [JSON.stringify(rows), now, genesisHash]);
+  const [result] = await ADMIT_BATCH.run(client, [jsonParameter(rows), now, genesisHash]);
   return new Set(result?.bound ?? []);
 }
 
@@ -189,5 +190,5 @@ export async function readBindings(
   scopes: readonly { readonly subject: string; readonly operation: string; readonly key_hash: string }[],
 ): Promise<BoundRecord[]> {
   if (scopes.length === 0) return [];
-  return READ_BINDINGS.run(client, [JSON.stringify(scopes)]);
+  return READ_BINDINGS.run(client, [jsonParameter(scopes)]);
 }

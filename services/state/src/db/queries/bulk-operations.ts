@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { JobStatusName } from '@docket/contracts';
 import type { Queryable } from '../database.js';
+import { jsonParameter } from '../json-parameter.js';
 
 /** A `bulk_operations` row. */
 export interface BulkOperationRow {
@@ -9,10 +10,10 @@ export interface BulkOperationRow {
   readonly action: 'RETRY' | 'CANCEL';
   readonly filter: BulkFilterColumn;
   readonly state: 'QUEUED' | 'RUNNING' | 'COMPLETED';
-  readonly matched: string;
-  readonly changed: string;
-  readonly skipped: string;
-  readonly failed: string;
+  readonly matched: bigint;
+  readonly changed: bigint;
+  readonly skipped: bigint;
+  readonly failed: bigint;
   readonly created_at: Date;
   readonly updated_at: Date;
   readonly completed_at: Date | null;
@@ -48,10 +49,10 @@ export async function insertBulkOperation(
   operation: { readonly id: string; readonly requestedBy: string; readonly action: 'RETRY' | 'CANCEL'; readonly filter: BulkFilterColumn; readonly now: Date },
 ): Promise<BulkOperationRow> {
   const { id, filter, now } = operation;
-  const inserted = await sql<{ matched: string }>`
+  const inserted = await sql<{ matched: bigint }>`
     with op as (
       insert into bulk_operations (id, requested_by, action, filter, state, matched, created_at, updated_at)
-      values (${id}, ${operation.requestedBy}, ${operation.action}, ${JSON.stringify(filter)}::jsonb, 'QUEUED', 0, ${now}, ${now})
+      values (${id}, ${operation.requestedBy}, ${operation.action}, ${jsonParameter(filter)}::jsonb, 'QUEUED', 0, ${now}, ${now})
     ),
     items as (
       insert into bulk_operation_items (operation_id, job_id)
@@ -62,8 +63,8 @@ export async function insertBulkOperation(
         and (${filter.created_after}::timestamptz is null or j.created_at >= ${filter.created_after}::timestamptz)
       returning 1
     )
-    select count(*)::text as matched from items`.execute(db);
-  const matched = inserted.rows[0]?.matched ?? '0';
+    select count(*) as matched from items`.execute(db);
+  const matched = inserted.rows[0]?.matched ?? 0n;
   const row = await sql<BulkOperationRow>`
     update bulk_operations set matched = ${matched}::bigint,
       state = case when ${matched}::bigint = 0 then 'COMPLETED' else 'QUEUED' end,

@@ -44,10 +44,10 @@ export async function lockQueuesCountHeld(client: pg.ClientBase, queues: readonl
 
 const QUEUE_ROOM = new PreparedStatement<{
   queue: string;
-  remaining: string;
+  remaining: bigint | null;
   tokens: number | null;
   rate_jobs: number | null;
-  rate_per_ms: string | null;
+  rate_per_ms: bigint | null;
   paused: boolean;
   per_key_concurrency: number | null;
 }>(
@@ -125,7 +125,7 @@ export async function spendRateTokens(client: pg.ClientBase, tokens: ReadonlyMap
 }
 
 /** A claimable job of a keyed queue, with its rotation member: its key ('' for none), when that key was last served, and its room. */
-export type KeyedCandidate = JobRow & { readonly member: string; readonly member_served_at: Date | null; readonly member_room: string };
+export type KeyedCandidate = JobRow & { readonly member: string; readonly member_served_at: Date | null; readonly member_room: bigint };
 
 const LOCK_KEYED_CLAIMABLE = new PreparedStatement<KeyedCandidate>(
   'docket_lock_keyed_claimable',

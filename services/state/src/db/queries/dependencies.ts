@@ -1,3 +1,4 @@
+import { jsonParameter } from '../json-parameter.js';
 import { PreparedStatement, type StatementTarget } from '../prepared-statement.js';
 import { idsOf } from './rows-by-key.js';
 import type { JobLifecycleName, JsonObject, SettledStatusName } from '../tables/index.js';
@@ -58,7 +59,7 @@ const SETTLE_EDGES = new PreparedStatement<SettledEdge>(
 /** Runs {@link SETTLE_EDGES}. */
 export async function settleEdges(target: StatementTarget, parents: readonly SettledParent[]): Promise<SettledEdge[]> {
   if (parents.length === 0) return [];
-  return SETTLE_EDGES.run(target, [JSON.stringify(parents.map((parent) => ({ job_id: parent.jobId, status: parent.status })))]);
+  return SETTLE_EDGES.run(target, [jsonParameter(parents.map((parent) => ({ job_id: parent.jobId, status: parent.status })))]);
 }
 
 /** A parent's edge as its child sees it: how it settled, if it did. */
@@ -131,5 +132,5 @@ export async function rewriteAdmissionResponses(
   target: StatementTarget,
   responses: readonly { readonly subject: string; readonly operation: string; readonly key_hash: string; readonly response: string }[],
 ): Promise<void> {
-  if (responses.length > 0) await REWRITE_RESPONSES.run(target, [JSON.stringify(responses)]);
+  if (responses.length > 0) await REWRITE_RESPONSES.run(target, [jsonParameter(responses)]);
 }

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { Queryable } from '../database.js';
+import { jsonParameter } from '../json-parameter.js';
 import { PreparedStatement } from '../prepared-statement.js';
 import type { EffectRow } from '../../effects/effect-lifecycle.js';
 
@@ -24,7 +25,7 @@ const READ_EFFECTS = new PreparedStatement<EffectRow>(
  */
 export async function readEffects(client: pg.ClientBase, ids: readonly string[], keys: readonly EffectKey[]): Promise<EffectRow[]> {
   if (ids.length === 0 && keys.length === 0) return [];
-  return (await READ_EFFECTS.run(client, [[...new Set(ids)], JSON.stringify(keys)])).map(effectRow);
+  return READ_EFFECTS.run(client, [[...new Set(ids)], jsonParameter(keys)]);
 }
 
 const WRITE_EFFECTS = new PreparedStatement<never>(
@@ -45,7 +46,7 @@ const WRITE_EFFECTS = new PreparedStatement<never>(
 
 /** Writes new and changed effects (the latest version of each), in one statement. */
 export async function writeEffects(client: pg.ClientBase, rows: readonly EffectRow[]): Promise<void> {
-  if (rows.length > 0) await WRITE_EFFECTS.run(client, [JSON.stringify(rows)]);
+  if (rows.length > 0) await WRITE_EFFECTS.run(client, [jsonParameter(rows)]);
 }
 
 /**
@@ -56,7 +57,7 @@ export async function writeEffects(client: pg.ClientBase, rows: readonly EffectR
  * ```
  */
 export async function listUnfinishedEffects(db: Queryable, jobId: string, limit: number): Promise<EffectRow[]> {
-  const rows = await db
+  return db
     .selectFrom('job_effects')
     .selectAll()
     .where('job_id', '=', jobId)
@@ -65,10 +66,4 @@ export async function listUnfinishedEffects(db: Queryable, jobId: string, limit:
     .orderBy('id')
     .limit(limit)
     .execute();
-  return rows.map(effectRow);
-}
-
-/** node-postgres gives int8 as a string and timestamps as Dates already; normalise revision. */
-function effectRow(row: EffectRow): EffectRow {
-  return { ...row, revision: String(row.revision) };
 }

@@ -53,11 +53,11 @@ interface ExplainRow {
   max_concurrency: number | null;
   per_key_concurrency: number | null;
   rate_jobs: number | null;
-  rate_per_ms: string | null;
+  rate_per_ms: bigint | null;
   rate_tokens: number | null;
-  queue_running: string | null;
-  key_running: string | null;
-  jobs_ahead: string;
+  queue_running: bigint | null;
+  key_running: bigint | null;
+  jobs_ahead: bigint;
   live_worker: boolean;
   pending_parents: string[];
 }

@@ -74,7 +74,7 @@ export function jobChangeOf(job: NewJobRow): Insertable<JobChangesTable> {
 
 /** The `pg_notify` call announcing `job`'s change on {@link JOB_CHANGES_CHANNEL}, as a column of a select. */
 export function jobChangeAnnounced(job: NewJobRow): AliasedRawBuilder<unknown, 'announced'> {
-  const announcement = announcementOf([{ jobId: job.id, latestSequence: BigInt(job.event_count), status: job.status, queue: job.queue }]);
+  const announcement = announcementOf([{ jobId: job.id, latestSequence: job.event_count, status: job.status, queue: job.queue }]);
   return sql`pg_notify(${JOB_CHANGES_CHANNEL}, ${announcement})`.as('announced');
 }
 
@@ -120,7 +120,7 @@ export interface FeedRead {
  */
 export async function readFeedAfter(db: Queryable, after: FeedPosition, limit: number): Promise<FeedRead> {
   const transactionId = after.transactionId.toString();
-  const entryId = after.entryId.toString();
+  const { entryId } = after;
   const { rows } = await sql<FeedReadRow>`
     with h as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as horizon),
     page as materialized (
@@ -161,6 +161,6 @@ type FeedReadRow = { held_back: boolean | null } & { [K in keyof JobChangeRow]: 
  * ```
  */
 export async function announceProgress(db: Queryable, job: NewJobRow, progress: { [key: string]: unknown }): Promise<void> {
-  const announcement = announcementOf([{ jobId: job.id, latestSequence: BigInt(job.event_count), status: job.status, queue: job.queue, progress }]);
+  const announcement = announcementOf([{ jobId: job.id, latestSequence: job.event_count, status: job.status, queue: job.queue, progress }]);
   await sql`select pg_notify(${JOB_CHANGES_CHANNEL}, ${announcement})`.execute(db);
 }

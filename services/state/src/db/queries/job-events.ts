@@ -39,8 +39,6 @@ export interface JournalWindow {
  */
 export async function readJournalWindow(db: Queryable, viewer: Viewer, jobId: string, from: bigint, to: bigint): Promise<JournalWindow | undefined> {
   const owner = viewer.admin ? null : viewer.subject;
-  const first = from.toString();
-  const last = to.toString();
   const { rows } = await sql<JournalWindowRow>`
     with job as materialized (
       select id, lifecycle, status, event_count, head_hash, request_digest from jobs
@@ -52,18 +50,19 @@ export async function readJournalWindow(db: Queryable, viewer: Viewer, jobId: st
     from job
     union all
     (select ${EVENT_COLUMNS} from job_events e
-     where e.job_id = ${jobId} and exists (select from job) and e.sequence between ${first}::bigint and ${last}::bigint
+     where e.job_id = ${jobId} and exists (select from job) and e.sequence between ${from}::bigint and ${to}::bigint
      order by e.sequence)
     union all
     select ${EVENT_COLUMNS} from job_events e
     where e.job_id = ${jobId} and exists (select from job)
-      and e.type = 'approval.decided' and e.sequence not between ${first}::bigint and ${last}::bigint`.execute(db);
+      and e.type = 'approval.decided' and e.sequence not between ${from}::bigint and ${to}::bigint`.execute(db);
   let job: JournalHeadRow | undefined;
   const page: JobEventRow[] = [];
   const decided: DecidedApprovalRow[] = [];
   for (const row of rows) {
     if (row.sequence === null) {
-      job = { id: row.job_id, ...(row.payload as unknown as Omit<JournalHeadRow, 'id'>) };
+      const head = row.payload as unknown as Omit<JournalHeadRow, 'id' | 'event_count'> & { event_count: string };
+      job = { id: row.job_id, ...head, event_count: BigInt(head.event_count) };
       continue;
     }
     const event = row as unknown as JobEventRow;
@@ -71,8 +70,7 @@ export async function readJournalWindow(db: Queryable, viewer: Viewer, jobId: st
     // Only a decision can lie outside the page (the third branch).
     if (event.type === 'approval.decided') {
       decided.push(event);
-      const sequence = BigInt(event.sequence);
-      if (sequence < from || sequence > to) continue;
+      if (event.sequence < from || event.sequence > to) continue;
     }
     page.push(event);
   }
@@ -93,15 +91,14 @@ const EVENT_COLUMNS = sql.raw(
  * `occurred_at` as milliseconds since the epoch (exact: it is stored at
  * millisecond precision), which is cheaper to read than timestamptz text,
  * or, with a null sequence, the job (its id in `job_id`, the rest of
- * {@link JournalHeadRow} in `payload`).
+ * {@link JournalHeadRow} in `payload`, `event_count` as int8 text, exact
+ * where a JSON number would not be).
  */
-type JournalWindowRow = Omit<JobEventRow, 'sequence' | 'occurred_at'> & { sequence: string | null; occurred_at: string | null };
+type JournalWindowRow = Omit<JobEventRow, 'sequence' | 'occurred_at'> & { sequence: bigint | null; occurred_at: bigint | null };
 
-/** Orders by sequence, as int8 text of positive sequences (no sign, no leading zero: the longer is the larger). */
+/** Orders by sequence. */
 function bySequence(a: Pick<JobEventRow, 'sequence'>, b: Pick<JobEventRow, 'sequence'>): number {
-  const x = String(a.sequence);
-  const y = String(b.sequence);
-  return x.length - y.length || (x < y ? -1 : x > y ? 1 : 0);
+  return a.sequence < b.sequence ? -1 : a.sequence > b.sequence ? 1 : 0;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { JobWriteSet } from '../../transitions/job-write-set.js';
 import type { JobRow } from './jobs.js';
+import { jsonParameter } from '../json-parameter.js';
 import { PreparedStatement, type StatementTarget } from '../prepared-statement.js';
 import { JOB_CHANGES_CHANNEL, announcementOf } from './job-changes.js';
 import { idsOf } from './rows-by-key.js';
@@ -18,7 +19,7 @@ import { idsOf } from './rows-by-key.js';
  * entries, $6 operations (all json), $7 the transaction's clock, $8 the
  * announcement ('' for none), $9 the expected heads (json).
  */
-const WRITE_JOB_SET = new PreparedStatement<{ recorded: string; corrupt: string[] }>(
+const WRITE_JOB_SET = new PreparedStatement<{ recorded: bigint; corrupt: string[] }>(
   'docket_write_job_set',
   `with
    changed_jobs as (
@@ -131,15 +132,15 @@ export interface WrittenJobSet {
 export async function writeJobSet(client: StatementTarget, set: JobWriteSet, now: Date): Promise<WrittenJobSet> {
   if (set.isEmpty && set.announcements.length === 0) return { allRecorded: true, corruptJournals: [] };
   const [result] = await WRITE_JOB_SET.run(client, [
-    JSON.stringify([...set.jobs.values()].map(mutableColumns)),
-    JSON.stringify(set.events),
-    JSON.stringify(set.startedAttempts),
-    JSON.stringify(set.endedAttempts),
-    JSON.stringify(set.changes.map(({ id, owner, queue, revision, status, lifecycle, updated_at }) => ({ id, owner, queue, revision, status, lifecycle, updated_at }))),
-    JSON.stringify(set.operations.map((operation) => ({ ...operation, response: operation.response.toString('base64') }))),
+    jsonParameter([...set.jobs.values()].map(mutableColumns)),
+    jsonParameter(set.events),
+    jsonParameter(set.startedAttempts),
+    jsonParameter(set.endedAttempts),
+    jsonParameter(set.changes.map(({ id, owner, queue, revision, status, lifecycle, updated_at }) => ({ id, owner, queue, revision, status, lifecycle, updated_at }))),
+    jsonParameter(set.operations.map((operation) => ({ ...operation, response: operation.response.toString('base64') }))),
     now,
     set.announcements.length === 0 ? '' : announcementOf(set.announcements),
-    JSON.stringify([...set.expectedHeads].map(([job_id, head]) => ({ job_id, ...head }))),
+    jsonParameter([...set.expectedHeads].map(([job_id, head]) => ({ job_id, ...head }))),
   ]);
   return { allRecorded: Number(result?.recorded ?? 0) === set.operations.length, corruptJournals: result?.corrupt ?? [] };
 }

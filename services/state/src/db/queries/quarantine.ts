@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type pg from 'pg';
 import type { Queryable } from '../database.js';
+import { jsonParameter } from '../json-parameter.js';
 import { PreparedStatement } from '../prepared-statement.js';
 
 /** One job to quarantine: which job, what met it, the failure's class. */
@@ -62,7 +63,7 @@ const RECORD_QUARANTINES = new PreparedStatement<{ job_id: string }>(
 export async function recordQuarantines(client: pg.ClientBase, entries: readonly QuarantineEntry[]): Promise<Set<string>> {
   if (entries.length === 0) return new Set();
   const rows = await RECORD_QUARANTINES.run(client, [
-    JSON.stringify(entries.map((entry) => ({ job_id: entry.jobId, task: entry.task, error_class: entry.errorClass }))),
+    jsonParameter(entries.map((entry) => ({ job_id: entry.jobId, task: entry.task, error_class: entry.errorClass }))),
   ]);
   return new Set(rows.map((row) => row.job_id));
 }

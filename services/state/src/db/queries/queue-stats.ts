@@ -24,7 +24,7 @@ export const LATENCY_CLASSES_PER_DOUBLING = 8;
  * ```
  */
 export async function foldQueueStats(db: Queryable, limit: number): Promise<number> {
-  const result = await sql<{ folded: string }>`
+  const result = await sql<{ folded: bigint }>`
     with taken as (
       delete from queue_stat_deltas where id in (
         select id from queue_stat_deltas order by id limit ${limit} for update skip locked)
@@ -70,10 +70,10 @@ function latencyClass(ms: ReturnType<typeof sql.raw>) {
 /** One bucket of a queue's activity. */
 export interface QueueBucketRow {
   readonly start: Date;
-  readonly admitted: number;
-  readonly claimed: number;
-  readonly succeeded: number;
-  readonly failed: number;
+  readonly admitted: bigint;
+  readonly claimed: bigint;
+  readonly succeeded: bigint;
+  readonly failed: bigint;
   /** Pickups by latency class. */
   readonly pickups: ReadonlyMap<number, number>;
 }
@@ -90,13 +90,13 @@ export interface QueueBucketRow {
  * ```
  */
 export async function readQueueCounts(db: Queryable, queue: string): Promise<Map<string, bigint>> {
-  const counts = await sql<{ status: string; jobs: string }>`
-    select status, sum(jobs)::text as jobs from (
+  const counts = await sql<{ status: string; jobs: bigint }>`
+    select status, sum(jobs)::bigint as jobs from (
       select status, jobs from queue_counts where queue = ${queue}
       union all
       select status, jobs from queue_stat_deltas where queue = ${queue}
     ) c group by status having sum(jobs) <> 0`.execute(db);
-  return new Map(counts.rows.map((row) => [row.status, BigInt(row.jobs)]));
+  return new Map(counts.rows.map((row) => [row.status, row.jobs]));
 }
 
 /**
@@ -143,16 +143,16 @@ export async function readQueueActivity(db: Queryable, queue: string, bucketMs: 
   const window = await sql<{ at: Date }>`select date_trunc('minute', now()) + interval '1 minute' - ${bucketCount} * ${bucket} as at`.execute(db);
   const at = window.rows[0]!.at;
   const bucketStart = sql`${at}::timestamptz + floor(extract(epoch from r.minute - ${at}::timestamptz) * 1000 / ${bucketMs}) * ${bucket}`;
-  const activity = await sql<{ start: Date; admitted: string; claimed: string; succeeded: string; failed: string }>`
+  const activity = await sql<{ start: Date; admitted: bigint; claimed: bigint; succeeded: bigint; failed: bigint }>`
     select ${bucketStart} as start,
-           sum(admitted)::text as admitted, sum(claimed)::text as claimed, sum(succeeded)::text as succeeded, sum(failed)::text as failed
+           sum(admitted)::bigint as admitted, sum(claimed)::bigint as claimed, sum(succeeded)::bigint as succeeded, sum(failed)::bigint as failed
     from (
       select minute, admitted, claimed, succeeded, failed from queue_minutes where queue = ${queue} and minute >= ${at}
       union all
       select minute, admitted, claimed, succeeded, failed from queue_stat_deltas where queue = ${queue} and minute >= ${at}
     ) r group by 1`.execute(db);
-  const pickups = await sql<{ start: Date; latency_class: number; claims: string }>`
-    select ${bucketStart} as start, latency_class, sum(claims)::text as claims
+  const pickups = await sql<{ start: Date; latency_class: number; claims: bigint }>`
+    select ${bucketStart} as start, latency_class, sum(claims)::bigint as claims
     from (
       select minute, latency_class, claims from queue_pickups where queue = ${queue} and minute >= ${at}
       union all
@@ -162,20 +162,20 @@ export async function readQueueActivity(db: Queryable, queue: string, bucketMs: 
   const firstStart = at.getTime();
   const buckets = Array.from({ length: bucketCount }, (_, index) => ({
     start: new Date(firstStart + index * bucketMs),
-    admitted: 0,
-    claimed: 0,
-    succeeded: 0,
-    failed: 0,
+    admitted: 0n,
+    claimed: 0n,
+    succeeded: 0n,
+    failed: 0n,
     pickups: new Map<number, number>(),
   }));
   const indexOf = (start: Date) => Math.round((start.getTime() - firstStart) / bucketMs);
   for (const row of activity.rows) {
     const target = buckets[indexOf(row.start)];
     if (!target) continue;
-    target.admitted += Number(row.admitted);
-    target.claimed += Number(row.claimed);
-    target.succeeded += Number(row.succeeded);
-    target.failed += Number(row.failed);
+    target.admitted += row.admitted;
+    target.claimed += row.claimed;
+    target.succeeded += row.succeeded;
+    target.failed += row.failed;
   }
   for (const row of pickups.rows) {
     const target = buckets[indexOf(row.start)];

@@ -1,6 +1,7 @@
 import { CompiledQuery, type Selectable } from 'kysely';
 import type pg from 'pg';
 import type { Queryable } from '../database.js';
+import { jsonParameter } from '../json-parameter.js';
 import { PreparedStatement } from '../prepared-statement.js';
 import type { JobSignalsTable, SignalStateName } from '../tables/signals.js';
 import type { JobRow } from './jobs.js';
@@ -18,8 +19,8 @@ export type SignalRow = Selectable<JobSignalsTable>;
  */
 export interface SignalMove {
   readonly job_id: string;
-  readonly after: string;
-  readonly through: string;
+  readonly after: bigint;
+  readonly through: bigint;
   readonly from: SignalStateName;
   readonly to: SignalStateName;
   readonly attempt_id: string | null;
@@ -42,20 +43,20 @@ const MOVE_SIGNALS = new PreparedStatement<{ moved: number }>('docket_move_signa
 
 /** How many signals `moves` should move, by the counters they were planned from. */
 function expectedMoves(moves: readonly SignalMove[]): number {
-  return moves.reduce((sum, move) => sum + Number(BigInt(move.through) - BigInt(move.after)), 0);
+  return moves.reduce((sum, move) => sum + Number(move.through - move.after), 0);
 }
 
 /** Applies `moves` on a batch's connection; false when some signal was not where its job's counters said. */
 export async function moveSignals(client: pg.ClientBase, moves: readonly SignalMove[]): Promise<boolean> {
   if (moves.length === 0) return true;
-  const [row] = await MOVE_SIGNALS.run(client, [JSON.stringify(moves)]);
+  const [row] = await MOVE_SIGNALS.run(client, [jsonParameter(moves)]);
   return (row?.moved ?? 0) === expectedMoves(moves);
 }
 
 /** {@link moveSignals} in a kysely transaction. */
 export async function moveSignalsIn(db: Queryable, moves: readonly SignalMove[]): Promise<boolean> {
   if (moves.length === 0) return true;
-  const result = await db.executeQuery<{ moved: number }>(CompiledQuery.raw(MOVE_SIGNALS_SQL, [JSON.stringify(moves)]));
+  const result = await db.executeQuery<{ moved: number }>(CompiledQuery.raw(MOVE_SIGNALS_SQL, [jsonParameter(moves)]));
   return (result.rows[0]?.moved ?? 0) === expectedMoves(moves);
 }
 
@@ -73,7 +74,7 @@ const READ_OUTSTANDING = new PreparedStatement<SignalRow>(
 
 /** Whether a job has signals that are neither acknowledged nor discarded. */
 export function hasOutstandingSignals(job: JobRow): boolean {
-  return BigInt(job.signal_count) > BigInt(job.signals_done_through);
+  return job.signal_count > job.signals_done_through;
 }
 
 /**
@@ -85,8 +86,8 @@ export async function readOutstandingSignals(client: pg.ClientBase, jobs: Iterab
   const wanted = [...jobs].filter(hasOutstandingSignals).map((job) => ({ id: job.id, done: job.signals_done_through }));
   const byJob = new Map<string, SignalRow[]>();
   if (wanted.length === 0) return byJob;
-  for (const row of await READ_OUTSTANDING.run(client, [JSON.stringify(wanted)])) {
-    const signal = { ...row, sequence: String(row.sequence), received_at: new Date(row.received_at) };
+  for (const row of await READ_OUTSTANDING.run(client, [jsonParameter(wanted)])) {
+    const signal = { ...row, received_at: new Date(row.received_at) };
     byJob.set(signal.job_id, [...(byJob.get(signal.job_id) ?? []), signal]);
   }
   return byJob;

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type pg from 'pg';
 import { TERMINAL_STATUSES } from '@docket/contracts';
 import type { Queryable } from '../database.js';
+import { jsonParameter } from '../json-parameter.js';
 import { PreparedStatement } from '../prepared-statement.js';
 import type { JobRow } from './jobs.js';
 
@@ -59,7 +60,7 @@ const ACTIVE_HOLDERS = new PreparedStatement<JobRow>(
  */
 export async function readActiveHolders(client: pg.ClientBase, scopes: readonly UniqueScope[]): Promise<Map<string, JobRow>> {
   if (scopes.length === 0) return new Map();
-  const rows = await ACTIVE_HOLDERS.run(client, [JSON.stringify(scopes)]);
+  const rows = await ACTIVE_HOLDERS.run(client, [jsonParameter(scopes)]);
   return new Map(rows.map((row) => [uniqueScopeName({ owner: row.owner, queue: row.queue, unique_key: row.unique_key! }), row]));
 }
 

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { incarnationFromJson, jobRowFromJson, operationFromJson } from '../json-rows.js';
+import { jsonParameter } from '../json-parameter.js';
 import { PreparedStatement } from '../prepared-statement.js';
 import type { JobRow } from './jobs.js';
 import { idsOf } from './rows-by-key.js';
@@ -77,7 +78,7 @@ export async function readReportContext(
   incarnations: readonly string[],
   attemptIds: readonly string[],
 ): Promise<ReportContext> {
-  const [row] = await READ_REPORT_CONTEXT.run(client, [JSON.stringify(operations), [...new Set(incarnations)], [...new Set(attemptIds)]]);
+  const [row] = await READ_REPORT_CONTEXT.run(client, [jsonParameter(operations), [...new Set(incarnations)], [...new Set(attemptIds)]]);
   return {
     operations: new Map((row?.operations ?? []).map(operationFromJson).map((operation) => [operationKeyOf(operation), operation])),
     incarnations: new Map((row?.incarnations ?? []).map(incarnationFromJson).map((incarnation) => [incarnation.id, incarnation])),
@@ -113,7 +114,7 @@ const LOCK_CLAIM_CONTEXT = new PreparedStatement<{ operations: Record<string, un
  * ```
  */
 export async function lockClaimContext(client: pg.ClientBase, operations: readonly OperationKey[], incarnations: readonly string[]): Promise<ClaimContext> {
-  const [row] = await LOCK_CLAIM_CONTEXT.run(client, [JSON.stringify(operations), [...new Set(incarnations)]]);
+  const [row] = await LOCK_CLAIM_CONTEXT.run(client, [jsonParameter(operations), [...new Set(incarnations)]]);
   return {
     operations: new Map((row?.operations ?? []).map(operationFromJson).map((operation) => [operationKeyOf(operation), operation])),
     incarnations: new Map((row?.incarnations ?? []).map(incarnationFromJson).map((incarnation) => [incarnation.id, incarnation])),

@@ -19,13 +19,13 @@ export type IncarnationRow = Selectable<WorkerIncarnationsTable>;
 export async function nextWorkerGeneration(db: Queryable, subject: string, name: string): Promise<bigint> {
   const row = await db
     .insertInto('worker_names')
-    .values({ subject, name, generation: '1' })
+    .values({ subject, name, generation: 1n })
     .onConflict((conflict) =>
-      conflict.columns(['subject', 'name']).doUpdateSet({ generation: sql<string>`worker_names.generation + 1` }),
+      conflict.columns(['subject', 'name']).doUpdateSet({ generation: sql<bigint>`worker_names.generation + 1` }),
     )
     .returning('generation')
     .executeTakeFirstOrThrow();
-  return BigInt(row.generation);
+  return row.generation;
 }
 
 /**
@@ -116,10 +116,10 @@ export async function listWorkerIncarnations(db: Queryable, listing: WorkerListi
     .selectAll('w')
     .select([
       workerStateSql('w', listing.leaseMs).as('state'),
-      sql<string>`(select count(*) from jobs j where j.current_worker_incarnation = w.id and ${sql.raw(holdsASlot('j'))})`.as('running'),
+      sql<bigint>`(select count(*) from jobs j where j.current_worker_incarnation = w.id and ${sql.raw(holdsASlot('j'))})`.as('running'),
     ]);
   if (listing.queue !== '') query = query.where(sql<boolean>`${listing.queue} = any(w.queues)`);
   if (listing.after) query = query.where(sql<boolean>`(w.registered_at, w.id) < (${listing.after.registeredAt}, ${listing.after.id})`);
   const rows = await query.orderBy('w.registered_at', 'desc').orderBy('w.id', 'desc').limit(listing.limit).execute();
-  return rows.map(({ running, ...row }) => ({ ...row, generation: String(row.generation), running_attempts: Number(running) }));
+  return rows.map(({ running, ...row }) => ({ ...row, running_attempts: Number(running) }));
 }

@@ -7,7 +7,7 @@ import type { JobLifecycleName } from './jobs.js';
 export interface JobChangesTable {
   /** The writing transaction (xid8, as a decimal string). */
   transaction_id: ColumnType<string, never, never>;
-  entry_id: Generated<string>;
+  entry_id: Generated<bigint>;
   job_id: string;
   owner: string;
   queue: string;

@@ -28,7 +28,7 @@ export interface JobsTable {
   lost_attempt_policy: LostAttemptPolicyName;
   attempt_count: Generated<number>;
   /** The fence of the latest claim; never goes back. */
-  fence: Generated<string>;
+  fence: Generated<bigint>;
   progress: NullableJsonbColumn<JsonObject>;
   checkpoint: NullableJsonbColumn<JsonObject>;
   result: NullableJsonbColumn<JsonObject>;
@@ -55,11 +55,11 @@ export interface JobsTable {
   /** The latest decided approval: `{approval_id, decision, prompt, details, decided_at}`, for the envelopes of later attempts. */
   last_approval: NullableJsonbColumn<JsonObject>;
   /** The last signal sequence accepted (see migration 0004 for the four counters). */
-  signal_count: Generated<string>;
+  signal_count: Generated<bigint>;
   /** Every signal up to this sequence is ACKNOWLEDGED or DISCARDED. */
-  signals_done_through: Generated<string>;
+  signals_done_through: Generated<bigint>;
   /** Signals after `signals_done_through` up to this one are DELIVERED to the current attempt. */
-  signals_delivered_through: Generated<string>;
+  signals_delivered_through: Generated<bigint>;
   /** How many signals after `signals_done_through` are UNKNOWN. */
   unknown_signals: Generated<number>;
   /** An admin's legal hold: no deletion touches the job while set. */

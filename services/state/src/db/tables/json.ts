@@ -9,5 +9,15 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObj
 export type JsonbColumn<T extends JsonValue> = ColumnType<T, string, string>;
 /** A nullable jsonb column. */
 export type NullableJsonbColumn<T extends JsonValue> = ColumnType<T | null, string | null | undefined, string | null>;
-/** A bigint column: pg returns int8 as a decimal string. */
-export type Int8Column = ColumnType<string, string | bigint | number, string | bigint | number>;
+/**
+ * An int8 column (fences, revisions, sequences, generations, counters, and
+ * durations in milliseconds, `*_ms`): read, inserted and updated as a
+ * `bigint`. Every pool of the state service parses int8 into a `bigint`
+ * (`openPool`), rows read back from JSON map it the same way
+ * (`json-rows.ts`), and rows sent as a JSON parameter carry it as a decimal
+ * string (`jsonParameter`), so the domain never sees a decimal string.
+ * Durations stay `bigint` too, for one rule per column type: the domain
+ * turns one into a number (`Number(row.x_ms)`) only where it does
+ * arithmetic with a clock, and `BigInt(ms)` when it writes one.
+ */
+export type Int8Column = ColumnType<bigint, bigint, bigint>;

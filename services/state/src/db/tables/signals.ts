@@ -1,4 +1,4 @@
-import type { JsonbColumn, JsonObject } from './json.js';
+import type { Int8Column, JsonbColumn, JsonObject } from './json.js';
 
 /** Where a signal stands (see docket.common.v1.SignalState). */
 export type SignalStateName = 'PENDING' | 'DELIVERED' | 'ACKNOWLEDGED' | 'UNKNOWN' | 'DISCARDED';
@@ -6,7 +6,7 @@ export type SignalStateName = 'PENDING' | 'DELIVERED' | 'ACKNOWLEDGED' | 'UNKNOW
 /** `job_signals`: a job's inbox, contiguous per-job sequences from 1. */
 export interface JobSignalsTable {
   job_id: string;
-  sequence: string;
+  sequence: Int8Column;
   name: string;
   payload: JsonbColumn<JsonObject>;
   state: SignalStateName;

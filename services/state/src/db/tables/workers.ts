@@ -5,7 +5,7 @@ import type { Int8Column } from './json.js';
 export interface WorkerNamesTable {
   subject: string;
   name: string;
-  generation: string;
+  generation: Int8Column;
 }
 
 /** `worker_incarnations`: one row per registration. */
@@ -13,7 +13,7 @@ export interface WorkerIncarnationsTable {
   id: string;
   subject: string;
   name: string;
-  generation: string;
+  generation: Int8Column;
   queues: string[];
   max_concurrency: number;
   registered_at: Date;
@@ -31,7 +31,7 @@ export interface AttemptsTable {
   id: string;
   job_id: string;
   attempt_number: number;
-  fence: string;
+  fence: Int8Column;
   worker_incarnation: string;
   queue: string;
   status: AttemptStatusName;

@@ -1,0 +1,14 @@
+import { describe, expect, it } from 'vitest';
+import { jsonParameter } from './json-parameter.js';
+
+describe('jsonParameter', () => {
+  it('writes every bigint, however deep, as its exact decimal string, and everything else as JSON.stringify does', () => {
+    const at = new Date('2026-12-01T10:00:00.000Z');
+    const rows = [{ id: 'job_a', fence: 2n ** 63n - 1n, revision: 9_007_199_254_740_993n, attempt_deadline: null, at, nested: { through: [0n, 1n] }, count: 3 }];
+    expect(JSON.parse(jsonParameter(rows))).toEqual([
+      { id: 'job_a', fence: '9223372036854775807', revision: '9007199254740993', attempt_deadline: null, at: at.toISOString(), nested: { through: ['0', '1'] }, count: 3 },
+    ]);
+    expect(() => JSON.stringify(rows)).toThrow(TypeError);
+    expect(jsonParameter({ input: { a: [1, 'x', true] } })).toBe(JSON.stringify({ input: { a: [1, 'x', true] } }));
+  });
+});
