@@ -136,6 +136,23 @@ describe('callWithRetry', () => {
       expect(before.tries).toBe(0);
     });
 
+    it('cuts a backoff short and throws what `cancelled` makes of the signal', async () => {
+      const controller = new AbortController();
+      let calls = 0;
+      const started = Date.now();
+      const attempt = callWithRetry(
+        async () => {
+          calls += 1;
+          throw down();
+        },
+        { schedule: { tries: Infinity, initialDelayMs: 5_000, maxDelayMs: 5_000 }, random: () => 0.999, signal: controller.signal, cancelled: (signal) => signal.reason },
+      );
+      setTimeout(() => controller.abort(), 20);
+      await expect(attempt).rejects.toMatchObject({ name: 'AbortError' });
+      expect(calls).toBe(1);
+      expect(Date.now() - started).toBeLessThan(1_000);
+    });
+
     it('without `cancelled`, stops the retries and throws the last failure, cutting a backoff short', async () => {
       const controller = new AbortController();
       const failure = down();

@@ -1,5 +1,6 @@
 export { bearerAuth, bearerValue, type TokenSource } from './bearer.js';
 export { callWithRetry, type CallWithRetryOptions, type RetrySchedule, type TryOptions } from './call-retry.js';
 export { INTERNAL_KEEPALIVE, INTERNAL_RECEIVE_WINDOWS, SDK_KEEPALIVE, type ReceiveWindows, type SessionKeepalive } from './connection-limits.js';
+export { errorInfoOf } from './error-info.js';
 export { failureOfStatus } from './item-failure.js';
 export { isRetryableFailure, type RetryableFailureOptions, type RetryScope } from './retryable-failure.js';

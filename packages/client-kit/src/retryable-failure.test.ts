@@ -89,3 +89,38 @@ describe('isRetryableFailure, possibly-applied', () => {
     expect(possiblyApplied(error)).toBe(false);
   });
 });
+
+describe('isRetryableFailure, undecided', () => {
+  const undecided = (error: unknown): boolean => isRetryableFailure(error, { scope: 'undecided' });
+
+  it.each([
+    ['UNAVAILABLE (a refused connection)', new ConnectError('connect ECONNREFUSED', Code.Unavailable)],
+    ['UNAVAILABLE decided by the service (draining, its database unreachable)', withReason(Code.Unavailable, 'UNAVAILABLE')],
+    ['DEADLINE_EXCEEDED (a try outlived its deadline)', new ConnectError('deadline', Code.DeadlineExceeded)],
+    ['DEADLINE_EXCEEDED decided by the service', withReason(Code.DeadlineExceeded, 'DEADLINE_EXCEEDED')],
+    ['INVALID_ARGUMENT without ErrorInfo (a message cut off mid-envelope)', new ConnectError('protocol error: incomplete envelope', Code.InvalidArgument)],
+    ['INTERNAL without ErrorInfo (a reset stream)', new ConnectError('stream reset', Code.Internal)],
+    ['UNKNOWN without a reset', new ConnectError('?', Code.Unknown)],
+    ['CANCELLED without details (a stream cut by a dead server)', new ConnectError('http/2 stream closed with error code CANCEL (0x8)', Code.Canceled)],
+    ['INTERNAL with details but no ErrorInfo', new ConnectError('x', Code.Internal, undefined, [{ desc: DebugInfoSchema, value: { detail: 'stack' } }])],
+    ['NOT_FOUND with the ErrorInfo of another domain (a proxy, not Docket)', new ConnectError('no route', Code.NotFound, undefined, [{ desc: ErrorInfoSchema, value: { reason: 'NOT_FOUND', domain: 'envoy' } }])],
+    ['an SDK error wrapping a failure without ErrorInfo', sdkError('DocketClientError', Code.Internal, new ConnectError('x', Code.Internal))],
+  ])('retries %s', (_, error) => {
+    expect(undecided(error)).toBe(true);
+  });
+
+  it.each([
+    ['NOT_FOUND', withReason(Code.NotFound, 'NOT_FOUND')],
+    ['OUT_OF_RANGE', withReason(Code.OutOfRange, 'CURSOR_BEYOND_LATEST')],
+    ['INVALID_ARGUMENT decided by the service', withReason(Code.InvalidArgument, 'CURSOR_EXPIRED')],
+    ['DATA_LOSS', withReason(Code.DataLoss, 'JOURNAL_CORRUPT')],
+    ['INTERNAL decided by the service (ErrorInfo)', withReason(Code.Internal, 'INTERNAL')],
+    ['PERMISSION_DENIED', withReason(Code.PermissionDenied, 'PERMISSION_DENIED')],
+    ['ABORTED / REVISION_MISMATCH, even with a reset in its cause', new ConnectError('stale', Code.Aborted, undefined, [{ desc: ErrorInfoSchema, value: { reason: 'REVISION_MISMATCH', domain: 'docket' } }], nodeError('ECONNRESET'))],
+    ['a plain Error (a bug, not a call failure)', new Error('a bug')],
+    ['a Node reset that is not a call failure', nodeError('ECONNRESET')],
+    ['an SDK error wrapping a decided failure', sdkError('DocketClientError', Code.NotFound, withReason(Code.NotFound, 'NOT_FOUND'))],
+  ])('does not retry %s', (_, error) => {
+    expect(undecided(error)).toBe(false);
+  });
+});

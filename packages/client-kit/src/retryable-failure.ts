@@ -1,9 +1,10 @@
 import { Code, ConnectError } from '@connectrpc/connect';
-import { mayHaveSucceeded } from '@docket/contracts';
+import { ERROR_DOMAIN, mayHaveSucceeded } from '@docket/contracts';
+import { errorInfoOf } from './error-info.js';
 
 /**
- * Which failed calls are worth another try with the same idempotency key
- * or operation id (see {@link isRetryableFailure}):
+ * Which failed calls are worth another try, one that sends the very same
+ * request (see {@link isRetryableFailure}):
  * - `lost-answer`: only failures after which the answer, not the
  *   request, may be what was lost, and trying again can help. The public
  *   client's choice: its caller decides what to do with anything else.
@@ -12,8 +13,19 @@ import { mayHaveSucceeded } from '@docket/contracts';
  *   refusals decided before any write). The worker SDK's choice: its
  *   calls (outcomes, renewals, claims) must land or the attempt is lost,
  *   and a replay of one that was applied costs nothing.
+ * - `undecided`: every failure the called service did not decide itself:
+ *   UNAVAILABLE and DEADLINE_EXCEEDED whoever raised them, and any other
+ *   call failure without a Docket `ErrorInfo` (a refused connection, a
+ *   reset stream, a message cut off mid-envelope when the server went
+ *   away, whatever code the client library gave it). Only for calls that
+ *   are safe to repeat whatever became of the last try, so that no
+ *   idempotency key is needed: reads, and opening streams. The events
+ *   service's choice for its calls to the state service, which must ride
+ *   out a state-service restart while every answer the state service did
+ *   decide (NOT_FOUND, DATA_LOSS, its own INTERNAL, ...) passes through at
+ *   once.
  */
-export type RetryScope = 'lost-answer' | 'possibly-applied';
+export type RetryScope = 'lost-answer' | 'possibly-applied' | 'undecided';
 
 /** Options of {@link isRetryableFailure}. */
 export interface RetryableFailureOptions {
@@ -76,6 +88,12 @@ const SDK_ERROR_NAMES: ReadonlySet<string> = new Set(['DocketClientError', 'Dock
  *
  * `possibly-applied` judges the code alone: a ConnectError's, an SDK
  * error's own, and UNKNOWN for anything that is not a call failure.
+ *
+ * `undecided` accepts every call failure that `lost-answer` does and, in
+ * addition, any code (INVALID_ARGUMENT for a truncated message, UNKNOWN,
+ * RESOURCE_EXHAUSTED, ...) or detail that did not come with a Docket
+ * `ErrorInfo`; like `lost-answer`, it judges an SDK error by the call
+ * failure it wraps, and anything that is not a call failure is final.
  */
 export function isRetryableFailure(error: unknown, options: RetryableFailureOptions = {}): boolean {
   if (options.scope === 'possibly-applied') return mayHaveSucceeded(grpcCodeOf(error));
@@ -83,6 +101,7 @@ export function isRetryableFailure(error: unknown, options: RetryableFailureOpti
   if (!(failure instanceof ConnectError)) return false;
   const code = failure.code;
   if (code === Code.Unavailable || code === Code.DeadlineExceeded) return true;
+  if (options.scope === 'undecided') return errorInfoOf(failure)?.domain !== ERROR_DOMAIN;
   if (failure.details.length > 0) return false;
   if (code === Code.Internal || code === Code.Canceled) return true;
   return isConnectionReset(failure);

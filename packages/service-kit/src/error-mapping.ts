@@ -1,4 +1,5 @@
 import { Code, ConnectError } from '@connectrpc/connect';
+import { errorInfoOf } from '@docket/client-kit';
 import {
   ERROR_DOMAIN,
   GRPC_CODE,
@@ -8,11 +9,7 @@ import {
   type ErrorReason,
   type FieldViolation,
 } from '@docket/contracts';
-import {
-  BadRequestSchema,
-  ErrorInfoSchema,
-  type ErrorInfo,
-} from '@docket/proto/google/rpc/error_details_pb.js';
+import { BadRequestSchema, ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
 import type { LogFields, Logger } from './logger.js';
 
 /** Everything a Docket error carries on the wire. */
@@ -181,13 +178,8 @@ export function clientLeftError(): ConnectError {
   return docketConnectError(CLIENT_LEFT);
 }
 
-/**
- * The `google.rpc.ErrorInfo` of an error received from (or about to be sent
- * by) a Docket service, if it has one.
- */
-export function errorInfoOf(error: ConnectError): ErrorInfo | undefined {
-  return error.findDetails(ErrorInfoSchema)[0];
-}
+/** The one reading of a Docket error's ErrorInfo, which lives in `@docket/client-kit` (shared with the callers), re-exported for the services. */
+export { errorInfoOf };
 
 /** The `google.rpc.BadRequest` field violations of an error; empty when there are none. */
 export function fieldViolationsOf(error: ConnectError): FieldViolation[] {

@@ -1,5 +1,6 @@
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import type { Principal } from '@docket/auth';
+import { callWithRetry } from '@docket/client-kit';
 import {
   ResyncReason,
   WatchJobsResponseSchema,
@@ -11,7 +12,7 @@ import type { FeedCursorBinding, FeedCursorPosition, StreamSink } from '@docket/
 import { callerOf, sharedFrame } from '@docket/service-kit';
 import type { EventDependencies, StreamSignals } from './event-dependencies.js';
 import { parseFeedFilter } from './feed-filter.js';
-import { retryTransient } from './transient-failure.js';
+import { stateRetry } from './state-retry.js';
 import { SubscriberSession } from './subscriber-session.js';
 
 /**
@@ -96,7 +97,7 @@ class ChangeFeedSubscription {
     if (opened.ok) {
       this.#position = opened.position;
     } else {
-      this.#position = await retryTransient(() => this.deps.feed.head(this.signals.signal), this.signals.signal);
+      this.#position = await callWithRetry(() => this.deps.feed.head(this.signals.signal), stateRetry(this.signals.signal));
       yield this.#sent({ case: 'resyncRequired', value: { reason: ResyncReason[opened.refusal] } });
     }
     for (;;) {

@@ -1,5 +1,6 @@
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import type { Principal } from '@docket/auth';
+import { callWithRetry } from '@docket/client-kit';
 import { DocketError } from '@docket/contracts';
 import type { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import type { Progress } from '@docket/proto/docket/common/v1/progress_pb.js';
@@ -14,8 +15,8 @@ import type { EventDependencies, StreamSignals } from './event-dependencies.js';
 import { parseJobPosition } from './job-position.js';
 import type { JournalPage } from './journal-page.js';
 import { EVENTS_PER_READ, READS_AHEAD } from './shared-journal-reads.js';
+import { stateRetry } from './state-retry.js';
 import { isTerminalStatus } from './terminal-status.js';
-import { retryTransient } from './transient-failure.js';
 import { SubscriberSession } from './subscriber-session.js';
 
 /**
@@ -199,7 +200,7 @@ class JobEventTail {
   }
 
   #readAfter(sequence: bigint): Promise<JournalPage> {
-    return retryTransient(() => this.#read(sequence), this.signals.signal);
+    return callWithRetry(() => this.#read(sequence), stateRetry(this.signals.signal));
   }
 
   #read(afterSequence: bigint): Promise<JournalPage> {

@@ -1,9 +1,10 @@
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@connectrpc/connect';
+import { callWithRetry } from '@docket/client-kit';
 import type { Caller, JobChange, ReadJobChangesResponse, StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { FeedCursorPosition, Logger } from '@docket/service-kit';
 import type { JobSignalHub } from './job-signal-hub.js';
-import { STATE_CALL_TIMEOUT_MS, retryTransient } from './transient-failure.js';
+import { STATE_CALL_TIMEOUT_MS, stateRetry } from './state-retry.js';
 
 /** Feed entries examined per ReadJobChanges call. */
 export const FEED_BATCH = 256;
@@ -127,13 +128,13 @@ export class SharedChangeFeed {
 
   /** A subscriber's own read of the feed, for when it is behind the window. */
   read(caller: Caller, after: FeedCursorPosition | undefined, filter: { statuses: number[]; queue: string }, signal: AbortSignal): Promise<ReadJobChangesResponse> {
-    return retryTransient(
+    return callWithRetry(
       () =>
         this.state.readJobChanges(
           { caller, after: after ? { transactionId: after.transactionId, entryId: after.entryId } : undefined, filter, limit: FEED_BATCH },
           { signal, timeoutMs: STATE_CALL_TIMEOUT_MS },
         ),
-      signal,
+      stateRetry(signal),
     );
   }
 
@@ -237,13 +238,13 @@ export class SharedChangeFeed {
   }
 
   #read(after: FeedCursorPosition | undefined, limit: number, signal: AbortSignal): Promise<ReadJobChangesResponse> {
-    return retryTransient(
+    return callWithRetry(
       () =>
         this.state.readJobChanges(
           { caller: FEED_READER, after: after ? { transactionId: after.transactionId, entryId: after.entryId } : undefined, limit },
           { signal, timeoutMs: STATE_CALL_TIMEOUT_MS },
         ),
-      signal,
+      stateRetry(signal),
     );
   }
 

@@ -1,7 +1,7 @@
 import { LIMITS } from '@docket/contracts';
 import type { Caller } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { JournalPage, JournalPageReader } from './journal-page.js';
-import { STATE_CALL_TIMEOUT_MS } from './transient-failure.js';
+import { STATE_CALL_TIMEOUT_MS } from './state-retry.js';
 
 /**
  * Pages of 256 events one read asks the state service for: a backlog then

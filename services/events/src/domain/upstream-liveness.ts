@@ -1,6 +1,6 @@
 import { Code, ConnectError } from '@connectrpc/connect';
 import type { JobSignalHub } from './job-signal-hub.js';
-import { STATE_RETRY_BUDGET_MS } from './transient-failure.js';
+import { STATE_RETRY_BUDGET_MS } from './state-retry.js';
 
 /**
  * Waits until the process's upstream is live, for at most what is left of
