@@ -2,8 +2,8 @@ import { ApprovalDecision } from '@docket/proto/docket/common/v1/approval_pb.js'
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { UsageError, type CliContext, type Command } from './command.js';
 import {
-  OWNER_OPTIONS_HELP,
   admissionCommand,
+  ownerHelpFooter,
   parseOwnerArguments,
   replayNote,
   reportingFailures,
@@ -83,13 +83,7 @@ refused (already_exists APPROVAL_SPENT).
 
 Prints one line: ${decision === 'allow' ? 'allowed' : 'denied'} <approval_id> of <job_id>: the job is <STATUS>
 
-Options:
-  --comment <text>  recorded with the decision
-${OWNER_OPTIONS_HELP}
-
-Exit status: 0 decided (or replayed), 1 refused or failed (the gRPC code
-and reason are printed), 2 bad arguments.
-`,
+${ownerHelpFooter('decided', '  --comment <text>  recorded with the decision')}`,
     parse: (args) => parseDecisionArguments(decision, args),
     call: decideApproval,
   });

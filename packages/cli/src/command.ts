@@ -1,3 +1,5 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
 /** What a command reads from and writes to; injected so commands are testable. */
 export interface CliContext {
   readonly env: NodeJS.ProcessEnv;
@@ -27,4 +29,25 @@ export interface Command {
  */
 export class UsageError extends Error {
   override readonly name = 'UsageError';
+}
+
+/** The flags a command takes, as `parseArgs` describes them. */
+export type CommandFlags = NonNullable<ParseArgsConfig['options']>;
+
+/**
+ * A command's arguments, parsed strictly (`parseArgs` with `strict: true`):
+ * whatever `parseArgs` refuses (an unknown flag, a missing value, a
+ * positional argument when `positionals` is `'none'`) is a
+ * {@link UsageError} with its message.
+ */
+export function parseCommandArgs<F extends CommandFlags, P extends 'any' | 'none'>(
+  args: readonly string[],
+  flags: F,
+  positionals: P,
+): ReturnType<typeof parseArgs<{ args: string[]; options: F; strict: true; allowPositionals: P extends 'any' ? true : false }>> {
+  try {
+    return parseArgs({ args: [...args], options: flags, strict: true, allowPositionals: (positionals === 'any') as P extends 'any' ? true : false });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
 }

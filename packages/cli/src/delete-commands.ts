@@ -1,7 +1,7 @@
 import { DeletionState } from '@docket/proto/docket/common/v1/deletion_pb.js';
 import { JobLifecycle } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import type { CliContext, Command } from './command.js';
-import { OWNER_OPTIONS_HELP, admissionCommand, ownerRequest, parseOwnerArguments, soleJobId, type AdmissionClient, type OwnerOptions } from './owner-call.js';
+import { OWNER_OPTIONS_HELP, admissionCommand, ownerHelpFooter, ownerRequest, parseOwnerArguments, soleJobId, type AdmissionClient, type OwnerOptions } from './owner-call.js';
 
 /** Parsed `docket delete` arguments. */
 export interface DeleteArguments {
@@ -107,12 +107,7 @@ hard-deleted one, whose data is gone or going, is refused
 
 Prints one line: restored <job_id>: lifecycle ACTIVE
 
-Options:
-${OWNER_OPTIONS_HELP}
-
-Exit status: 0 restored (or replayed), 1 refused or failed (the gRPC code
-and reason are printed), 2 bad arguments.
-`,
+${ownerHelpFooter('restored')}`,
   parse: parseRestoreArguments,
   call: restoreJob,
 });

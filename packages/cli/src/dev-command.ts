@@ -1,7 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
-import { UsageError, type Command } from './command.js';
+import { UsageError, parseCommandArgs, type Command } from './command.js';
 import { DEV_LOG_MODES, type DevLogMode } from './dev-log-sink.js';
 import { runDev } from './run-dev.js';
 import { serviceEntryPath } from './service-names.js';
@@ -92,17 +91,7 @@ Other variables (NODE_OPTIONS, OTEL_*, ...) are passed on to the services.
 };
 
 function parseLogMode(args: readonly string[]): DevLogMode {
-  let logs: string | undefined;
-  try {
-    ({ logs } = parseArgs({
-      args: [...args],
-      options: { logs: { type: 'string' } },
-      strict: true,
-      allowPositionals: false,
-    }).values);
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+  const { logs } = parseCommandArgs(args, { logs: { type: 'string' } }, 'none').values;
   if (logs === undefined) return 'warn';
   const mode = DEV_LOG_MODES.find((candidate) => candidate === logs);
   if (!mode) throw new UsageError(`--logs must be one of ${DEV_LOG_MODES.join(', ')}`);

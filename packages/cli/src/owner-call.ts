@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
 import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import { IdempotencyKey } from '@docket/contracts';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
-import { UsageError, type CliContext, type Command } from './command.js';
+import { UsageError, parseCommandArgs, type CliContext, type Command } from './command.js';
 import { callerToken, parseServiceUrl, serviceClient } from './service-client.js';
 import { DEFAULT_SERVICE_PORTS } from './service-names.js';
 
@@ -60,6 +60,21 @@ export function admissionOptionsHelp(caller: CallerRole): string {
 /** The help lines of {@link OwnerOptions}, for each owner command's help text. */
 export const OWNER_OPTIONS_HELP = `${KEY_OPTION_HELP}\n${admissionOptionsHelp('owner')}`;
 
+/**
+ * The end of the help text of an owner command that answers as
+ * {@link ownerRequest} does: its options (`options`, its own help lines,
+ * then {@link OWNER_OPTIONS_HELP}) and its exit status: 0 `done` (a replay
+ * too), 1 refused or failed, 2 bad arguments.
+ */
+export function ownerHelpFooter(done: string, options?: string): string {
+  return `Options:
+${options === undefined ? '' : `${options}\n`}${OWNER_OPTIONS_HELP}
+
+Exit status: 0 ${done} (or replayed), 1 refused or failed (the gRPC code
+and reason are printed), 2 bad arguments.
+`;
+}
+
 /** The `parseArgs` options of {@link AdmissionOptions}. */
 const ADMISSION_FLAGS = { url: { type: 'string' }, token: { type: 'string' } } as const;
 
@@ -72,12 +87,7 @@ export function parseAdmissionArguments<F extends NonNullable<ParseArgsConfig['o
   args: readonly string[],
   flags: F,
 ): { positionals: string[]; values: Record<string, string | boolean | undefined>; call: AdmissionOptions } {
-  let parsed;
-  try {
-    parsed = parseArgs({ args: [...args], options: { ...ADMISSION_FLAGS, ...flags }, strict: true, allowPositionals: true });
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+  const parsed = parseCommandArgs(args, { ...ADMISSION_FLAGS, ...flags }, 'any');
   const values = parsed.values as Record<string, string | boolean | undefined>;
   const url = parseServiceUrl(typeof values['url'] === 'string' ? values['url'] : DEFAULT_ADMISSION_URL, '--url');
   const token = values['token'] as string | undefined;

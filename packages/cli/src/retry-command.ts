@@ -1,6 +1,6 @@
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import type { CliContext, Command } from './command.js';
-import { OWNER_OPTIONS_HELP, admissionCommand, ownerRequest, parseOwnerArguments, soleJobId, type AdmissionClient, type OwnerOptions } from './owner-call.js';
+import { admissionCommand, ownerHelpFooter, ownerRequest, parseOwnerArguments, soleJobId, type AdmissionClient, type OwnerOptions } from './owner-call.js';
 
 /** Parsed `docket retry` arguments. */
 export interface RetryArguments {
@@ -37,12 +37,7 @@ attempt. A SUCCEEDED job, or one that has not ended, is refused
 
 Prints one line: retried <job_id>: the job is QUEUED
 
-Options:
-${OWNER_OPTIONS_HELP}
-
-Exit status: 0 re-queued (or replayed), 1 refused or failed (the gRPC code
-and reason are printed), 2 bad arguments.
-`,
+${ownerHelpFooter('re-queued')}`,
   parse: parseRetryArguments,
   call: retryJob,
 });

@@ -4,7 +4,7 @@ import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { SignalState } from '@docket/proto/docket/common/v1/signal_pb.js';
 import { UsageError, type CliContext, type Command } from './command.js';
 import { parseJsonObjectFlag } from './json-object-flag.js';
-import { OWNER_OPTIONS_HELP, admissionCommand, ownerRequest, parseOwnerArguments, type AdmissionClient, type OwnerOptions } from './owner-call.js';
+import { admissionCommand, ownerHelpFooter, ownerRequest, parseOwnerArguments, type AdmissionClient, type OwnerOptions } from './owner-call.js';
 
 /** Parsed `docket signal` arguments. */
 export interface SignalArguments {
@@ -78,13 +78,7 @@ SIGNALS_UNRESOLVED): see docket help signals.
 
 Prints one line: signal <sequence> "<name>" to <job_id>: <STATE>
 
-Options:
-  --payload <json>  the signal's payload, a JSON object (default {})
-${OWNER_OPTIONS_HELP}
-
-Exit status: 0 sent (or replayed), 1 refused or failed (the gRPC code and
-reason are printed), 2 bad arguments.
-`,
+${ownerHelpFooter('sent', "  --payload <json>  the signal's payload, a JSON object (default {})")}`,
   parse: parseSignalArguments,
   call: sendSignal,
 });
@@ -106,12 +100,7 @@ job accepts no new signal and nothing later is delivered.
 
 Prints one line with the unresolved signals left and the job's status.
 
-Options:
-${OWNER_OPTIONS_HELP}
-
-Exit status: 0 reconciled (or replayed), 1 refused or failed (the gRPC code
-and reason are printed), 2 bad arguments.
-`,
+${ownerHelpFooter('reconciled')}`,
   parse: parseReconcileArguments,
   call: reconcileSignals,
 });

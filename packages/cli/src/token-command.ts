@@ -1,7 +1,6 @@
-import { parseArgs } from 'node:util';
 import { isRole, MAX_GRANTED_QUEUES, mintToken, ROLES, SERVICE_AUDIENCE } from '@docket/auth';
 import { resolveAuthSecret } from './auth-secret.js';
-import { UsageError, type Command } from './command.js';
+import { UsageError, parseCommandArgs, type Command } from './command.js';
 
 /** A token's lifetime when `--ttl` is not given: one day. */
 export const DEFAULT_TOKEN_TTL_SECONDS = 86_400;
@@ -87,20 +86,12 @@ DOCKET_SERVICE_AUTH_SECRET) if set, otherwise the one docket dev keeps in
 };
 
 function parseOrUsage(args: readonly string[]) {
-  try {
-    return parseArgs({
-      args: [...args],
-      options: {
-        subject: { type: 'string' },
-        role: { type: 'string' },
-        ttl: { type: 'string' },
-        queue: { type: 'string', multiple: true },
-        'allow-service': { type: 'boolean' },
-      },
-      strict: true,
-      allowPositionals: false,
-    });
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+  const flags = {
+    subject: { type: 'string' },
+    role: { type: 'string' },
+    ttl: { type: 'string' },
+    queue: { type: 'string', multiple: true },
+    'allow-service': { type: 'boolean' },
+  } as const;
+  return parseCommandArgs(args, flags, 'none');
 }

@@ -2,7 +2,7 @@ import type { DocketClient } from '@docket/client';
 import type { CliContext, Command } from './command.js';
 import { reportingClientFailures, withJobClient } from './job-client.js';
 import { statusName } from './job-summary.js';
-import { OWNER_OPTIONS_HELP, parseOwnerArguments, replayNote, requestKey, soleJobId, type OwnerOptions } from './owner-call.js';
+import { ownerHelpFooter, parseOwnerArguments, replayNote, requestKey, soleJobId, type OwnerOptions } from './owner-call.js';
 
 /** The owner's changes of a job's course: CancelJob, PauseJob, ResumeJob. */
 export type Transition = 'cancel' | 'pause' | 'resume';
@@ -83,12 +83,7 @@ ${effect.text}
 
 Prints one line: ${PAST[transition]} <job_id>: the job is <STATUS>
 
-Options:
-${OWNER_OPTIONS_HELP}
-
-Exit status: 0 done (or replayed), 1 refused or failed (the gRPC code and
-reason are printed), 2 bad arguments.
-`,
+${ownerHelpFooter('done')}`,
     async run(args, context) {
       const parsed = parseTransitionArguments(transition, args);
       return withJobClient(parsed.owner, context, (client) => changeJob(client, parsed, context));

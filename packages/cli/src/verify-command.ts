@@ -1,6 +1,5 @@
-import { parseArgs } from 'node:util';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import { UsageError, type CliContext, type Command } from './command.js';
+import { UsageError, parseCommandArgs, type CliContext, type Command } from './command.js';
 import { callerToken, parseServiceUrl, serviceClient } from './service-client.js';
 import { DEFAULT_SERVICE_PORTS } from './service-names.js';
 import { classifyReadFailure } from './verify-failure.js';
@@ -86,17 +85,7 @@ export async function verifyJob(reader: JournalReader, jobId: string, eventsUrl:
 }
 
 function parseOrUsage(args: readonly string[]): { jobId: string; eventsUrl: string; token: string | undefined } {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...args],
-      options: { 'events-url': { type: 'string' }, token: { type: 'string' } },
-      strict: true,
-      allowPositionals: true,
-    });
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+  const parsed = parseCommandArgs(args, { 'events-url': { type: 'string' }, token: { type: 'string' } }, 'any');
   const [jobId, ...extra] = parsed.positionals;
   if (jobId === undefined || jobId === '') throw new UsageError('a job id is required');
   if (extra.length > 0) throw new UsageError(`one job id at a time (also got ${extra.join(' ')})`);

@@ -1,16 +1,8 @@
-import { GENESIS_HASH, verifyChainSegment, type ChainBreak, type JsonValue } from '@docket/contracts';
+import type { JournalEvent } from '@docket/client';
+import { GENESIS_HASH, isSha256Hex, verifyChainLinks, verifyChainSegment, type ChainBreak } from '@docket/contracts';
 
-/** One journal event as a reader receives it: the public `Event` message, decoded. */
-export interface JournalEvent {
-  readonly jobId: string;
-  readonly sequence: bigint;
-  readonly type: string;
-  readonly payload: { [k: string]: JsonValue };
-  /** An invalid Date when the server sent none; it then cannot be hashed. */
-  readonly occurredAt: Date;
-  readonly previousHash: string;
-  readonly hash: string;
-}
+/** One journal event as a reader receives it: the public `Event` message, decoded (`journalEventOf`). */
+export type { JournalEvent };
 
 /** One page of a job's journal, as `ReadJobEvents` returns it. */
 export interface JournalPage {
@@ -87,8 +79,6 @@ export type JournalVerdict =
 type SegmentVerdict =
   | { ok: true; headHash: string; lastSequence: bigint }
   | { ok: false; brokenSequence: bigint; why: SegmentBreak };
-
-const HASH_PATTERN = /^[0-9a-f]{64}$/;
 
 /**
  * Audits a job's entire journal, page by page, without trusting the
@@ -200,7 +190,7 @@ class ApprovalLedger {
       this.#open.add(id);
     } else if (event.type === 'approval.decided') {
       const digest = event.payload['digest'];
-      if (typeof id !== 'string' || !this.#open.has(id) || typeof digest !== 'string' || !HASH_PATTERN.test(digest)) return false;
+      if (typeof id !== 'string' || !this.#open.has(id) || !isSha256Hex(digest)) return false;
       this.#open.delete(id);
       this.#decided.add(id);
     }
@@ -214,45 +204,13 @@ function verifySegment(
   previousHash: string,
   previousSequence: bigint,
 ): SegmentVerdict {
-  const { requestDigest } = target;
-  const verdict =
-    requestDigest === undefined
-      ? verifyLinks(target.jobId, events, previousHash, previousSequence)
-      : verifyChainSegment(
-          events.map((event) => ({ ...event, requestDigest })),
-          { jobId: target.jobId, requestDigest, previousHash, previousSequence },
-        );
-  return verdict;
-}
-
-/**
- * The checks of `verifyChainSegment` that need no request digest, in the
- * same order and with the same reasons; a hash is only checked for shape.
- */
-function verifyLinks(
-  jobId: string,
-  events: readonly JournalEvent[],
-  previousHash: string,
-  previousSequence: bigint,
-): SegmentVerdict {
-  let headHash = previousHash;
-  let sequence = previousSequence;
-  for (const event of events) {
-    sequence += 1n;
-    const why: SegmentBreak | undefined =
-      event.jobId !== jobId
-        ? 'job_mismatch'
-        : event.sequence !== sequence
-          ? 'sequence_gap'
-          : event.previousHash !== headHash
-            ? 'previous_hash_mismatch'
-            : !HASH_PATTERN.test(event.hash)
-              ? 'malformed_hash'
-              : undefined;
-    if (why !== undefined) return { ok: false, brokenSequence: sequence, why };
-    headHash = event.hash;
-  }
-  return { ok: true, headHash, lastSequence: sequence };
+  const { jobId, requestDigest } = target;
+  return requestDigest === undefined
+    ? verifyChainLinks(events, { jobId, previousHash, previousSequence })
+    : verifyChainSegment(
+        events.map((event) => ({ ...event, requestDigest })),
+        { jobId, requestDigest, previousHash, previousSequence },
+      );
 }
 
 function describeBreak(why: SegmentBreak, sequence: bigint, event: JournalEvent | undefined): string {

@@ -1,9 +1,8 @@
-import { timestampDate } from '@bufbuild/protobuf/wkt';
 import type { Client } from '@connectrpc/connect';
+import { journalEventOf } from '@docket/client';
 import { LIMITS } from '@docket/contracts';
-import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
 import type { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import type { JournalEvent, JournalPage } from './verify-journal.js';
+import type { JournalPage } from './verify-journal.js';
 
 /** The one RPC a journal reader needs, so tests can pass a stand-in. */
 export type JournalReader = Pick<Client<typeof EventService>, 'readJobEvents'>;
@@ -24,21 +23,4 @@ export async function* readJournalPages(reader: JournalReader, jobId: string): A
     yield { events, latestSequence: response.latestSequence };
     afterSequence = events.at(-1)?.sequence ?? afterSequence;
   }
-}
-
-/**
- * The hashed view of a public `Event`. An absent payload is the empty
- * object (proto3's default for a message field); an absent `occurred_at`
- * becomes an invalid Date, which no hash recomputes from.
- */
-export function journalEventOf(event: Event): JournalEvent {
-  return {
-    jobId: event.jobId,
-    sequence: event.sequence,
-    type: event.type,
-    payload: event.payload ?? {},
-    occurredAt: event.occurredAt ? timestampDate(event.occurredAt) : new Date(Number.NaN),
-    previousHash: event.previousHash,
-    hash: event.hash,
-  };
 }

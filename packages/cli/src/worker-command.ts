@@ -1,7 +1,6 @@
 import { hostname } from 'node:os';
-import { parseArgs } from 'node:util';
 import { createWorker, DEFAULT_EXECUTION_URL, type WorkerOptions } from '@docket/worker-sdk';
-import { UsageError, type CliContext, type Command } from './command.js';
+import { UsageError, parseCommandArgs, type CliContext, type Command } from './command.js';
 import { demoHandler } from './worker-demo-handler.js';
 import { workerLog } from './worker-log.js';
 import { MINTED_WORKER_SUBJECT, workerTokenSource } from './worker-token.js';
@@ -80,23 +79,8 @@ checkpoint after their lease expires).
 
 /** Reads `docket worker` arguments; throws a UsageError for anything wrong. */
 export function parseWorkerArguments(args: readonly string[]): WorkerArguments {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: [...args],
-      options: {
-        url: { type: 'string' },
-        token: { type: 'string' },
-        name: { type: 'string' },
-        queue: { type: 'string', multiple: true },
-        concurrency: { type: 'string' },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    throw new UsageError((error as Error).message);
-  }
+  const flags = { url: { type: 'string' }, token: { type: 'string' }, name: { type: 'string' }, queue: { type: 'string', multiple: true }, concurrency: { type: 'string' } } as const;
+  const { values } = parseCommandArgs(args, flags, 'none');
   const url = values.url ?? DEFAULT_EXECUTION_URL;
   if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new UsageError('--url must be an http:// or https:// URL');
   if (values.token === '') throw new UsageError('--token must not be empty');

@@ -258,16 +258,12 @@ export class DocketClient {
 
   /** Re-queues a FAILED, CANCELLED or INTERRUPTED job with a fresh attempt budget (RetryJob). */
   async retry(jobId: string, options: MutationOptions = {}): Promise<JobReceipt> {
-    const key = resolveIdempotencyKey(options.idempotencyKey);
-    const response = await this.#mutate('RetryJob', key, options, (o) => this.#admission.retryJob({ idempotencyKey: key, jobId }, o));
-    return { job: required(response.job, 'RetryJob', 'job'), ...receipt(response, key) };
+    return this.#keyed('RetryJob', 'job', options, (idempotencyKey) => ({ idempotencyKey, jobId }), (request, o) => this.#admission.retryJob(request, o));
   }
 
   /** Tombstones a terminal job and starts its durable erasure (HardDeleteJob); follow it with {@link getDeletion}. */
   async hardDelete(jobId: string, options: MutationOptions = {}): Promise<DeletionReceipt> {
-    const key = resolveIdempotencyKey(options.idempotencyKey);
-    const response = await this.#mutate('HardDeleteJob', key, options, (o) => this.#admission.hardDeleteJob({ idempotencyKey: key, jobId }, o));
-    return { deletion: required(response.deletion, 'HardDeleteJob', 'deletion'), ...receipt(response, key) };
+    return this.#keyed('HardDeleteJob', 'deletion', options, (idempotencyKey) => ({ idempotencyKey, jobId }), (request, o) => this.#admission.hardDeleteJob(request, o));
   }
 
   /** Allows or denies a job's pending approval (DecideApproval). Errors include ALREADY_EXISTS (APPROVAL_SPENT). */
@@ -277,16 +273,19 @@ export class DocketClient {
     decision: 'ALLOW' | 'DENY',
     options: MutationOptions & { readonly comment?: string } = {},
   ): Promise<JobReceipt> {
-    const key = resolveIdempotencyKey(options.idempotencyKey);
-    const request = {
-      idempotencyKey: key,
-      jobId,
-      approvalId,
-      decision: decision === 'ALLOW' ? ApprovalDecision.ALLOW : ApprovalDecision.DENY,
-      comment: options.comment ?? '',
-    };
-    const response = await this.#mutate('DecideApproval', key, options, (o) => this.#admission.decideApproval(request, o));
-    return { job: required(response.job, 'DecideApproval', 'job'), ...receipt(response, key) };
+    return this.#keyed(
+      'DecideApproval',
+      'job',
+      options,
+      (idempotencyKey) => ({
+        idempotencyKey,
+        jobId,
+        approvalId,
+        decision: decision === 'ALLOW' ? ApprovalDecision.ALLOW : ApprovalDecision.DENY,
+        comment: options.comment ?? '',
+      }),
+      (request, o) => this.#admission.decideApproval(request, o),
+    );
   }
 
   /** Sends a named input to a job's inbox (SendSignal). Errors include FAILED_PRECONDITION (SIGNALS_UNRESOLVED). */
@@ -296,21 +295,18 @@ export class DocketClient {
     payload: JsonObject = {},
     options: MutationOptions = {},
   ): Promise<SignalReceipt> {
-    const key = resolveIdempotencyKey(options.idempotencyKey);
-    const response = await this.#mutate('SendSignal', key, options, (o) => this.#admission.sendSignal({ idempotencyKey: key, jobId, name, payload }, o));
-    return { signal: required(response.signal, 'SendSignal', 'signal'), ...receipt(response, key) };
+    return this.#keyed('SendSignal', 'signal', options, (idempotencyKey) => ({ idempotencyKey, jobId, name, payload }), (request, o) => this.#admission.sendSignal(request, o));
   }
 
   /** Resolves signals left UNKNOWN by a lost attempt (ReconcileSignals). */
   async reconcileSignals(jobId: string, action: 'REDELIVER' | 'DISCARD', options: MutationOptions = {}): Promise<JobReceipt> {
-    const key = resolveIdempotencyKey(options.idempotencyKey);
-    const request = {
-      idempotencyKey: key,
-      jobId,
-      action: action === 'REDELIVER' ? SignalReconcileAction.REDELIVER : SignalReconcileAction.DISCARD,
-    };
-    const response = await this.#mutate('ReconcileSignals', key, options, (o) => this.#admission.reconcileSignals(request, o));
-    return { job: required(response.job, 'ReconcileSignals', 'job'), ...receipt(response, key) };
+    return this.#keyed(
+      'ReconcileSignals',
+      'job',
+      options,
+      (idempotencyKey) => ({ idempotencyKey, jobId, action: action === 'REDELIVER' ? SignalReconcileAction.REDELIVER : SignalReconcileAction.DISCARD }),
+      (request, o) => this.#admission.reconcileSignals(request, o),
+    );
   }
 
   /** A job's current projection (GetJob). Errors: NOT_FOUND (also for another subject's job). */
@@ -396,16 +392,12 @@ export class DocketClient {
    * job `filter` matches; follow it with {@link getBulkOperation}.
    */
   async retryJobs(filter: MessageInitShape<typeof BulkJobFilterSchema>, options: MutationOptions = {}): Promise<BulkOperationReceipt> {
-    const key = resolveIdempotencyKey(options.idempotencyKey);
-    const response = await this.#mutate('RetryJobs', key, options, (o) => this.#admission.retryJobs({ idempotencyKey: key, filter }, o));
-    return { operation: required(response.operation, 'RetryJobs', 'operation'), ...receipt(response, key) };
+    return this.#keyed('RetryJobs', 'operation', options, (idempotencyKey) => ({ idempotencyKey, filter }), (request, o) => this.#admission.retryJobs(request, o));
   }
 
   /** Starts a durable bulk CancelJob (CancelJobs, admin tokens only) of every job `filter` matches. */
   async cancelJobs(filter: MessageInitShape<typeof BulkJobFilterSchema>, options: MutationOptions = {}): Promise<BulkOperationReceipt> {
-    const key = resolveIdempotencyKey(options.idempotencyKey);
-    const response = await this.#mutate('CancelJobs', key, options, (o) => this.#admission.cancelJobs({ idempotencyKey: key, filter }, o));
-    return { operation: required(response.operation, 'CancelJobs', 'operation'), ...receipt(response, key) };
+    return this.#keyed('CancelJobs', 'operation', options, (idempotencyKey) => ({ idempotencyKey, filter }), (request, o) => this.#admission.cancelJobs(request, o));
   }
 
   /** A bulk operation's progress (GetBulkOperation, admin tokens only). */
@@ -416,16 +408,12 @@ export class DocketClient {
 
   /** Stops a schedule firing (PauseSchedule); idempotent by its key like every mutation. */
   async pauseSchedule(scheduleId: string, options: MutationOptions = {}): Promise<ScheduleReceipt> {
-    const key = resolveIdempotencyKey(options.idempotencyKey);
-    const response = await this.#mutate('PauseSchedule', key, options, (o) => this.#admission.pauseSchedule({ idempotencyKey: key, scheduleId }, o));
-    return { schedule: required(response.schedule, 'PauseSchedule', 'schedule'), ...receipt(response, key) };
+    return this.#keyed('PauseSchedule', 'schedule', options, (idempotencyKey) => ({ idempotencyKey, scheduleId }), (request, o) => this.#admission.pauseSchedule(request, o));
   }
 
   /** Lets a paused schedule fire again from its next tick (ResumeSchedule). */
   async resumeSchedule(scheduleId: string, options: MutationOptions = {}): Promise<ScheduleReceipt> {
-    const key = resolveIdempotencyKey(options.idempotencyKey);
-    const response = await this.#mutate('ResumeSchedule', key, options, (o) => this.#admission.resumeSchedule({ idempotencyKey: key, scheduleId }, o));
-    return { schedule: required(response.schedule, 'ResumeSchedule', 'schedule'), ...receipt(response, key) };
+    return this.#keyed('ResumeSchedule', 'schedule', options, (idempotencyKey) => ({ idempotencyKey, scheduleId }), (request, o) => this.#admission.resumeSchedule(request, o));
   }
 
   /**
@@ -521,16 +509,37 @@ export class DocketClient {
       callOptions: TryOptions,
     ) => Promise<{ job?: Job | undefined; replayed: boolean; idempotencyExpiresAt?: Timestamp | undefined }>,
   ): Promise<JobReceipt> {
+    return this.#keyed(
+      rpc,
+      'job',
+      options,
+      (idempotencyKey) => ({
+        idempotencyKey,
+        jobId,
+        ...(options.expectedRevision === undefined ? {} : { expectedRevision: BigInt(options.expectedRevision) }),
+      }),
+      send,
+    );
+  }
+
+  /**
+   * A mutation under its idempotency key: the caller's, or a fresh one,
+   * which `request` builds into the request once and every retry sends
+   * again. The answer must carry `field`; the receipt says whether it was
+   * a replay and until when the key is bound.
+   */
+  #keyed<Q, F extends string, R extends MutationResponse & { readonly [K in F]?: unknown }>(
+    rpc: string,
+    field: F,
+    options: MutationOptions,
+    request: (idempotencyKey: string) => Q,
+    send: (request: Q, callOptions: TryOptions) => Promise<R>,
+  ): Promise<MutationReceipt & { readonly [K in F]: NonNullable<R[K]> }> {
     const key = resolveIdempotencyKey(options.idempotencyKey);
-    const request = {
-      idempotencyKey: key,
-      jobId,
-      ...(options.expectedRevision === undefined ? {} : { expectedRevision: BigInt(options.expectedRevision) }),
-    };
-    return this.#mutate(rpc, key, options, (o) => send(request, o)).then((response) => ({
-      job: required(response.job, rpc, 'job'),
-      ...receipt(response, key),
-    }));
+    const built = request(key);
+    return this.#mutate(rpc, key, options, (o) => send(built, o)).then(
+      (response) => ({ [field]: required(response[field], rpc, field), ...receipt(response, key) }) as MutationReceipt & { readonly [K in F]: NonNullable<R[K]> },
+    );
   }
 
   #mutate<T>(rpc: string, key: string, options: MutationOptions, call: (o: TryOptions) => Promise<T>): Promise<T> {
@@ -548,7 +557,10 @@ export function isTerminalStatus(status: JobStatus): boolean {
   return name !== undefined && isTerminal(name);
 }
 
-function receipt(response: { replayed: boolean; idempotencyExpiresAt?: Timestamp | undefined }, key: string): MutationReceipt {
+/** What every mutation's answer says of its idempotency key. */
+type MutationResponse = { readonly replayed: boolean; readonly idempotencyExpiresAt?: Timestamp | undefined };
+
+function receipt(response: MutationResponse, key: string): MutationReceipt {
   return {
     replayed: response.replayed,
     idempotencyKey: key,

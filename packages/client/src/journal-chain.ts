@@ -1,5 +1,5 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
-import { GENESIS_HASH, isSha256Hex, verifyChainSegment, type ChainBreak, type StoredEvent } from '@docket/contracts';
+import { GENESIS_HASH, isSha256Hex, verifyChainLinks, verifyChainSegment, type ChainBreak, type JsonValue, type StoredEvent } from '@docket/contracts';
 import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
 import { DocketClientError } from './docket-client-error.js';
 
@@ -79,33 +79,12 @@ export class JournalChain {
 
   #verify(events: readonly Event[]): { ok: true; headHash: string; lastSequence: bigint } | { ok: false; brokenSequence: bigint; why: JournalBreak } {
     const requestDigest = this.#requestDigest;
-    if (requestDigest === undefined) return this.#verifyLinks(events);
+    const anchor = { jobId: this.#jobId, previousHash: this.#headHash, previousSequence: this.#lastSequence };
+    if (requestDigest === undefined) return verifyChainLinks(events, anchor);
     return verifyChainSegment(
       events.map((event) => storedEventOf(event, requestDigest)),
-      { jobId: this.#jobId, requestDigest, previousHash: this.#headHash, previousSequence: this.#lastSequence },
+      { ...anchor, requestDigest },
     );
-  }
-
-  /** The checks that need no request digest, in `verifyChainSegment`'s order; a hash is checked for shape only. */
-  #verifyLinks(events: readonly Event[]): { ok: true; headHash: string; lastSequence: bigint } | { ok: false; brokenSequence: bigint; why: JournalBreak } {
-    let headHash = this.#headHash;
-    let sequence = this.#lastSequence;
-    for (const event of events) {
-      sequence += 1n;
-      const why: JournalBreak | undefined =
-        event.jobId !== this.#jobId
-          ? 'job_mismatch'
-          : event.sequence !== sequence
-            ? 'sequence_gap'
-            : event.previousHash !== headHash
-              ? 'previous_hash_mismatch'
-              : !isSha256Hex(event.hash)
-                ? 'malformed_hash'
-                : undefined;
-      if (why !== undefined) return { ok: false, brokenSequence: sequence, why };
-      headHash = event.hash;
-    }
-    return { ok: true, headHash, lastSequence: sequence };
   }
 
   #corrupt(sequence: bigint, why: JournalBreak): DocketClientError {
@@ -121,16 +100,25 @@ export function genesisAnchor(jobId: string, requestDigest: string | undefined):
 }
 
 /**
- * The hashed view of a public `Event`: an absent payload is the empty
- * object (proto3's default), an absent `occurred_at` an invalid Date, from
- * which no hash recomputes. What `eventChainPreimage` of `@docket/contracts`
- * takes, for readers that hash with another SHA-256 (the console's
- * SubtleCrypto check).
+ * What a public `Event` carries of its hashed view (everything but the
+ * request digest, which the message does not carry), decoded: an absent
+ * payload is the empty object (proto3's default), an absent `occurred_at`
+ * an invalid Date, from which no hash recomputes.
  */
-export function storedEventOf(event: Event, requestDigest: string): StoredEvent {
+export interface JournalEvent {
+  readonly jobId: string;
+  readonly sequence: bigint;
+  readonly type: string;
+  readonly payload: { [k: string]: JsonValue };
+  readonly occurredAt: Date;
+  readonly previousHash: string;
+  readonly hash: string;
+}
+
+/** The {@link JournalEvent} of a public `Event`, for readers that learn the request digest later or never. */
+export function journalEventOf(event: Event): JournalEvent {
   return {
     jobId: event.jobId,
-    requestDigest,
     sequence: event.sequence,
     type: event.type,
     payload: event.payload ?? {},
@@ -138,4 +126,14 @@ export function storedEventOf(event: Event, requestDigest: string): StoredEvent 
     previousHash: event.previousHash,
     hash: event.hash,
   };
+}
+
+/**
+ * The hashed view of a public `Event` ({@link journalEventOf} with the
+ * request digest): what `eventChainPreimage` of `@docket/contracts`
+ * takes, for readers that hash with another SHA-256 (the console's
+ * SubtleCrypto check).
+ */
+export function storedEventOf(event: Event, requestDigest: string): StoredEvent {
+  return { ...journalEventOf(event), requestDigest };
 }

@@ -36,6 +36,6 @@ export { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry-policy.js';
 export type { BatchJob, SubmitManyOptions, SubmitManyResult } from './submit-many.js';
 export { DEFAULT_IDLE_TIMEOUT_MS, type JobWatchFrame, type WatchOptions } from './job-watch.js';
 export type { JobFeedFrame, WatchJobsOptions } from './job-feed.js';
-export { JournalChain, storedEventOf, type JournalAnchor, type JournalBreak } from './journal-chain.js';
+export { JournalChain, journalEventOf, storedEventOf, type JournalAnchor, type JournalBreak, type JournalEvent } from './journal-chain.js';
 export { JobStatus, JobLifecycle } from '@docket/proto/docket/common/v1/job_status_pb.js';
 export { ResyncReason } from '@docket/proto/docket/events/v1/event_service_pb.js';

@@ -8,6 +8,7 @@ import {
   eventChainPreimage,
   formatOccurredAt,
   sealEvent,
+  verifyChainLinks,
   verifyChainSegment,
   type ChainAnchor,
   type ChainLink,
@@ -329,6 +330,31 @@ describe('verifyChainSegment', () => {
         const verdict = verifyChainSegment(forged, a);
         expect(verdict.ok).toBe(true);
         if (verdict.ok) expect(verdict.headHash).not.toBe(events.at(-1)?.hash);
+      }),
+    );
+  });
+});
+
+describe('verifyChainLinks', () => {
+  it('agrees with verifyChainSegment on any valid chain and on any broken link', () => {
+    const linkFields = ['jobId', 'sequence', 'previousHash'] as const;
+    fc.assert(
+      fc.property(chain, fc.nat(), fc.option(fc.constantFrom(...linkFields)), ({ anchor: a, events }, pick, name) => {
+        const at = pick % events.length;
+        const run = name === null ? events : events.map((e, i) => (i === at ? MUTATIONS[name].apply(e) : e));
+        expect(verifyChainLinks(run, a)).toStrictEqual(verifyChainSegment(run, a));
+      }),
+    );
+  });
+
+  it('refuses a hash that is not 64 lowercase hex, and cannot see an edit that keeps the links', () => {
+    fc.assert(
+      fc.property(chain, fc.nat(), ({ anchor: a, events }, pick) => {
+        const at = pick % events.length;
+        const shouting = events.map((e, i) => (i === at ? { ...e, hash: e.hash.toUpperCase().replace(/^[0-9]/, 'A') } : e));
+        expect(verifyChainLinks(shouting, a)).toStrictEqual({ ok: false, brokenSequence: sequenceAt(a, at), why: 'malformed_hash' });
+        const edited = events.map((e, i) => (i === at ? MUTATIONS.payload.apply(e) : e));
+        expect(verifyChainLinks(edited, a).ok).toBe(true);
       }),
     );
   });

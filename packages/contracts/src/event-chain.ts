@@ -150,22 +150,60 @@ export function sealEvent(link: ChainLink): StoredEvent {
  * from the edit onwards verifies (SPEC §6).
  */
 export function verifyChainSegment(events: readonly StoredEvent[], anchor: ChainAnchor): ChainVerdict {
+  return walkChain(events, anchor, (event, sequence, headHash) => {
+    if (event.requestDigest !== anchor.requestDigest) return 'job_mismatch';
+    return linkBreak(event, anchor.jobId, sequence, headHash) ?? (hashRecomputes(event) ? undefined : 'hash_mismatch');
+  });
+}
+
+/** What {@link verifyChainLinks} reads of an event: its place in the chain, not its content. */
+export type ChainLinkFields = Pick<StoredEvent, 'jobId' | 'sequence' | 'previousHash' | 'hash'>;
+
+/** Why a run failed {@link verifyChainLinks}: a broken link, or a hash that is not 64 lowercase hex. */
+export type LinkBreak = Exclude<ChainBreak, 'hash_mismatch'> | 'malformed_hash';
+
+/** The outcome of {@link verifyChainLinks}. */
+export type LinkVerdict = { ok: true; headHash: string; lastSequence: bigint } | { ok: false; brokenSequence: bigint; why: LinkBreak };
+
+/**
+ * The checks of {@link verifyChainSegment} that need no request digest,
+ * for a reader that does not know it (the public `Event` does not carry
+ * it): in the same order and with the same reasons, each event's job id
+ * (`job_mismatch`), sequence (`sequence_gap`) and `previousHash`
+ * (`previous_hash_mismatch`). A hash is checked for shape only
+ * (`malformed_hash`), never recomputed: an edit of an event's content
+ * that keeps its links passes, which only recomputing hashes can see.
+ */
+export function verifyChainLinks(events: readonly ChainLinkFields[], anchor: Omit<ChainAnchor, 'requestDigest'>): LinkVerdict {
+  return walkChain(events, anchor, (event, sequence, headHash) => linkBreak(event, anchor.jobId, sequence, headHash) ?? (isSha256Hex(event.hash) ? undefined : 'malformed_hash'));
+}
+
+/**
+ * Walks `events` from the anchor's link: each event must show no break
+ * (`breakOf`) at the next sequence, and its hash becomes the head. The
+ * first break is reported at its position's expected sequence.
+ */
+function walkChain<E extends ChainLinkFields, B extends string>(
+  events: readonly E[],
+  anchor: Pick<ChainAnchor, 'previousHash' | 'previousSequence'>,
+  breakOf: (event: E, sequence: bigint, headHash: string) => B | undefined,
+): { ok: true; headHash: string; lastSequence: bigint } | { ok: false; brokenSequence: bigint; why: B } {
   let headHash = anchor.previousHash;
   let sequence = toAnchorSequence(anchor.previousSequence);
   for (const event of events) {
     sequence += 1n;
-    const why = findBreak(event, anchor, sequence, headHash);
+    const why = breakOf(event, sequence, headHash);
     if (why !== undefined) return { ok: false, brokenSequence: sequence, why };
     headHash = event.hash;
   }
   return { ok: true, headHash, lastSequence: sequence };
 }
 
-function findBreak(event: StoredEvent, anchor: ChainAnchor, sequence: bigint, headHash: string): ChainBreak | undefined {
-  if (event.jobId !== anchor.jobId || event.requestDigest !== anchor.requestDigest) return 'job_mismatch';
+/** The link checks every reader can make, in {@link verifyChainSegment}'s order. */
+function linkBreak(event: ChainLinkFields, jobId: string, sequence: bigint, headHash: string): 'job_mismatch' | 'sequence_gap' | 'previous_hash_mismatch' | undefined {
+  if (event.jobId !== jobId) return 'job_mismatch';
   if (asSequence(event.sequence) !== sequence) return 'sequence_gap';
   if (event.previousHash !== headHash) return 'previous_hash_mismatch';
-  if (!hashRecomputes(event)) return 'hash_mismatch';
   return undefined;
 }
 

@@ -56,11 +56,15 @@ export {
   eventChainPreimage,
   formatOccurredAt,
   sealEvent,
+  verifyChainLinks,
   verifyChainSegment,
   type ChainAnchor,
   type ChainBreak,
   type ChainLink,
+  type ChainLinkFields,
   type ChainVerdict,
+  type LinkBreak,
+  type LinkVerdict,
   type StoredEvent,
 } from './event-chain.js';
 export {

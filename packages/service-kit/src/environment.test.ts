@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readListenAddress, readLogLevel, requireEnv } from './environment.js';
+import { readListenAddress, readLogLevel, readSecondsAsMs, requireEnv } from './environment.js';
 
 describe('readListenAddress', () => {
   it('defaults to 127.0.0.1 and the default port', () => {
@@ -48,6 +48,20 @@ describe('readLogLevel', () => {
       expect(() => readLogLevel({ DOCKET_LOG_LEVEL: garbage }), garbage).toThrow(
         'DOCKET_LOG_LEVEL must be one of debug, info, warn, error',
       );
+    }
+  });
+});
+
+describe('readSecondsAsMs', () => {
+  it('reads whole seconds as milliseconds, the fallback when unset or empty', () => {
+    expect(readSecondsAsMs({}, 'DOCKET_X_SECONDS', 60)).toBe(60_000);
+    expect(readSecondsAsMs({ DOCKET_X_SECONDS: '' }, 'DOCKET_X_SECONDS', 60)).toBe(60_000);
+    expect(readSecondsAsMs({ DOCKET_X_SECONDS: '90' }, 'DOCKET_X_SECONDS', 60)).toBe(90_000);
+  });
+
+  it('refuses anything but a positive whole number, naming the variable', () => {
+    for (const value of ['0', '-1', '1.5', '10s']) {
+      expect(() => readSecondsAsMs({ DOCKET_X_SECONDS: value }, 'DOCKET_X_SECONDS', 60), value).toThrow(/^DOCKET_X_SECONDS must be a positive whole number/);
     }
   });
 });

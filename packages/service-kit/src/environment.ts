@@ -114,6 +114,15 @@ export function readPositiveInteger(env: Environment, name: string, fallback: nu
   return parsed;
 }
 
+/**
+ * A duration given in whole seconds by `env[name]` (`fallbackSeconds` when
+ * unset or empty), in milliseconds; anything but a positive whole number is
+ * a start-up error naming the variable (see {@link readPositiveInteger}).
+ */
+export function readSecondsAsMs(env: Environment, name: string, fallbackSeconds: number): number {
+  return readPositiveInteger(env, name, fallbackSeconds) * 1000;
+}
+
 /** How long a draining service waits for in-flight calls: DOCKET_SHUTDOWN_GRACE_MS (default 10 s). */
 export function readShutdownGraceMs(env: Environment): number {
   return readPositiveInteger(env, 'DOCKET_SHUTDOWN_GRACE_MS', 10_000);

@@ -5,7 +5,7 @@ import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JWK } from 'j
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyBearer } from '@docket/auth';
 import { readPublicKeySet } from './environment.js';
-import { readFrontServiceConfig } from './front-service-config.js';
+import { readCursorSecret, readFeedCursorTtlMs, readFrontServiceConfig } from './front-service-config.js';
 
 const AUTH_SECRET = 'public-secret-0123456789-abcdefghijklm';
 const SERVICE_SECRET = 'service-secret-0123456789-nopqrstuvwxyz';
@@ -92,5 +92,23 @@ describe('readFrontServiceConfig', () => {
     );
     expect(weak).toMatch(/^DOCKET_AUTH_SECRET cannot be used/);
     expect(weak).not.toContain('change-me');
+  });
+});
+
+describe('readCursorSecret (DOCKET_CURSOR_SECRET)', () => {
+  it('reads a strong secret, and refuses a missing or weak one without showing it', () => {
+    expect(readCursorSecret({ DOCKET_CURSOR_SECRET: AUTH_SECRET })).toBe(AUTH_SECRET);
+    expect(startupError(() => readCursorSecret({}))).toBe('environment variable DOCKET_CURSOR_SECRET is required but not set');
+    const weak = startupError(() => readCursorSecret({ DOCKET_CURSOR_SECRET: 'change-me' }));
+    expect(weak).toMatch(/^DOCKET_CURSOR_SECRET cannot be used/);
+    expect(weak).not.toContain('change-me');
+  });
+});
+
+describe('readFeedCursorTtlMs (DOCKET_FEED_CURSOR_TTL_SECONDS)', () => {
+  it('is 7 days unless set, in milliseconds', () => {
+    expect(readFeedCursorTtlMs({})).toBe(7 * 86_400_000);
+    expect(readFeedCursorTtlMs({ DOCKET_FEED_CURSOR_TTL_SECONDS: '3600' })).toBe(3_600_000);
+    expect(() => readFeedCursorTtlMs({ DOCKET_FEED_CURSOR_TTL_SECONDS: '0' })).toThrow(/DOCKET_FEED_CURSOR_TTL_SECONDS/);
   });
 });

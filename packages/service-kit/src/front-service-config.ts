@@ -6,11 +6,13 @@ import {
   readListenAddress,
   readPositiveInteger,
   readPublicKeySet,
+  readSecondsAsMs,
   readShutdownGraceMs,
   readTokenRules,
   requireSecret,
   type Environment,
 } from './environment.js';
+import { DEFAULT_FEED_CURSOR_TTL_MS } from './feed-cursor.js';
 
 /**
  * What every public service (admission, execution, events) needs: where to
@@ -82,4 +84,24 @@ export function readFrontServiceConfig(env: Environment, defaultPort: number): F
     stateCallTimeoutMs,
     corsOrigins: readCorsOrigins(env),
   };
+}
+
+/**
+ * The HMAC secret of the tokens a caller hands back (`DOCKET_CURSOR_SECRET`):
+ * admission's ListJobs page tokens and snapshot cursors, and the change-feed
+ * cursors the events service resumes from, so the two services must read
+ * the same variable the same way. Strong, as `requireSecret` demands.
+ */
+export function readCursorSecret(env: Environment): string {
+  return requireSecret(env, 'DOCKET_CURSOR_SECRET');
+}
+
+/**
+ * How long a change-feed cursor stays resumable, in milliseconds:
+ * `DOCKET_FEED_CURSOR_TTL_SECONDS` (default 604800, 7 days). The events
+ * service honours cursors that long and the execution service keeps feed
+ * entries longer, so both read it here.
+ */
+export function readFeedCursorTtlMs(env: Environment): number {
+  return readSecondsAsMs(env, 'DOCKET_FEED_CURSOR_TTL_SECONDS', DEFAULT_FEED_CURSOR_TTL_MS / 1000);
 }

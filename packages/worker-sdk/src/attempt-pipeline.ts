@@ -15,6 +15,22 @@ export interface PipelineLimits {
   readonly prefetch: number;
 }
 
+/** How many attempts a worker holds, by where each is: the worker's live counters. */
+export interface AttemptCounts {
+  /**
+   * Attempts held: claimed and not yet concluded (prefetched, running their
+   * handler, or with their outcome report in flight); at most
+   * 2 × `concurrency` + `prefetch`.
+   */
+  readonly running: number;
+  /** Handlers running now, never above `concurrency`. */
+  readonly handlersRunning: number;
+  /** ReportOutcome calls in flight now, never above `concurrency`. */
+  readonly reportsInFlight: number;
+  /** Claimed jobs waiting for a handler slot, never above `prefetch`. */
+  readonly prefetched: number;
+}
+
 /**
  * The attempts a worker holds, from their claim to their reported outcome,
  * and the bounds that keep claims flowing without letting memory grow:
@@ -71,16 +87,9 @@ export class AttemptPipeline {
     return this.held.size;
   }
 
-  get handlersRunning(): number {
-    return this.handling.size;
-  }
-
-  get reportsInFlight(): number {
-    return this.reporting.size;
-  }
-
-  get prefetched(): number {
-    return this.waiting.length;
+  /** The counters now (a snapshot). */
+  get counts(): AttemptCounts {
+    return { running: this.held.size, handlersRunning: this.handling.size, reportsInFlight: this.reporting.size, prefetched: this.waiting.length };
   }
 
   /**

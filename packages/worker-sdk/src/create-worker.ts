@@ -5,7 +5,7 @@ import { delay, newId } from '@docket/contracts';
 import type { Assignment, ClaimJobsRequestSchema } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { AbortKind } from './abort-reason.js';
-import { AttemptPipeline } from './attempt-pipeline.js';
+import { AttemptPipeline, type AttemptCounts } from './attempt-pipeline.js';
 import { AttemptRun, type AttemptEnvironment } from './attempt-run.js';
 import { linkedSignal } from './linked-signal.js';
 import { DocketWorkerError } from './docket-worker-error.js';
@@ -33,8 +33,8 @@ export interface WorkerExit {
   readonly abandoned: number;
 }
 
-/** A running Docket worker. */
-export interface Worker {
+/** A running Docket worker; its counters say how many attempts it holds, by where each is. */
+export interface Worker extends AttemptCounts {
   /**
    * Registers the worker (a new incarnation of its name) and starts the
    * claim loop; resolves once registered. Rejects with a
@@ -54,18 +54,6 @@ export interface Worker {
   drain(options?: { readonly graceMs?: number }): Promise<void>;
   /** Like `drain` with no grace period: running handlers are asked to stop at once, prefetched jobs never start, reports in flight are still answered. */
   stop(): Promise<void>;
-  /**
-   * Attempts held: claimed and not yet concluded (prefetched, running their
-   * handler, or with their outcome report in flight); at most
-   * 2 × `concurrency` + `prefetch`.
-   */
-  readonly running: number;
-  /** Handlers running now, never above `concurrency`. */
-  readonly handlersRunning: number;
-  /** ReportOutcome calls in flight now, never above `concurrency`. */
-  readonly reportsInFlight: number;
-  /** Claimed jobs waiting for a handler slot, never above `prefetch`. */
-  readonly prefetched: number;
   readonly state: WorkerState;
   /** The incarnation id once registered. */
   readonly incarnation: string | undefined;
@@ -149,15 +137,15 @@ class DocketWorker implements Worker {
   }
 
   get handlersRunning(): number {
-    return this.pipeline.handlersRunning;
+    return this.pipeline.counts.handlersRunning;
   }
 
   get reportsInFlight(): number {
-    return this.pipeline.reportsInFlight;
+    return this.pipeline.counts.reportsInFlight;
   }
 
   get prefetched(): number {
-    return this.pipeline.prefetched;
+    return this.pipeline.counts.prefetched;
   }
 
   get state(): WorkerState {

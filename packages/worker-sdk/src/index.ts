@@ -8,6 +8,7 @@
  * and drains gracefully. Deep imports are not part of the API.
  */
 export { createWorker, type Worker, type WorkerExit, type WorkerState } from './create-worker.js';
+export type { AttemptCounts } from './attempt-pipeline.js';
 export { DEFAULT_EXECUTION_URL, type WorkerOptions } from './worker-options.js';
 export type { ApprovalRequested, JobContext, JobHandler, JobResult, LastApproval } from './job-context.js';
 export type { JobSignal } from './signal-inbox.js';

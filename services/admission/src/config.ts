@@ -1,4 +1,4 @@
-import { readFrontServiceConfig, readPositiveInteger, requireSecret, type Environment, type FrontServiceConfig } from '@docket/service-kit';
+import { readCursorSecret, readFrontServiceConfig, readSecondsAsMs, type Environment, type FrontServiceConfig } from '@docket/service-kit';
 
 /** The admission service's configuration, read from the environment only. */
 export interface AdmissionConfig extends FrontServiceConfig {
@@ -19,12 +19,12 @@ const DAY_SECONDS = 86_400;
  * DOCKET_PAGE_TOKEN_TTL_SECONDS (default 86400).
  */
 export function readAdmissionConfig(env: Environment): AdmissionConfig {
-  const idempotencyTtlSeconds = readPositiveInteger(env, 'DOCKET_IDEMPOTENCY_TTL_SECONDS', DAY_SECONDS);
-  if (idempotencyTtlSeconds < DAY_SECONDS) throw new Error('DOCKET_IDEMPOTENCY_TTL_SECONDS must be at least 86400');
+  const idempotencyTtlMs = readSecondsAsMs(env, 'DOCKET_IDEMPOTENCY_TTL_SECONDS', DAY_SECONDS);
+  if (idempotencyTtlMs < DAY_SECONDS * 1000) throw new Error('DOCKET_IDEMPOTENCY_TTL_SECONDS must be at least 86400');
   return {
     ...readFrontServiceConfig(env, ADMISSION_DEFAULT_PORT),
-    cursorSecret: requireSecret(env, 'DOCKET_CURSOR_SECRET'),
-    idempotencyTtlMs: idempotencyTtlSeconds * 1000,
-    pageTokenTtlMs: readPositiveInteger(env, 'DOCKET_PAGE_TOKEN_TTL_SECONDS', DAY_SECONDS) * 1000,
+    cursorSecret: readCursorSecret(env),
+    idempotencyTtlMs,
+    pageTokenTtlMs: readSecondsAsMs(env, 'DOCKET_PAGE_TOKEN_TTL_SECONDS', DAY_SECONDS),
   };
 }

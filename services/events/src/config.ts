@@ -1,11 +1,4 @@
-import {
-  DEFAULT_FEED_CURSOR_TTL_MS,
-  readFrontServiceConfig,
-  readPositiveInteger,
-  requireSecret,
-  type Environment,
-  type FrontServiceConfig,
-} from '@docket/service-kit';
+import { readCursorSecret, readFeedCursorTtlMs, readFrontServiceConfig, readPositiveInteger, type Environment, type FrontServiceConfig } from '@docket/service-kit';
 
 /** The events service's configuration, read from the environment only. */
 export interface EventsConfig extends FrontServiceConfig {
@@ -31,8 +24,8 @@ const DEFAULT_HEARTBEAT_MS = 15_000;
 export function readEventsConfig(env: Environment): EventsConfig {
   return {
     ...readFrontServiceConfig(env, EVENTS_DEFAULT_PORT),
-    cursorSecret: requireSecret(env, 'DOCKET_CURSOR_SECRET'),
+    cursorSecret: readCursorSecret(env),
     heartbeatMs: readPositiveInteger(env, 'DOCKET_HEARTBEAT_MS', DEFAULT_HEARTBEAT_MS),
-    feedCursorTtlMs: readPositiveInteger(env, 'DOCKET_FEED_CURSOR_TTL_SECONDS', DEFAULT_FEED_CURSOR_TTL_MS / 1000) * 1000,
+    feedCursorTtlMs: readFeedCursorTtlMs(env),
   };
 }

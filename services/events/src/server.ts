@@ -1,16 +1,7 @@
-import { serviceTokenSource } from '@docket/auth';
 import { createClient } from '@connectrpc/connect';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import {
-  FeedCursorCodec,
-  ServiceMetrics,
-  createServiceTransport,
-  serviceHealthProbe,
-  startServer,
-  type Logger,
-  type RunningServer,
-} from '@docket/service-kit';
+import { FeedCursorCodec, ServiceMetrics, startFrontServer, stateTransportOf, type Logger, type RunningServer } from '@docket/service-kit';
 import { Gauge } from 'prom-client';
 import type { EventsConfig } from './config.js';
 import { JobSignalHub } from './domain/job-signal-hub.js';
@@ -28,7 +19,7 @@ import { eventServiceRoutes } from './routes/event-service.js';
  * server's `shutdown` drains the server, then closes the change stream.
  */
 export async function startEventsServer(config: EventsConfig, logger: Logger): Promise<RunningServer> {
-  const stateTransport = createServiceTransport({ baseUrl: config.stateUrl, token: serviceTokenSource(config.serviceAuthSecret, 'events', { ttlSeconds: config.serviceTokenTtlSeconds }), defaultDeadlineMs: config.stateCallTimeoutMs });
+  const stateTransport = stateTransportOf(config, 'events');
   const state = createClient(StateService, stateTransport);
   const gauge = new SubscriberGauge(logger);
   const hub = new JobSignalHub(state, logger, gauge, () => stateTransport.resetConnection());
@@ -43,36 +34,22 @@ export async function startEventsServer(config: EventsConfig, logger: Logger): P
       for (const [resource, count] of Object.entries(gauge.counts)) this.set({ resource }, count);
     },
   });
-  let server: RunningServer;
-  try {
-    server = await startServer({
-      name: 'events',
-      corsOrigins: config.corsOrigins,
-      requestBytes: 'eventsRequestBytes',
-      metrics,
-      listen: config.listen,
-      services: [EventService],
-      routes: eventServiceRoutes({
-        state,
-        hub,
-        reads: new SharedJournalReads(journalPageReader(state)),
-        feed: new SharedChangeFeed(state, hub, logger),
-        cursors: new FeedCursorCodec(config.cursorSecret, config.feedCursorTtlMs),
-        heartbeatMs: config.heartbeatMs,
-        gauge,
-      }),
-      authenticate: { secret: config.authSecret, publicKeys: config.authPublicKeys, rules: config.tokenRules, allowedRoles: ['user', 'admin'] },
-      logger,
-      dependency: serviceHealthProbe('state', stateTransport),
-    });
-  } catch (error) {
-    await hub.close();
-    throw error;
-  }
-  let stopping: Promise<void> | undefined;
-  const stop = async (graceMs?: number): Promise<void> => {
-    await server.shutdown(graceMs);
-    await hub.close();
-  };
-  return { ...server, shutdown: (graceMs) => (stopping ??= stop(graceMs)) };
+  return startFrontServer(config, {
+    name: 'events',
+    metrics,
+    services: [EventService],
+    routes: eventServiceRoutes({
+      state,
+      hub,
+      reads: new SharedJournalReads(journalPageReader(state)),
+      feed: new SharedChangeFeed(state, hub, logger),
+      cursors: new FeedCursorCodec(config.cursorSecret, config.feedCursorTtlMs),
+      heartbeatMs: config.heartbeatMs,
+      gauge,
+    }),
+    allowedRoles: ['user', 'admin'],
+    stateTransport,
+    logger,
+    close: () => hub.close(),
+  });
 }

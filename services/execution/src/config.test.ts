@@ -14,6 +14,7 @@ describe('readExecutionConfig', () => {
       maintenanceBatch: 100,
       claimRecheckMs: 5000,
       workSessionMaxAgeMs: 600_000,
+      feedRetentionMs: 8 * 86_400_000,
     });
   });
 
@@ -27,6 +28,7 @@ describe('readExecutionConfig', () => {
       DOCKET_MAINTENANCE_BATCH: '1000',
       DOCKET_CLAIM_RECHECK_MS: '250',
       DOCKET_WORK_SESSION_MAX_AGE_MS: '1500',
+      DOCKET_FEED_CURSOR_TTL_SECONDS: '3600',
     });
     expect(config).toMatchObject({
       backgroundLoops: false,
@@ -36,6 +38,7 @@ describe('readExecutionConfig', () => {
       maintenanceBatch: 1000,
       claimRecheckMs: 250,
       workSessionMaxAgeMs: 1500,
+      feedRetentionMs: 3_600_000 + 86_400_000,
     });
   });
 

@@ -1,10 +1,4 @@
-import {
-  DEFAULT_FEED_CURSOR_TTL_MS,
-  readFrontServiceConfig,
-  readPositiveInteger,
-  type Environment,
-  type FrontServiceConfig,
-} from '@docket/service-kit';
+import { readFeedCursorTtlMs, readFrontServiceConfig, readPositiveInteger, type Environment, type FrontServiceConfig } from '@docket/service-kit';
 
 /** The execution service's configuration, read from the environment only. */
 export interface ExecutionConfig extends FrontServiceConfig {
@@ -63,6 +57,9 @@ export interface ExecutionConfig extends FrontServiceConfig {
 /** Default port of the execution service (SPEC section 12). */
 export const EXECUTION_DEFAULT_PORT = 7402;
 
+/** How much longer than a cursor's lifetime a change-feed entry is kept. */
+const DAY_MS = 86_400_000;
+
 /** RunMaintenance accepts at most this many items per step. */
 const MAX_MAINTENANCE_BATCH = 1000;
 
@@ -96,7 +93,7 @@ export function readExecutionConfig(env: Environment): ExecutionConfig {
     deletionIntervalMs: readPositiveInteger(env, 'DOCKET_DELETION_INTERVAL_MS', 1000),
     retentionIntervalMs: readPositiveInteger(env, 'DOCKET_RETENTION_INTERVAL_MS', 60_000),
     feedPruneIntervalMs: readPositiveInteger(env, 'DOCKET_FEED_PRUNE_INTERVAL_MS', 3_600_000),
-    feedRetentionMs: (readPositiveInteger(env, 'DOCKET_FEED_CURSOR_TTL_SECONDS', DEFAULT_FEED_CURSOR_TTL_MS / 1000) + 86_400) * 1000,
+    feedRetentionMs: readFeedCursorTtlMs(env) + DAY_MS,
     claimRecheckMs: readPositiveInteger(env, 'DOCKET_CLAIM_RECHECK_MS', 5000),
     scheduleIntervalMs: readPositiveInteger(env, 'DOCKET_SCHEDULE_INTERVAL_MS', 1000),
     queueStatsIntervalMs: readPositiveInteger(env, 'DOCKET_QUEUE_STATS_INTERVAL_MS', 1000),

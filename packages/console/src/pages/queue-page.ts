@@ -10,6 +10,7 @@ import { el, replaceChildren } from '../dom.js';
 import { STATUS_CHOICES, formatAge, formatTime, statusName } from '../job-facts.js';
 import { countOf, queueSeries } from '../queue-series.js';
 import { jobHref, queueHref } from '../route.js';
+import { showListingTable } from './listing-table.js';
 import type { PageContext } from './page-context.js';
 import { refusalView } from './refusal-view.js';
 import { repeatWhileShown } from './reread.js';
@@ -28,31 +29,20 @@ const REREAD_MS = 5_000;
  */
 export function showQueues(context: PageContext): void {
   const { client, main, signal } = context;
-  const body = el('tbody', { id: 'queue-rows' });
-  const problems = el('div', { 'aria-live': 'assertive' });
-  const note = el('p', { id: 'queue-note', class: 'help', role: 'status' }, 'Reading ...');
   const name = el('input', { id: 'queue-name', name: 'queue', type: 'text', autocomplete: 'off', spellcheck: 'false' });
   const open = (event: Event): void => {
     event.preventDefault();
     const queue = name.value.trim();
     if (isValidQueueName(queue)) location.hash = queueHref(queue);
-    else replaceChildren(problems, el('p', { role: 'alert', class: 'refusal' }, 'A queue name matches ^[a-z0-9][a-z0-9._-]{0,127}$'));
+    else replaceChildren(table.problems, el('p', { role: 'alert', class: 'refusal' }, 'A queue name matches ^[a-z0-9][a-z0-9._-]{0,127}$'));
   };
-  const columns = [...STATUS_CHOICES.map(statusName), 'Running attempts', 'Oldest queued', 'Admitted (1 h)', 'Claimed (1 h)', 'Pickup p50 (1 h)'];
-  replaceChildren(
-    main,
-    el('h1', {}, 'Queues'),
-    el('p', { class: 'help' }, 'From GetQueueStats, which the service keeps as counters (admin tokens only): every queue a registered worker serves; open any other by name.'),
-    el('form', { class: 'inline-fields', onsubmit: open }, el('span', { class: 'field' }, el('label', { for: 'queue-name' }, 'Queue name'), name), el('button', { type: 'submit', id: 'open-queue' }, 'Open')),
-    note,
-    problems,
-    el(
-      'table',
-      { id: 'queue-table' },
-      el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'Queue'), ...columns.map((column) => el('th', { scope: 'col' }, column)))),
-      body,
-    ),
-  );
+  const table = showListingTable(main, {
+    id: 'queue',
+    title: 'Queues',
+    help: 'From GetQueueStats, which the service keeps as counters (admin tokens only): every queue a registered worker serves; open any other by name.',
+    controls: el('form', { class: 'inline-fields', onsubmit: open }, el('span', { class: 'field' }, el('label', { for: 'queue-name' }, 'Queue name'), name), el('button', { type: 'submit', id: 'open-queue' }, 'Open')),
+    columns: ['Queue', ...STATUS_CHOICES.map(statusName), 'Running attempts', 'Oldest queued', 'Admitted (1 h)', 'Claimed (1 h)', 'Pickup p50 (1 h)'],
+  });
 
   async function read(): Promise<void> {
     try {
@@ -62,14 +52,14 @@ export function showQueues(context: PageContext): void {
         for (const queue of worker.queues) queues.add(queue);
       }
       const rows = await Promise.all([...queues].sort().map(async (queue) => ({ queue, stats: await client.getQueueStats(queue, { signal }) })));
-      replaceChildren(problems);
-      replaceChildren(body, ...rows.map(({ queue, stats }) => queueRow(queue, stats)));
-      if (rows.length === 0) replaceChildren(body, el('tr', {}, el('td', { colspan: columns.length + 1 }, 'No live worker serves a queue. Open one by name.')));
-      note.textContent = `${rows.length} queue${rows.length === 1 ? '' : 's'}, read at ${new Date().toLocaleTimeString()}.`;
+      replaceChildren(table.problems);
+      table.show(
+        rows.map(({ queue, stats }) => queueRow(queue, stats)),
+        'queue',
+        'No live worker serves a queue. Open one by name.',
+      );
     } catch (error) {
-      if (signal.aborted) return;
-      note.textContent = '';
-      replaceChildren(problems, refusalView('Reading the queues', error));
+      if (!signal.aborted) table.refused('Reading the queues', error);
     }
   }
   repeatWhileShown(signal, REREAD_MS, read);

@@ -3,8 +3,10 @@ import { ScheduleOverlap, ScheduleState, type Schedule } from '@docket/proto/doc
 import { el, replaceChildren } from '../dom.js';
 import { formatAge, formatTime } from '../job-facts.js';
 import { jobHref } from '../route.js';
+import { showListingTable } from './listing-table.js';
 import type { PageContext } from './page-context.js';
 import { refusalView } from './refusal-view.js';
+import { repeatWhileShown } from './reread.js';
 
 /** How often the page reads the schedules again (their next and last ticks move by themselves). */
 const REREAD_MS = 5_000;
@@ -18,18 +20,13 @@ const REREAD_MS = 5_000;
  */
 export function showSchedules(context: PageContext): void {
   const { client, main, signal } = context;
-  const body = el('tbody', { id: 'schedule-rows' });
-  const note = el('p', { id: 'schedule-note', class: 'help', role: 'status' }, 'Reading ...');
-  const problems = el('div', { 'aria-live': 'assertive' });
-  const columns = ['Schedule', 'State', 'Trigger', 'Queue', 'Overlap', 'Next tick', 'Last tick', 'Fired / missed / skipped', 'Action'];
-  replaceChildren(
-    main,
-    el('h1', {}, 'Schedules'),
-    el('p', { class: 'help' }, 'Each tick admits one ordinary job (its idempotency key comes from the schedule and the tick). Create schedules with docket schedule create.'),
-    note,
-    problems,
-    el('table', { id: 'schedule-table' }, el('thead', {}, el('tr', {}, ...columns.map((name) => el('th', { scope: 'col' }, name)))), body),
-  );
+  const table = showListingTable(main, {
+    id: 'schedule',
+    title: 'Schedules',
+    help: 'Each tick admits one ordinary job (its idempotency key comes from the schedule and the tick). Create schedules with docket schedule create.',
+    columns: ['Schedule', 'State', 'Trigger', 'Queue', 'Overlap', 'Next tick', 'Last tick', 'Fired / missed / skipped', 'Action'],
+  });
+  const { problems } = table;
 
   const act = async (schedule: Schedule): Promise<void> => {
     const pausing = schedule.state !== ScheduleState.PAUSED;
@@ -51,14 +48,14 @@ export function showSchedules(context: PageContext): void {
       if (!signal.aborted) replaceChildren(problems, refusalView('Listing', error));
       return;
     }
-    replaceChildren(body, ...schedules.map((schedule) => scheduleRow(schedule, () => void act(schedule))));
-    if (schedules.length === 0) replaceChildren(body, el('tr', {}, el('td', { colspan: columns.length }, 'No schedules yet.')));
-    note.textContent = `${schedules.length} schedule${schedules.length === 1 ? '' : 's'}, read at ${new Date().toLocaleTimeString()}.`;
+    table.show(
+      schedules.map((schedule) => scheduleRow(schedule, () => void act(schedule))),
+      'schedule',
+      'No schedules yet.',
+    );
   }
 
-  void read();
-  const timer = setInterval(() => void read(), REREAD_MS);
-  signal.addEventListener('abort', () => clearInterval(timer), { once: true });
+  repeatWhileShown(signal, REREAD_MS, read);
 }
 
 function scheduleRow(schedule: Schedule, act: () => void): HTMLTableRowElement {

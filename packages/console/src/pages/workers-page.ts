@@ -3,8 +3,8 @@ import { WorkerState } from '@docket/proto/docket/admission/v1/admission_service
 import { el, replaceChildren } from '../dom.js';
 import { formatAge } from '../job-facts.js';
 import { queueHref } from '../route.js';
+import { showListingTable } from './listing-table.js';
 import type { PageContext } from './page-context.js';
-import { refusalView } from './refusal-view.js';
 import { repeatWhileShown } from './reread.js';
 
 /** How often the page reads the workers again. */
@@ -18,18 +18,12 @@ const REREAD_MS = 5_000;
  */
 export function showWorkers(context: PageContext): void {
   const { client, main, signal } = context;
-  const body = el('tbody', { id: 'worker-rows' });
-  const problems = el('div', { 'aria-live': 'assertive' });
-  const note = el('p', { id: 'worker-note', class: 'help', role: 'status' }, 'Reading ...');
-  const columns = ['Worker', 'State', 'Generation', 'Running', 'Queues', 'Registered', 'Last seen', 'Incarnation'];
-  replaceChildren(
-    main,
-    el('h1', {}, 'Workers'),
-    el('p', { class: 'help' }, 'Every registration (ListWorkers, admin tokens only): LIVE if seen within a lease, EXPIRED after, SUPERSEDED once its name registered again.'),
-    note,
-    problems,
-    el('table', { id: 'worker-table' }, el('thead', {}, el('tr', {}, ...columns.map((column) => el('th', { scope: 'col' }, column)))), body),
-  );
+  const table = showListingTable(main, {
+    id: 'worker',
+    title: 'Workers',
+    help: 'Every registration (ListWorkers, admin tokens only): LIVE if seen within a lease, EXPIRED after, SUPERSEDED once its name registered again.',
+    columns: ['Worker', 'State', 'Generation', 'Running', 'Queues', 'Registered', 'Last seen', 'Incarnation'],
+  });
   repeatWhileShown(signal, REREAD_MS, async () => {
     try {
       const rows: HTMLTableRowElement[] = [];
@@ -52,14 +46,10 @@ export function showWorkers(context: PageContext): void {
           ),
         );
       }
-      replaceChildren(problems);
-      replaceChildren(body, ...rows);
-      if (rows.length === 0) replaceChildren(body, el('tr', {}, el('td', { colspan: columns.length }, 'No worker has registered.')));
-      note.textContent = `${rows.length} registration${rows.length === 1 ? '' : 's'}, read at ${new Date(now).toLocaleTimeString()}.`;
+      replaceChildren(table.problems);
+      table.show(rows, 'registration', 'No worker has registered.', new Date(now));
     } catch (error) {
-      if (signal.aborted) return;
-      note.textContent = '';
-      replaceChildren(problems, refusalView('Reading the workers', error));
+      if (!signal.aborted) table.refused('Reading the workers', error);
     }
   });
 }

@@ -1,4 +1,4 @@
-import { create, createFileRegistry, type Message } from '@bufbuild/protobuf';
+import { create, createFileRegistry, type FileRegistry, type Message, type MessageInitShape } from '@bufbuild/protobuf';
 import type { GenMessage, GenService } from '@bufbuild/protobuf/codegenv2';
 import {
   FieldDescriptorProto_Label as Label,
@@ -16,33 +16,30 @@ import {
  * the repo does not vendor) for decoding grpc-status-details-bin by hand.
  */
 
-const probeFile = create(FileDescriptorProtoSchema, {
+const wkt = new Map([
+  ['google/protobuf/timestamp.proto', file_google_protobuf_timestamp],
+  ['google/protobuf/any.proto', file_google_protobuf_any],
+]);
+
+/** A registry of one proto3 file whose imports are well-known types. */
+function proto3Registry(file: Omit<MessageInitShape<typeof FileDescriptorProtoSchema>, '$typeName' | 'syntax'>): FileRegistry {
+  return createFileRegistry(create(FileDescriptorProtoSchema, { ...file, syntax: 'proto3' }), (name) => wkt.get(name));
+}
+
+/** A field whose JSON name is its name (every name here is one lowercase word). */
+function field(name: string, number: number, type: Type, more: { typeName?: string; label?: Label } = {}) {
+  return { name, number, type, label: Label.OPTIONAL, jsonName: name, ...more };
+}
+
+const probeRegistry = proto3Registry({
   name: 'docket/testing/v1/probe.proto',
   package: 'docket.testing.v1',
   dependency: ['google/protobuf/timestamp.proto'],
-  syntax: 'proto3',
   messageType: [
-    {
-      name: 'ProbeRequest',
-      field: [
-        { name: 'text', number: 1, type: Type.STRING, label: Label.OPTIONAL, jsonName: 'text' },
-        { name: 'count', number: 2, type: Type.INT32, label: Label.OPTIONAL, jsonName: 'count' },
-      ],
-    },
+    { name: 'ProbeRequest', field: [field('text', 1, Type.STRING), field('count', 2, Type.INT32)] },
     {
       name: 'ProbeReply',
-      field: [
-        { name: 'text', number: 1, type: Type.STRING, label: Label.OPTIONAL, jsonName: 'text' },
-        { name: 'sequence', number: 2, type: Type.INT32, label: Label.OPTIONAL, jsonName: 'sequence' },
-        {
-          name: 'at',
-          number: 3,
-          type: Type.MESSAGE,
-          typeName: '.google.protobuf.Timestamp',
-          label: Label.OPTIONAL,
-          jsonName: 'at',
-        },
-      ],
+      field: [field('text', 1, Type.STRING), field('sequence', 2, Type.INT32), field('at', 3, Type.MESSAGE, { typeName: '.google.protobuf.Timestamp' })],
     },
   ],
   enumType: [
@@ -71,36 +68,17 @@ const probeFile = create(FileDescriptorProtoSchema, {
   ],
 });
 
-const statusFile = create(FileDescriptorProtoSchema, {
+const statusRegistry = proto3Registry({
   name: 'google/rpc/status.proto',
   package: 'google.rpc',
   dependency: ['google/protobuf/any.proto'],
-  syntax: 'proto3',
   messageType: [
     {
       name: 'Status',
-      field: [
-        { name: 'code', number: 1, type: Type.INT32, label: Label.OPTIONAL, jsonName: 'code' },
-        { name: 'message', number: 2, type: Type.STRING, label: Label.OPTIONAL, jsonName: 'message' },
-        {
-          name: 'details',
-          number: 3,
-          type: Type.MESSAGE,
-          typeName: '.google.protobuf.Any',
-          label: Label.REPEATED,
-          jsonName: 'details',
-        },
-      ],
+      field: [field('code', 1, Type.INT32), field('message', 2, Type.STRING), field('details', 3, Type.MESSAGE, { typeName: '.google.protobuf.Any', label: Label.REPEATED })],
     },
   ],
 });
-
-const wkt = new Map([
-  ['google/protobuf/timestamp.proto', file_google_protobuf_timestamp],
-  ['google/protobuf/any.proto', file_google_protobuf_any],
-]);
-const probeRegistry = createFileRegistry(probeFile, (name) => wkt.get(name));
-const statusRegistry = createFileRegistry(statusFile, (name) => wkt.get(name));
 
 /** docket.testing.v1.ProbeRequest */
 export type ProbeRequest = Message<'docket.testing.v1.ProbeRequest'> & { text: string; count: number };

@@ -1,5 +1,5 @@
 import type { Principal } from '@docket/auth';
-import { invalidField, isIdOf, parseIdempotencyKey } from '@docket/contracts';
+import { invalidField, isIdOf } from '@docket/contracts';
 import {
   CancelJobsRequestSchema,
   RetryJobsRequestSchema,
@@ -10,21 +10,13 @@ import type { HandleBulkCallRequest, HandleBulkCallResponse } from '@docket/prot
 import { callerOf, type ForwardedDeadline } from '@docket/service-kit';
 import type { AdmissionDependencies } from './admission.js';
 import { requireAdmin } from './lifecycle-admin.js';
-import { answerOfCase, idempotentBinding, type IdempotentRpc } from './state-call.js';
+import { answerOfCase, idempotentCalls } from './state-call.js';
 
-/** A bulk call as HandleBulkCall carries it. */
-type BulkCall = Exclude<HandleBulkCallRequest['request'], { case: undefined }>;
-/** The public response of bulk call `C`. */
-type BulkCallResponse<C extends BulkCall['case']> = Extract<HandleBulkCallResponse['response'], { case: C }>['value'];
-
-/** The bulk RPCs that start an operation: their request schemas and RPC paths (the idempotency scope). */
-const BULK_STARTS = {
-  retryJobs: { schema: RetryJobsRequestSchema, operation: 'docket.admission.v1.AdmissionService/RetryJobs' },
-  cancelJobs: { schema: CancelJobsRequestSchema, operation: 'docket.admission.v1.AdmissionService/CancelJobs' },
-} as const satisfies Record<string, IdempotentRpc>;
+/** A bulk call that starts an operation, as HandleBulkCall carries it. */
+type BulkStartCall = Extract<HandleBulkCallRequest['request'], { case: 'retryJobs' | 'cancelJobs' }>;
 
 /** The name of a bulk RPC that starts an operation. */
-export type BulkStart = keyof typeof BULK_STARTS;
+export type BulkStart = BulkStartCall['case'];
 
 /**
  * RetryJobs and CancelJobs: admins only; the key is checked here and the
@@ -32,19 +24,14 @@ export type BulkStart = keyof typeof BULK_STARTS;
  * the state service checks the filter, snapshots the matching jobs and
  * binds the key in one transaction.
  */
-export async function startBulkOperation<C extends BulkStart>(
-  deps: AdmissionDependencies,
-  principal: Principal,
-  name: C,
-  request: Extract<BulkCall, { case: C }>['value'],
-  call: ForwardedDeadline,
-): Promise<BulkCallResponse<C>> {
-  requireAdmin(principal);
-  parseIdempotencyKey(request.idempotencyKey);
-  const rpc = BULK_STARTS[name];
-  const answer = await deps.state.handleBulkCall({ ...idempotentBinding(deps, principal, rpc, request), request: { case: name, value: request } as BulkCall }, call);
-  return answerOfCase(answer.response, name) as BulkCallResponse<C>;
-}
+export const startBulkOperation = idempotentCalls<BulkStartCall, HandleBulkCallResponse['response']>({
+  rpcs: {
+    retryJobs: { schema: RetryJobsRequestSchema, operation: 'docket.admission.v1.AdmissionService/RetryJobs' },
+    cancelJobs: { schema: CancelJobsRequestSchema, operation: 'docket.admission.v1.AdmissionService/CancelJobs' },
+  },
+  authorize: requireAdmin,
+  send: (deps, request, call) => deps.state.handleBulkCall(request, call),
+});
 
 /** GetBulkOperation: admins only. */
 export async function getBulkOperation(deps: AdmissionDependencies, principal: Principal, request: GetBulkOperationRequest, call: ForwardedDeadline): Promise<GetBulkOperationResponse> {

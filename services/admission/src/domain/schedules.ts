@@ -1,6 +1,6 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { coerceListPageSize, invalidField, isValidId, parseIdempotencyKey } from '@docket/contracts';
+import { coerceListPageSize, invalidField, isValidId } from '@docket/contracts';
 import type { Principal } from '@docket/auth';
 import {
   CreateScheduleRequestSchema,
@@ -8,7 +8,6 @@ import {
   ListSchedulesResponseSchema,
   PauseScheduleRequestSchema,
   ResumeScheduleRequestSchema,
-  type CreateScheduleRequest,
   type GetScheduleResponse,
   type ListSchedulesRequest,
   type ListSchedulesResponse,
@@ -16,23 +15,10 @@ import {
 import type { HandleScheduleCallRequest, HandleScheduleCallResponse } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { callerOf, type ForwardedDeadline } from '@docket/service-kit';
 import type { AdmissionDependencies } from './admission.js';
-import { answerOfCase, idempotentBinding, type IdempotentRpc } from './state-call.js';
+import { answerOfCase, idempotentCalls } from './state-call.js';
 
-/** A schedule call as HandleScheduleCall carries it. */
-type ScheduleCall = Exclude<HandleScheduleCallRequest['request'], { case: undefined }>;
-/** The public response of schedule call `C`. */
-type ScheduleCallResponse<C extends ScheduleCall['case']> = Extract<HandleScheduleCallResponse['response'], { case: C }>['value'];
-
-/** The schedule RPCs that change something: their request schemas and RPC paths (the idempotency scope). */
-const SCHEDULE_MUTATIONS = {
-  createSchedule: { schema: CreateScheduleRequestSchema, operation: 'docket.admission.v1.AdmissionService/CreateSchedule' },
-  pauseSchedule: { schema: PauseScheduleRequestSchema, operation: 'docket.admission.v1.AdmissionService/PauseSchedule' },
-  resumeSchedule: { schema: ResumeScheduleRequestSchema, operation: 'docket.admission.v1.AdmissionService/ResumeSchedule' },
-  deleteSchedule: { schema: DeleteScheduleRequestSchema, operation: 'docket.admission.v1.AdmissionService/DeleteSchedule' },
-} as const satisfies Record<string, IdempotentRpc>;
-
-/** The name of a schedule mutation. */
-type ScheduleMutation = keyof typeof SCHEDULE_MUTATIONS;
+/** A schedule call that changes something, as HandleScheduleCall carries it. */
+type ScheduleMutation = Extract<HandleScheduleCallRequest['request'], { case: 'createSchedule' | 'pauseSchedule' | 'resumeSchedule' | 'deleteSchedule' }>;
 
 /** What a ListSchedules page token is bound to besides the subject (a ListJobs token never opens here). */
 const SCHEDULE_LIST_BINDING = { list: 'schedules' } as const;
@@ -44,23 +30,22 @@ const SCHEDULE_LIST_BINDING = { list: 'schedules' } as const;
  * service validates the schedule and decides in one transaction with the
  * binding and the stored response.
  */
-export async function mutateSchedule<C extends ScheduleMutation>(
-  deps: AdmissionDependencies,
-  principal: Principal,
-  name: C,
-  request: Extract<ScheduleCall, { case: C }>['value'],
-  call: ForwardedDeadline,
-): Promise<ScheduleCallResponse<C>> {
-  parseIdempotencyKey(request.idempotencyKey);
-  if (name === 'createSchedule') {
-    if (!(request as CreateScheduleRequest).schedule) throw invalidField('schedule', 'is required');
-  } else if (!isValidId((request as { scheduleId: string }).scheduleId)) {
-    throw invalidField('schedule_id', 'must be a Docket id');
-  }
-  const rpc = SCHEDULE_MUTATIONS[name];
-  const answer = await deps.state.handleScheduleCall({ ...idempotentBinding(deps, principal, rpc, request), request: { case: name, value: request } as ScheduleCall }, call);
-  return answerOfCase(answer.response, name) as ScheduleCallResponse<C>;
-}
+export const mutateSchedule = idempotentCalls<ScheduleMutation, HandleScheduleCallResponse['response']>({
+  rpcs: {
+    createSchedule: { schema: CreateScheduleRequestSchema, operation: 'docket.admission.v1.AdmissionService/CreateSchedule' },
+    pauseSchedule: { schema: PauseScheduleRequestSchema, operation: 'docket.admission.v1.AdmissionService/PauseSchedule' },
+    resumeSchedule: { schema: ResumeScheduleRequestSchema, operation: 'docket.admission.v1.AdmissionService/ResumeSchedule' },
+    deleteSchedule: { schema: DeleteScheduleRequestSchema, operation: 'docket.admission.v1.AdmissionService/DeleteSchedule' },
+  },
+  check: (call) => {
+    if (call.case === 'createSchedule') {
+      if (!call.value.schedule) throw invalidField('schedule', 'is required');
+    } else if (!isValidId(call.value.scheduleId)) {
+      throw invalidField('schedule_id', 'must be a Docket id');
+    }
+  },
+  send: (deps, request, call) => deps.state.handleScheduleCall(request, call),
+});
 
 /** GetSchedule: one of the caller's schedules (any, for an admin); others are NOT_FOUND. */
 export async function getSchedule(deps: AdmissionDependencies, principal: Principal, scheduleId: string, call: ForwardedDeadline): Promise<GetScheduleResponse> {

@@ -68,11 +68,6 @@ export async function callWorkerRpc<C extends WorkerCallName>(
 }
 
 /** {@link callWorkerRpc}, answering only the public response. */
-export async function forwardWorkerCall<C extends WorkerCallName>(
-  state: StateClient,
-  subject: string,
-  request: Extract<WorkerCall, { case: C }>,
-  call: ForwardedDeadline,
-): Promise<WorkerCallResponse<C>> {
-  return (await callWorkerRpc(state, subject, request, call)).response;
+export async function forwardWorkerCall<C extends WorkerCallName>(...rpc: Parameters<typeof callWorkerRpc<C>>): Promise<WorkerCallResponse<C>> {
+  return (await callWorkerRpc(...rpc)).response;
 }
