@@ -1,4 +1,4 @@
-import { readCursorSecret, readFrontServiceConfig, readSecondsAsMs, type Environment, type FrontServiceConfig } from '@docket/service-kit';
+import { readCursorSecret, readFeedCursorTtlMs, readFrontServiceConfig, readSecondsAsMs, type Environment, type FrontServiceConfig } from '@docket/service-kit';
 
 /** The admission service's configuration, read from the environment only. */
 export interface AdmissionConfig extends FrontServiceConfig {
@@ -7,6 +7,12 @@ export interface AdmissionConfig extends FrontServiceConfig {
   readonly idempotencyTtlMs: number;
   /** How long a ListJobs page token stays usable. */
   readonly pageTokenTtlMs: number;
+  /**
+   * How long a change-feed cursor handed out with a listing stays usable:
+   * the events service's setting, which execution prunes the feed after
+   * (plus a day), so that no cursor outlives the entries it resumes from.
+   */
+  readonly feedCursorTtlMs: number;
 }
 
 /** Default port of the admission service (SPEC section 12). */
@@ -15,8 +21,9 @@ const DAY_SECONDS = 86_400;
 
 /**
  * Reads the front-service settings plus DOCKET_CURSOR_SECRET,
- * DOCKET_IDEMPOTENCY_TTL_SECONDS (default and minimum 86400) and
- * DOCKET_PAGE_TOKEN_TTL_SECONDS (default 86400).
+ * DOCKET_IDEMPOTENCY_TTL_SECONDS (default and minimum 86400),
+ * DOCKET_PAGE_TOKEN_TTL_SECONDS (default 86400) and
+ * DOCKET_FEED_CURSOR_TTL_SECONDS (default 604800, 7 days).
  */
 export function readAdmissionConfig(env: Environment): AdmissionConfig {
   const idempotencyTtlMs = readSecondsAsMs(env, 'DOCKET_IDEMPOTENCY_TTL_SECONDS', DAY_SECONDS);
@@ -26,5 +33,6 @@ export function readAdmissionConfig(env: Environment): AdmissionConfig {
     cursorSecret: readCursorSecret(env),
     idempotencyTtlMs,
     pageTokenTtlMs: readSecondsAsMs(env, 'DOCKET_PAGE_TOKEN_TTL_SECONDS', DAY_SECONDS),
+    feedCursorTtlMs: readFeedCursorTtlMs(env),
   };
 }

@@ -16,7 +16,7 @@ export function startAdmissionServer(config: AdmissionConfig, logger: Logger): P
     routes: admissionServiceRoutes({
       state,
       pageTokens: new PageTokenCodec(config.cursorSecret, config.pageTokenTtlMs),
-      feedCursors: new FeedCursorCodec(config.cursorSecret),
+      feedCursors: new FeedCursorCodec(config.cursorSecret, config.feedCursorTtlMs),
       idempotencyTtlMs: config.idempotencyTtlMs,
       logger,
     }),
