@@ -217,3 +217,15 @@ export function buildScenarios(sizes, docketSystems) {
     ],
   };
 }
+
+/**
+ * The cases of one group in the order repetition `rep` (from 1) runs them:
+ * each repetition starts one case later, so that no case always runs right
+ * after the same one. A write-heavy case leaves PostgreSQL flushing and
+ * checkpointing for whatever comes next, which shows most in the
+ * latency-bound rows (one caller).
+ */
+export function inRepetitionOrder(cases, rep) {
+  const shift = (rep - 1) % Math.max(cases.length, 1);
+  return [...cases.slice(shift), ...cases.slice(0, shift)];
+}

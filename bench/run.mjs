@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { runGenerators } from './generator-host.mjs';
 import { loadAverage, machineInfo } from './machine.mjs';
 import { parseOptions, USAGE } from './options.mjs';
-import { backlogPrefills, BACKLOG_QUEUE, buildScenarios, DEFAULT_SCENARIOS, EXTRA_SCENARIOS, sizesFor, SYSTEM_NAMES } from './plan.mjs';
+import { backlogPrefills, BACKLOG_QUEUE, buildScenarios, DEFAULT_SCENARIOS, EXTRA_SCENARIOS, inRepetitionOrder, sizesFor, SYSTEM_NAMES } from './plan.mjs';
 import { startDurablePostgres } from './postgres.mjs';
 import { goalRows, ratioRows } from './report/comparisons.mjs';
 import { extraTables, writeResults } from './report/files.mjs';
@@ -86,7 +86,7 @@ try {
   let sequence = 0;
   for (let rep = 1; rep <= options.reps; rep += 1) {
     for (const group of groups) {
-      for (const testCase of group.cases) {
+      for (const testCase of inRepetitionOrder(group.cases, rep)) {
         sequence += 1;
         const context = {
           connect: systems.connect,
