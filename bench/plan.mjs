@@ -136,7 +136,12 @@ const endToEndCase = (sizes, system, label, shape, total) => ({
 
 /** Every scenario's groups for `sizes` and the Docket systems present (`docket`, maybe `docket-baseline`). */
 export function buildScenarios(sizes, docketSystems) {
-  const forDocket = (make) => docketSystems.flatMap(make);
+  // Case by case across the Docket systems (Docket, then its baseline, for
+  // each case), so that the two columns of one case run side by side.
+  const forDocket = (make) => {
+    const bySystem = docketSystems.map(make);
+    return bySystem[0].flatMap((_, index) => bySystem.map((cases) => cases[index]));
+  };
   const submitGroup = (callers, total, withPeers) => ({
     name: `SubmitJob, ${callers} caller${callers === 1 ? '' : 's'}`,
     key: `submit-${callers}`,
@@ -223,9 +228,13 @@ export function buildScenarios(sizes, docketSystems) {
  * each repetition starts one case later, so that no case always runs right
  * after the same one. A write-heavy case leaves PostgreSQL flushing and
  * checkpointing for whatever comes next, which shows most in the
- * latency-bound rows (one caller).
+ * latency-bound rows (one caller). Every other repetition runs them
+ * backwards, so that of two cases side by side (Docket and its baseline
+ * on one case) each runs first as often as the other: on a machine whose
+ * load drifts, the one that always ran second would be favoured.
  */
 export function inRepetitionOrder(cases, rep) {
   const shift = (rep - 1) % Math.max(cases.length, 1);
-  return [...cases.slice(shift), ...cases.slice(0, shift)];
+  const rotated = [...cases.slice(shift), ...cases.slice(0, shift)];
+  return rep % 2 === 0 ? rotated.reverse() : rotated;
 }

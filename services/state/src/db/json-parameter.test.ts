@@ -11,4 +11,10 @@ describe('jsonParameter', () => {
     expect(() => JSON.stringify(rows)).toThrow(TypeError);
     expect(jsonParameter({ input: { a: [1, 'x', true] } })).toBe(JSON.stringify({ input: { a: [1, 'x', true] } }));
   });
+
+  it('refuses a cycle as JSON.stringify does, also when the value holds a bigint', () => {
+    const row: Record<string, unknown> = { fence: 1n };
+    row.self = row;
+    expect(() => jsonParameter(row)).toThrow(/circular/i);
+  });
 });
