@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startService, stopAll, type ServiceProcess } from './service-process.js';
+import { isProcessAlive } from './process-alive.js';
 
 const FAKE_SERVICE = fileURLToPath(new URL('./fixtures/fake-service.mjs', import.meta.url));
 
@@ -19,15 +20,6 @@ function processId(pid: number | undefined): number {
   return pid!;
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 describe('startService', () => {
   it('resolves with the URL from the listening line, capturing stdout and stderr', async () => {
     const service = await startService('admission', { EXTRA: 'yes' }, { entry: FAKE_SERVICE });
@@ -42,7 +34,7 @@ describe('startService', () => {
 
     expect(await service.stop()).toBe(0);
     expect(service.logs.some((line) => line.includes('"msg":"draining"'))).toBe(true);
-    expect(isAlive(processId(service.process.pid))).toBe(false);
+    expect(isProcessAlive(processId(service.process.pid))).toBe(false);
   });
 
   it('rejects with the captured output when the process exits before listening', async () => {
@@ -61,7 +53,7 @@ describe('startService', () => {
     await expect(failure).rejects.toThrow(/events printed no listening line within 5000 ms/);
     const error = (await failure.catch((e: unknown) => e)) as Error;
     const pid = processId(Number(/"pid":(\d+)/.exec(error.message)?.[1]));
-    await expect.poll(() => isAlive(pid)).toBe(false);
+    await expect.poll(() => isProcessAlive(pid)).toBe(false);
   });
 
   it('kill() crashes the process with SIGKILL', async () => {

@@ -3,4 +3,5 @@ export { callWithRetry, type CallWithRetryOptions, type RetrySchedule, type TryO
 export { INTERNAL_KEEPALIVE, INTERNAL_RECEIVE_WINDOWS, SDK_KEEPALIVE, type ReceiveWindows, type SessionKeepalive } from './connection-limits.js';
 export { errorInfoOf } from './error-info.js';
 export { failureOfStatus } from './item-failure.js';
+export { isNamedCallError } from './named-call-error.js';
 export { isRetryableFailure, type RetryableFailureOptions, type RetryScope } from './retryable-failure.js';

@@ -1,4 +1,5 @@
 import { Code, ConnectError } from '@connectrpc/connect';
+import { isNamedCallError } from '@docket/client-kit';
 import { BadRequestSchema, ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
 
 /** One entry of a `google.rpc.BadRequest`: which request field was wrong and how. */
@@ -90,12 +91,7 @@ export class DocketClientError extends Error {
 
 /** Whether `error` is a {@link DocketClientError} (judged by name and code, so across copies of the package). */
 export function isDocketClientError(error: unknown): error is DocketClientError {
-  return (
-    typeof error === 'object' &&
-    error !== null &&
-    (error as { name?: unknown }).name === 'DocketClientError' &&
-    typeof (error as { code?: unknown }).code === 'number'
-  );
+  return isNamedCallError(error, 'DocketClientError');
 }
 
 function scrubber(secrets: readonly string[]): (text: string) => string {

@@ -21,6 +21,7 @@ export {
   type GrpcCodeName,
 } from './errors.js';
 export { delay } from './delay.js';
+export type { EffectRecoveryReasonName, EffectTransition, WorkerRecoveryReason } from './effect-transition.js';
 export { LIMITS, QUEUE_NAME_PATTERN, isValidQueueName, type LimitName } from './limits.js';
 export { isSha256Hex, sha256Hex } from './sha256.js';
 export { writeUtf8 } from './utf8.js';

@@ -1,7 +1,7 @@
 import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
 import { timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { callWithRetry, type RetrySchedule } from '@docket/client-kit';
-import { LIMITS, newId } from '@docket/contracts';
+import { LIMITS, newId, type EffectTransition } from '@docket/contracts';
 import { ApprovalDecision, type DecidedApproval } from '@docket/proto/docket/common/v1/approval_pb.js';
 import { EffectDisposition, EffectRecoveryReason, type Effect } from '@docket/proto/docket/common/v1/effect_pb.js';
 import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
@@ -15,7 +15,7 @@ import type {
 import { JobAbortedError, type AbortKind } from './abort-reason.js';
 import { DocketWorkerError } from './docket-worker-error.js';
 import { effectRecordOf, type EffectRecord } from './effect-record.js';
-import { runEffect, type EffectJournal, type EffectResult, type EffectSteps, type EffectTransition } from './effect-runner.js';
+import { runEffect, type EffectJournal, type EffectResult, type EffectSteps } from './effect-runner.js';
 import type { ExecutionClient } from './execution-client.js';
 import type { ApprovalRequested, JobContext, JobHandler, JobResult, LastApproval } from './job-context.js';
 import { toJsonObject } from './json-object.js';

@@ -1,4 +1,5 @@
 import { Code, ConnectError } from '@connectrpc/connect';
+import { isNamedCallError } from '@docket/client-kit';
 import { ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
 
 /**
@@ -55,12 +56,7 @@ export class DocketWorkerError extends Error {
 
 /** Whether `error` is a {@link DocketWorkerError} (judged by name, so across copies of the SDK). */
 export function isDocketWorkerError(error: unknown): error is DocketWorkerError {
-  return (
-    typeof error === 'object' &&
-    error !== null &&
-    (error as { name?: unknown }).name === 'DocketWorkerError' &&
-    typeof (error as { code?: unknown }).code === 'number'
-  );
+  return isNamedCallError(error, 'DocketWorkerError');
 }
 
 /**

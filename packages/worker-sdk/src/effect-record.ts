@@ -5,24 +5,12 @@ import {
   EffectState,
   type Effect,
 } from '@docket/proto/docket/common/v1/effect_pb.js';
+import type { EffectRecoveryReasonName, WorkerRecoveryReason } from '@docket/contracts';
 
 /** Where an effect stands in the job's effect journal (`EffectState` without the prefix). */
 export type EffectStateName = 'PREPARED' | 'SIGNED' | 'COMMITTED' | 'RECOVERABLE';
 
-/**
- * Why an effect was interrupted before its commit (`EffectRecoveryReason`
- * without the prefix). `CANCELLED_BEFORE_COMMIT` is recorded only by a
- * cancellation; the others are what a worker may record.
- */
-export type EffectRecoveryReasonName =
-  | 'CANCELLED_BEFORE_COMMIT'
-  | 'DEPENDENCY_UNAVAILABLE'
-  | 'OUTCOME_UNKNOWN'
-  | 'DEADLINE_EXCEEDED'
-  | 'INTERRUPTED';
-
-/** The reasons a worker may record itself (every one but `CANCELLED_BEFORE_COMMIT`). */
-export type WorkerRecoveryReason = Exclude<EffectRecoveryReasonName, 'CANCELLED_BEFORE_COMMIT'>;
+export type { EffectRecoveryReasonName, WorkerRecoveryReason };
 
 /** The durable evidence of an effect's interruption; set only while it is RECOVERABLE. */
 export interface EffectRecovery {

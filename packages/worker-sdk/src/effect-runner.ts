@@ -1,5 +1,5 @@
 import type { JsonObject } from '@bufbuild/protobuf';
-import { IdempotencyKey, LIMITS, canonicalJson, sha256Hex, type JsonValue } from '@docket/contracts';
+import { IdempotencyKey, LIMITS, canonicalJson, sha256Hex, type EffectTransition, type JsonValue } from '@docket/contracts';
 import { abortKindOf } from './abort-reason.js';
 import { DocketWorkerError } from './docket-worker-error.js';
 import type { EffectRecord, EffectRecovery, WorkerRecoveryReason } from './effect-record.js';
@@ -102,14 +102,6 @@ export function isEffectRecoverableError(error: unknown): error is EffectRecover
 export function effectInputDigest(input: unknown): string {
   return digestOf(toJsonObject(input, 'the effect input'));
 }
-
-/** One transition of AdvanceEffect. */
-export type EffectTransition =
-  | { readonly kind: 'signed'; readonly externalId: string }
-  | { readonly kind: 'committed'; readonly externalId: string }
-  | { readonly kind: 'recoverable'; readonly reason: WorkerRecoveryReason; readonly retryNotBefore: Date | undefined }
-  | { readonly kind: 'resume' }
-  | { readonly kind: 'cancelled' };
 
 /** The effect-journal calls of one attempt (each sent with a fresh operation id and retried with it). */
 export interface EffectJournal {

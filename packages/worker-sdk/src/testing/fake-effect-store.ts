@@ -1,6 +1,6 @@
 import { Code } from '@connectrpc/connect';
 import type { EffectRecord, EffectStateName } from '../effect-record.js';
-import type { EffectTransition } from '../effect-runner.js';
+import type { EffectTransition } from '@docket/contracts';
 
 /** A refusal of the effect journal, as the service would send it (code and ErrorInfo reason). */
 export class FakeRefusal extends Error {

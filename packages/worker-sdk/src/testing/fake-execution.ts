@@ -20,7 +20,7 @@ import {
 import { ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
 import { delay } from '@docket/contracts';
 import type { EffectRecord, WorkerRecoveryReason } from '../effect-record.js';
-import type { EffectTransition } from '../effect-runner.js';
+import type { EffectTransition } from '@docket/contracts';
 import { FakeEffectStore, FakeRefusal } from './fake-effect-store.js';
 
 /** A fault to inject into the next call of one RPC. */

@@ -1,9 +1,18 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
-import { LIMITS, invalidField, newId, parseIdempotencyKey, parseRequestDigest, type IdempotencyKey } from '@docket/contracts';
+import {
+  LIMITS,
+  invalidField,
+  newId,
+  parseIdempotencyKey,
+  parseRequestDigest,
+  type EffectTransition,
+  type IdempotencyKey,
+  type WorkerRecoveryReason,
+} from '@docket/contracts';
 import { EffectRecoveryReason } from '@docket/proto/docket/common/v1/effect_pb.js';
 import type { AdvanceEffectRequest, BeginEffectRequest } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import type { JobRow } from '../db/queries/jobs.js';
-import type { EffectRecoveryReasonName, EffectRow, EffectTransition } from './effect-lifecycle.js';
+import type { EffectRow } from './effect-lifecycle.js';
 
 /** Effect kinds: 1 to 128 characters of [A-Za-z0-9._-]. */
 const KIND_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
@@ -51,7 +60,7 @@ function transitionOf(transition: AdvanceEffectRequest['transition']): EffectTra
         throw invalidField('recoverable.reason', 'must be DEPENDENCY_UNAVAILABLE, OUTCOME_UNKNOWN, DEADLINE_EXCEEDED or INTERRUPTED');
       }
       const retryNotBefore = transition.value.retryNotBefore ? timestampDate(transition.value.retryNotBefore) : undefined;
-      return { kind: 'recoverable', reason: name as EffectRecoveryReasonName, retryNotBefore };
+      return { kind: 'recoverable', reason: name as WorkerRecoveryReason, retryNotBefore };
     }
     case 'resume':
       return { kind: 'resume' };

@@ -1,6 +1,6 @@
 import { create } from '@bufbuild/protobuf';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
-import { DocketError, invalidField } from '@docket/contracts';
+import { DocketError, invalidField, type EffectRecoveryReasonName, type EffectTransition } from '@docket/contracts';
 import {
   EffectCancellation,
   EffectRecoveryReason,
@@ -14,16 +14,6 @@ import type { JobEffectsTable } from '../db/tables/index.js';
 /** A stored effect. */
 export type EffectRow = Selectable<JobEffectsTable>;
 
-/** Why an effect was interrupted (see docket.common.v1.EffectRecoveryReason). */
-export type EffectRecoveryReasonName = Exclude<keyof typeof EffectRecoveryReason, 'UNSPECIFIED'>;
-
-/** One AdvanceEffect transition, checked. */
-export type EffectTransition =
-  | { readonly kind: 'signed'; readonly externalId: string }
-  | { readonly kind: 'committed'; readonly externalId: string }
-  | { readonly kind: 'recoverable'; readonly reason: EffectRecoveryReasonName; readonly retryNotBefore: Date | undefined }
-  | { readonly kind: 'resume' }
-  | { readonly kind: 'cancelled' };
 
 /** Who advances the effect, and when (the database clock). */
 export interface EffectActor {

@@ -1,8 +1,8 @@
 import { create } from '@bufbuild/protobuf';
-import { DocketError, notFound } from '@docket/contracts';
+import { DocketError, notFound, type EffectTransition } from '@docket/contracts';
 import { AdvanceEffectRequestSchema, AdvanceEffectResponseSchema } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { parseAdvanceEffect } from '../effects/effect-calls.js';
-import { advanceEffect as advancedEffect, projectEffect, type EffectTransition } from '../effects/effect-lifecycle.js';
+import { advanceEffect as advancedEffect, projectEffect } from '../effects/effect-lifecycle.js';
 import { attemptReport, type AttemptReport, type ReportRequest } from './attempt-report.js';
 import { effectTransition } from './attempt-writes.js';
 
