@@ -39,8 +39,16 @@ export interface PatroniCluster {
   readonly nodes: readonly PatroniNode[];
   /** The node whose REST API answers `/primary` with 200, if any. */
   leader(): Promise<PatroniNode | undefined>;
-  /** kill -9 of the node's Patroni and of its postmaster (its backends exit with it). */
+  /** kill -9 of the node's Patroni and of its postmaster (its backends exit with it), and of WAL senders held by {@link PatroniCluster.holdReplication}. */
   kill(node: PatroniNode): Promise<void>;
+  /**
+   * Stops (SIGSTOP) the leader's WAL senders, so the standby receives no
+   * more WAL while the leader goes on committing: with `synchronous: false`
+   * the standby falls behind by everything committed from now on (what it
+   * already received is all it will have). Returns how many were stopped.
+   * `kill` and `stop` kill them.
+   */
+  holdReplication(): Promise<number>;
   /** Creates database `name` through HAProxy and returns its superuser URL. */
   createDatabase(name: string): Promise<string>;
   /** Every process stopped, the directory removed. */
@@ -182,6 +190,17 @@ export async function startPatroniCluster(options: { readonly synchronous: boole
       return [];
     }
   };
+  /** The WAL senders `holdReplication` stopped. */
+  const heldWalSenders: number[] = [];
+  const killHeldWalSenders = (): void => {
+    for (const pid of heldWalSenders.splice(0)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+      }
+    }
+  };
   const cluster: PatroniCluster = {
     url: `postgres://postgres:${SUPERUSER_PASSWORD}@127.0.0.1:${haproxyPort}/postgres`,
     nodes,
@@ -193,6 +212,23 @@ export async function startPatroniCluster(options: { readonly synchronous: boole
       const pid = Number((await readFile(join(node.dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
       node.patroni.kill('SIGKILL');
       if (pid > 0) process.kill(pid, 'SIGKILL');
+      // A stopped WAL sender outlives its postmaster: once killed, it sends nothing it had not sent.
+      killHeldWalSenders();
+    },
+    async holdReplication() {
+      const pg = (await import('pg')).default;
+      const client = new pg.Client({ connectionString: cluster.url });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ pid: number }>('select pid from pg_stat_replication');
+        for (const { pid } of rows) {
+          process.kill(pid, 'SIGSTOP');
+          heldWalSenders.push(pid);
+        }
+        return rows.length;
+      } finally {
+        await client.end();
+      }
     },
     async createDatabase(name) {
       const pg = (await import('pg')).default;
@@ -206,6 +242,7 @@ export async function startPatroniCluster(options: { readonly synchronous: boole
       return cluster.url.replace(/\/postgres$/, `/${name}`);
     },
     async stop() {
+      killHeldWalSenders();
       for (const child of processes) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       // Patroni's PostgreSQL servers outlive a killed Patroni: stop them by their pid files.
       for (const node of nodes) {

@@ -1,3 +1,4 @@
+import { adminCommand } from './admin-command.js';
 import { approveCommand, denyCommand } from './approval-commands.js';
 import { bulkCommand } from './bulk-command.js';
 import { UsageError, type CliContext, type Command } from './command.js';
@@ -50,6 +51,7 @@ const COMMANDS: readonly Command[] = [
   workersCommand,
   retentionCommand,
   scheduleCommand,
+  adminCommand,
 ];
 
 const HELP_FLAGS = new Set(['-h', '--help']);

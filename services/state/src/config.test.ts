@@ -21,3 +21,11 @@ describe('readStateConfig: what sits between the state service and PostgreSQL', 
     expect(() => readStateConfig({ ...REQUIRED, DOCKET_DATABASE_POOLING: 'statement' })).toThrow(/session or transaction/);
   });
 });
+
+describe('readStateConfig: the acknowledged watermark file', () => {
+  it('lives in the data dir beside the embedded database, nowhere by default with an external one, wherever DOCKET_STATE_WATERMARK_FILE says', () => {
+    expect(readStateConfig({ ...REQUIRED, DOCKET_DATA_DIR: '/var/lib/docket' }).watermarkFile).toBe('/var/lib/docket/state-watermark.json');
+    expect(readStateConfig({ ...REQUIRED, DOCKET_DATABASE_URL: 'postgres://docket@db/docket' }).watermarkFile).toBeUndefined();
+    expect(readStateConfig({ ...REQUIRED, DOCKET_DATABASE_URL: 'postgres://docket@db/docket', DOCKET_STATE_WATERMARK_FILE: '/srv/state-1.json' }).watermarkFile).toBe('/srv/state-1.json');
+  });
+});

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { BatchedWriteSettings } from './batched-writes.js';
 import type { DatabasePooling } from './db/pool.js';
 import { readListenAddress, readPositiveInteger, readShutdownGraceMs, requireSecret, type Environment } from '@docket/service-kit';
@@ -27,6 +28,14 @@ export interface StateConfig {
   readonly leaseMs: number;
   /** How concurrent writes are grouped into transactions. */
   readonly batching: BatchedWriteSettings;
+  /**
+   * Where this replica keeps the WAL positions it acknowledged, to notice a
+   * failover that lost them across its own restarts
+   * (DOCKET_STATE_WATERMARK_FILE; by default `state-watermark.json` in the
+   * data dir when the state service runs the embedded database there, else
+   * none: the positions are then kept in memory only). One file per replica.
+   */
+  readonly watermarkFile: string | undefined;
 }
 
 /** Default port of the state service (SPEC section 12). */
@@ -39,7 +48,7 @@ export const STATE_DEFAULT_PORT = 7404;
  * DOCKET_LEASE_MS and the batching settings (DOCKET_ADMIT_BATCH_MAX,
  * DOCKET_ADMIT_BATCHES_IN_FLIGHT, DOCKET_CLAIM_BATCH_MAX,
  * DOCKET_CLAIM_BATCHES_IN_FLIGHT, DOCKET_REPORT_BATCH_MAX,
- * DOCKET_REPORT_BATCHES_IN_FLIGHT).
+ * DOCKET_REPORT_BATCHES_IN_FLIGHT) and DOCKET_STATE_WATERMARK_FILE.
  */
 export function readStateConfig(env: Environment): StateConfig {
   const pooling = env['DOCKET_DATABASE_POOLING'] || 'session';
@@ -50,13 +59,15 @@ export function readStateConfig(env: Environment): StateConfig {
   if (pooling === 'transaction' && (!env['DOCKET_DATABASE_URL'] || !directDatabaseUrl)) {
     throw new Error('DOCKET_DATABASE_POOLING=transaction needs DOCKET_DATABASE_URL (the pooler) and DOCKET_DIRECT_DATABASE_URL (PostgreSQL itself, for LISTEN and migrations)');
   }
+  const databaseUrl = env['DOCKET_DATABASE_URL'] || undefined;
+  const dataDir = env['DOCKET_DATA_DIR'] || '.docket';
   return {
     listen: readListenAddress(env, STATE_DEFAULT_PORT),
-    databaseUrl: env['DOCKET_DATABASE_URL'] || undefined,
+    databaseUrl,
     approvalDatabaseUrl: env['DOCKET_APPROVAL_DATABASE_URL'] || undefined,
     pooling,
     directDatabaseUrl,
-    dataDir: env['DOCKET_DATA_DIR'] || '.docket',
+    dataDir,
     serviceAuthSecret: requireSecret(env, 'DOCKET_SERVICE_AUTH_SECRET'),
     maxConnections: readPositiveInteger(env, 'DOCKET_DB_POOL_SIZE', 10),
     shutdownGraceMs: readShutdownGraceMs(env),
@@ -69,5 +80,6 @@ export function readStateConfig(env: Environment): StateConfig {
       claimBatchesInFlight: readPositiveInteger(env, 'DOCKET_CLAIM_BATCHES_IN_FLIGHT', 1),
       reportBatchesInFlight: readPositiveInteger(env, 'DOCKET_REPORT_BATCHES_IN_FLIGHT', 1),
     },
+    watermarkFile: env['DOCKET_STATE_WATERMARK_FILE'] || (databaseUrl === undefined ? join(dataDir, 'state-watermark.json') : undefined),
   };
 }

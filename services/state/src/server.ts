@@ -8,12 +8,12 @@ import type { StateConfig } from './config.js';
 import type { ChangeListenerHub } from './db/change-listener.js';
 import type { ApprovalHistory } from './db/approval-history.js';
 import { translateDatabaseError } from './db/database-errors.js';
-import { pingDatabase } from './db/database.js';
 import type { Database } from './db/tables/index.js';
 import { batchedWrites } from './batched-writes.js';
 import type { QuarantineReport } from './journal/job-quarantine.js';
 import { stateServiceRoutes } from './routes/state-service.js';
 import { createStateMetrics } from './state-metrics.js';
+import type { RollbackGuard } from './failover/rollback-guard.js';
 
 /** Maps database failures to typed errors before the shared error mapping. */
 const databaseErrors: Interceptor = (next) => async (request) => {
@@ -24,12 +24,30 @@ const databaseErrors: Interceptor = (next) => async (request) => {
   }
 };
 
+/** The one StateService call a replica that found a rollback still answers. */
+const ACCEPT_ROLLBACK = StateService.method.acceptRollback;
+
+/**
+ * While the rollback guard has tripped, every StateService call but
+ * AcceptRollback is refused, UNAVAILABLE with reason DATABASE_ROLLED_BACK,
+ * before it reads or writes anything (streams included); health and
+ * reflection still answer. Calls already under way are stopped where they
+ * take a connection.
+ */
+function refusingAfterRollback(guard: RollbackGuard): Interceptor {
+  return (next) => async (request) => {
+    if (request.service.typeName === StateService.typeName && request.method !== ACCEPT_ROLLBACK) guard.assertServing();
+    return next(request);
+  };
+}
+
 /** Starts the state service's server: StateService, health, reflection. */
 export function startStateServer(
   config: StateConfig,
   database: { readonly db: Kysely<Database>; readonly pool: pg.Pool },
   changes: ChangeListenerHub,
   approvals: ApprovalHistory,
+  rollbackGuard: RollbackGuard,
   logger: Logger,
 ): Promise<RunningServer> {
   const metrics = createStateMetrics(database.pool, changes);
@@ -54,10 +72,13 @@ export function startStateServer(
       approvals,
       logger,
       reportQuarantine,
+      rollbackGuard,
     }),
     authenticate: { secret: config.serviceAuthSecret, allowedRoles: ['service'], rules: { audience: SERVICE_AUDIENCE } },
     logger,
-    interceptors: [databaseErrors],
-    dependency: { name: 'postgres', check: () => pingDatabase(database.pool) },
+    interceptors: [refusingAfterRollback(rollbackGuard), databaseErrors],
+    // The probe reads where the primary is in its history (one statement every 2 s): NOT_SERVING while it is
+    // unreachable, in recovery, or has lost writes this replica acknowledged.
+    dependency: { name: 'postgres', check: () => rollbackGuard.probe(database.pool) },
   });
 }

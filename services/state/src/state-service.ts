@@ -7,17 +7,22 @@ import { resolveDatabaseUrl } from './db/embedded-database.js';
 import { SchemaRefusal } from './db/migrator.js';
 import { prepareSchema } from './db/prepare-schema.js';
 import { startStateServer } from './server.js';
+import { RollbackGuard } from './failover/rollback-guard.js';
 
 /**
- * Starts the state service from its environment: the database (embedded
- * Postgres unless DOCKET_DATABASE_URL names one), the schema, the approval
- * history, the change listener, then the server. `main.ts` runs it as a
+ * Starts the state service from its environment: the rollback guard (and
+ * its watermark file), the database (embedded Postgres unless
+ * DOCKET_DATABASE_URL names one), the schema, the approval history, the
+ * change listener, then the server, after which the guard refuses calls
+ * if it finds acknowledged writes lost. `main.ts` runs it as a
  * process; the in-process test cluster calls it directly.
  */
 export async function startStateService(env: Environment, logger: Logger): Promise<StartedService> {
   const config = readStateConfig(env);
+  // Before the first connection: each one is checked against what this replica acknowledged before (its watermark file).
+  const rollbackGuard = await RollbackGuard.open(config.watermarkFile, logger);
   const database = await resolveDatabaseUrl(config, logger);
-  const { db, pool } = openDatabase({ connectionString: database.url, maxConnections: config.maxConnections, pooling: config.pooling });
+  const { db, pool } = openDatabase({ connectionString: database.url, maxConnections: config.maxConnections, pooling: config.pooling, guard: rollbackGuard });
   // The migrations hold a session lock: through a transaction pooler they run on the direct connection.
   const direct = config.directDatabaseUrl ?? database.url;
   const migrating = direct === database.url ? db : openDatabase({ connectionString: direct, maxConnections: 1 }).db;
@@ -42,11 +47,13 @@ export async function startStateService(env: Environment, logger: Logger): Promi
   }
   const changes = new ChangeListenerHub(direct, logger);
   await changes.start();
-  const server = await startStateServer(config, { db, pool }, changes, approvals, logger);
+  const server = await startStateServer(config, { db, pool }, changes, approvals, rollbackGuard, logger);
+  rollbackGuard.arm();
   return {
     server,
     graceMs: config.shutdownGraceMs,
     onStopped: async () => {
+      await rollbackGuard.close();
       await changes.stop();
       await approvals.close();
       await db.destroy();

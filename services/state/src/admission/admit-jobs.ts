@@ -44,10 +44,14 @@ export type AdmissionOutcome = MutationOutcome;
  */
 export async function admitJobs(pool: pg.Pool, commands: readonly AdmitJobCommand[]): Promise<ItemOutcome<AdmissionOutcome>[]> {
   const plan = planAdmissions(commands);
-  const decided = await inWriteTransaction(pool, async (client, now) => {
-    const parents = await lockParents(client, [...new Set(plan.leaders.flatMap((command) => command.spec.dependsOn))]);
-    return decideKeys(client, plan.leaders.map((command, index) => admissionCandidate(command, index, now, parents)), now);
-  });
+  const decided = await inWriteTransaction(
+    pool,
+    async (client, now) => {
+      const parents = await lockParents(client, [...new Set(plan.leaders.flatMap((command) => command.spec.dependsOn))]);
+      return decideKeys(client, plan.leaders.map((command, index) => admissionCandidate(command, index, now, parents)), now);
+    },
+    admittedJobIds,
+  );
   return commands.map((command, index) => answer(decided[plan.leaderOf[index] as number] as KeyDecision, command, plan.leaders[plan.leaderOf[index] as number] === command));
 }
 
@@ -150,6 +154,11 @@ function deduplicatedRow(row: AdmissionRow, holder: JobRow): AdmissionRow {
 }
 
 /** How a batch decided one key: this batch admitted it (for `digest`), or it was already bound (the record, if still there). */
+/** The jobs a batch created (not replays, not deduplications): what the rollback guard checks after a failover. */
+function admittedJobIds(decisions: readonly KeyDecision[]): string[] {
+  return decisions.flatMap((decision) => ('admitted' in decision && !decision.admitted.deduplicated ? [decision.admitted.job.id] : []));
+}
+
 type KeyDecision =
   | { readonly admitted: AdmissionOutcome; readonly digest: RequestDigest }
   | { readonly bound: BoundRecord | undefined }

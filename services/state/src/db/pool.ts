@@ -99,6 +99,12 @@ export interface PoolOptions {
   readonly pooling?: DatabasePooling;
   /** Shown in `pg_stat_activity.application_name`. */
   readonly applicationName: string;
+  /**
+   * Runs on each new connection before it is handed out, after its session
+   * settings (the rollback guard's check of the server's history); a
+   * rejection fails the connect and the connection is closed.
+   */
+  readonly checkConnection?: (client: pg.ClientBase) => Promise<void>;
 }
 
 /**
@@ -113,6 +119,7 @@ export interface PoolOptions {
  * whose connection died when it is released.
  */
 export function openPool(options: PoolOptions): pg.Pool {
+  const check = options.checkConnection;
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: options.max,
@@ -120,9 +127,15 @@ export function openPool(options: PoolOptions): pg.Pool {
     ...CONNECTION_LIMITS,
     types: STATE_TYPE_PARSERS,
     ...(options.pooling === 'transaction'
-      ? { Client: TransactionPooledClient }
+      ? { Client: TransactionPooledClient, ...(check ? { onConnect: check } : {}) }
       : // pg-pool awaits it before handing the connection out, its error listener already attached.
-        { Client: TracedPgClient, onConnect: async (client: pg.ClientBase) => void (await client.query(SESSION_SETTINGS)) }),
+        {
+          Client: TracedPgClient,
+          onConnect: async (client: pg.ClientBase) => {
+            await client.query(SESSION_SETTINGS);
+            if (check) await check(client);
+          },
+        }),
   });
   pool.on('error', () => {});
   pool.on('connect', (client) => client.on('error', () => {}));

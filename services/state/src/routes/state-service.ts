@@ -43,6 +43,8 @@ import { handleWorkerCall } from '../worker-calls/handle-worker-call.js';
 import { handleOwnerCall } from '../owner-calls/owner-calls.js';
 import { answerScheduleCall } from './schedule-calls.js';
 import { answerBulkCall } from './bulk-calls.js';
+import { answerAcceptRollback } from './accept-rollback.js';
+import type { RollbackGuard } from '../failover/rollback-guard.js';
 import { hardDeleteJob } from '../owner-calls/hard-delete-job.js';
 import { findDeletion } from '../db/queries/deletions.js';
 import { projectDeletion } from '../reads/deletion-projection.js';
@@ -93,6 +95,8 @@ export interface StateRoutesDependencies {
   readonly logger: Logger;
   /** Told of each job a background step or a claim quarantined. */
   readonly reportQuarantine: QuarantineReport;
+  /** Notices a failover that lost acknowledged writes; AcceptRollback answers it. */
+  readonly rollbackGuard: RollbackGuard;
 }
 
 /**
@@ -285,6 +289,9 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
           handled: step.handled,
           nextDueAt: step.nextDueAt ? timestampFromDate(step.nextDueAt) : undefined,
         });
+      },
+      async acceptRollback(request) {
+        return answerAcceptRollback(deps.rollbackGuard, deps.pool, request);
       },
     }));
   };
