@@ -38,6 +38,7 @@ export const ROUTES_TESTS = [
 /** Tests anywhere that start service processes (or Postgres servers of their own). */
 export const PROCESS_TESTS = [
   'packages/cli/src/launch-service.test.ts',
+  'packages/cli/src/nginx-front.test.ts',
   'packages/cli/src/owner-flow.test.ts',
   'packages/cli/src/run-dev.test.ts',
   'packages/client/src/client.test.ts',
@@ -56,6 +57,7 @@ export const PROCESS_TESTS = [
   'test/no-leaks.test.ts',
   'test/pgbouncer.test.ts',
   'test/readme-commands.test.ts',
+  'test/replicas-behind-nginx.test.ts',
   'test/schema-refusal.test.ts',
   'test/schema-snapshot.test.ts',
   'test/security/bounded-inputs.test.ts',

@@ -1,4 +1,4 @@
-import { create, fromBinary, toBinary, type DescMessage, type DescMethodUnary, type DescService, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
+import { create, fromBinary, toBinary, type DescMessage, type DescMethodServerStreaming, type DescMethodUnary, type DescService, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import { anyUnpack } from '@bufbuild/protobuf/wkt';
 import { ConnectError, createClient, type Client, type Interceptor, type Transport } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
@@ -129,5 +129,61 @@ export async function settle<T>(call: Promise<T>): Promise<Settled<T>> {
     return { ok: true, value: await call };
   } catch (error) {
     return { ok: false, failure: seenByConnect(error) };
+  }
+}
+
+/**
+ * One @grpc/grpc-js channel to `url` (one HTTP/2 connection, as a grpc-js
+ * application holds it), sending `token` as a bearer, for unary calls and
+ * server streams encoded with protobuf-es. Close it when done.
+ */
+export class GrpcJsChannel {
+  readonly #client: grpc.Client;
+  readonly #token: string | undefined;
+
+  constructor(url: string, token?: string) {
+    this.#client = new grpc.Client(new URL(url).host, grpc.credentials.createInsecure());
+    this.#token = token;
+  }
+
+  /** One unary call; rejects with grpc-js's ServiceError (see {@link seenByGrpcJs}). */
+  unary<I extends DescMessage, O extends DescMessage>(method: DescMethodUnary<I, O>, request: MessageInitShape<I>): Promise<MessageShape<O>> {
+    return new Promise<MessageShape<O>>((resolve, reject) => {
+      this.#client.makeUnaryRequest(
+        `/${method.parent.typeName}/${method.name}`,
+        (message: MessageShape<I>) => Buffer.from(toBinary(method.input, message)),
+        (bytes: Buffer) => fromBinary(method.output, bytes),
+        create(method.input, request),
+        this.#metadata(),
+        {},
+        (error, response) => (error ? reject(error) : resolve(response as MessageShape<O>)),
+      );
+    });
+  }
+
+  /** A server stream, read as an async iterator of its messages; `call.cancel()` ends it early. */
+  serverStream<I extends DescMessage, O extends DescMessage>(
+    method: DescMethodServerStreaming<I, O>,
+    request: MessageInitShape<I>,
+  ): { readonly frames: AsyncIterator<MessageShape<O>>; readonly call: grpc.ClientReadableStream<MessageShape<O>> } {
+    const call = this.#client.makeServerStreamRequest(
+      `/${method.parent.typeName}/${method.name}`,
+      (message: MessageShape<I>) => Buffer.from(toBinary(method.input, message)),
+      (bytes: Buffer) => fromBinary(method.output, bytes),
+      create(method.input, request),
+      this.#metadata(),
+      {},
+    );
+    return { frames: (call as AsyncIterable<MessageShape<O>>)[Symbol.asyncIterator](), call };
+  }
+
+  close(): void {
+    this.#client.close();
+  }
+
+  #metadata(): grpc.Metadata {
+    const metadata = new grpc.Metadata();
+    if (this.#token !== undefined) metadata.set('authorization', `Bearer ${this.#token}`);
+    return metadata;
   }
 }

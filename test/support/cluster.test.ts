@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SERVICE_AUDIENCE, verifyBearer } from '@docket/auth';
+import { waitForServing } from '@docket/cli';
 import { startCluster, stopAll, type ServiceProcess } from './cluster.js';
 
 const FAKE_SERVICE = fileURLToPath(new URL('./fixtures/fake-service.mjs', import.meta.url));
@@ -73,6 +74,26 @@ describe('startCluster', () => {
       cluster.replicas.state[0]?.url,
     ]);
     await cluster.stop();
+  });
+
+  it('with the nginx front, names the front’s addresses, wires the front services to state through it, and stops it last', async () => {
+    const cluster = await startCluster({
+      databaseUrl: 'postgres://example/db',
+      entryFor: () => FAKE_SERVICE,
+      replicas: { state: 2, admission: 2 },
+      front: 'nginx',
+    });
+    const front = cluster.front!;
+    expect(cluster.state.url).toBe(front.urls.state);
+    expect(cluster.admission.url).toBe(front.urls.admission);
+    expect(cluster.replicas.admission.map((service) => service.url)).not.toContain(front.urls.admission);
+    for (const service of [...cluster.replicas.admission, ...cluster.replicas.execution, ...cluster.replicas.events]) {
+      expect(configuration(service).stateUrl).toBe(front.urls.state);
+    }
+    for (const name of ['state', 'admission', 'execution', 'events'] as const) await waitForServing(cluster[name].url, { timeoutMs: 5_000 });
+    await cluster.stop();
+    expect(await front.exited).toEqual({ code: 0, signal: null });
+    for (const service of cluster.replicas.state) expect(await service.exited).toEqual({ code: 0, signal: null });
   });
 
   it('keeps its view current when a service is restarted', async () => {

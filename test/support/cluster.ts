@@ -1,12 +1,21 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   FRONT_SERVICE_NAMES,
+  SERVICE_NAMES,
+  layOutFront,
+  locateNginx,
   serviceEnvironment,
+  startNginxFront,
+  type FrontLayout,
+  type NginxFront,
   type ServiceName,
 } from '@docket/cli';
 import { newClusterCredentials, replicaCount, settleAll, type ClusterShape, type DocketServices } from './docket-services.js';
-import { startService, type ServiceProcess, type StartServiceOptions } from './service-process.js';
+import { startService, stopAll as stopServiceProcesses, type ServiceProcess, type StartServiceOptions } from './service-process.js';
 
-export { REPO_ROOT, startService, stopAll, type ServiceProcess, type StartServiceOptions } from './service-process.js';
+export { REPO_ROOT, startService, type ServiceProcess, type StartServiceOptions } from './service-process.js';
 export type { DocketServices, RunningService } from './docket-services.js';
 export type { ServiceName } from '@docket/cli';
 
@@ -19,8 +28,19 @@ export interface ClusterOptions extends ClusterShape {
   /**
    * The URL the front services are given for a state replica's `url`
    * (default that URL): a test routes them through a proxy it controls.
+   * With a `front`, they are given the front's state address, through this.
    */
   readonly stateUrlFor?: (url: string) => Promise<string>;
+  /**
+   * `'nginx'`: the replicas run behind the nginx front of `docket dev
+   * --replicas` (the same layout and configuration, from `@docket/cli`):
+   * each replica on a free port, nginx on one port per service, the front
+   * services reaching state through it. `cluster.<service>.url` is then
+   * the front's address; the named service's process (its logs, stop,
+   * kill and restart) stays replica 0's. Default: no front, replica `i` of
+   * a front service talks to state replica `i mod <state replicas>`.
+   */
+  readonly front?: 'nginx';
 }
 
 /**
@@ -28,18 +48,56 @@ export interface ClusterOptions extends ClusterShape {
  * as many replicas of each as asked; `stop` sends SIGTERM, then SIGKILL
  * after the grace period.
  */
-export type DocketCluster = DocketServices<ServiceProcess>;
+export type DocketCluster = DocketServices<ServiceProcess> & {
+  /** The nginx front, when the cluster was started with `front: 'nginx'`. */
+  readonly front: NginxFront | undefined;
+};
+
+/** Fronts started here and not yet stopped, with their directories. */
+const runningFronts = new Map<NginxFront, string>();
+
+async function stopFront(front: NginxFront): Promise<void> {
+  const dir = runningFronts.get(front);
+  runningFronts.delete(front);
+  await front.stop();
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+}
+
+/**
+ * Stops every service process this test file started (SIGTERM, SIGKILL
+ * after the grace period), then every nginx front. Meant for
+ * `afterAll(stopAll)`.
+ */
+export async function stopAll(): Promise<void> {
+  await stopServiceProcesses();
+  await Promise.all([...runningFronts.keys()].map(stopFront));
+}
 
 /**
  * Starts state (every replica), then admission, execution and events,
  * each on its own port on 127.0.0.1, wired the way `docket dev` wires them
- * (same environment builder). If any service fails to start, the ones
- * already started are stopped and the error (with that service's output)
- * is thrown.
+ * (same environment builder), behind the nginx front if asked. If any
+ * service fails to start, the ones already started are stopped and the
+ * error (with that service's output) is thrown.
  */
 export async function startCluster(options: ClusterOptions): Promise<DocketCluster> {
   const credentials = await newClusterCredentials(options.databaseUrl);
   const replicas: Record<ServiceName, ServiceProcess[]> = { state: [], admission: [], execution: [], events: [] };
+  const counts = Object.fromEntries(SERVICE_NAMES.map((name) => [name, replicaCount(options.replicas, name)])) as Record<ServiceName, number>;
+
+  let layout: FrontLayout | undefined;
+  let front: NginxFront | undefined;
+  if (options.front === 'nginx') {
+    layout = await layOutFront({ host: '127.0.0.1', counts, ports: { state: 0, admission: 0, execution: 0, events: 0 } });
+    const dir = await mkdtemp(join(tmpdir(), 'docket-front-'));
+    try {
+      front = await startNginxFront({ nginx: await locateNginx(process.env), dir, accessLog: join(dir, 'access.log'), services: layout.services });
+    } catch (error) {
+      await rm(dir, { recursive: true, force: true });
+      throw error;
+    }
+    runningFronts.set(front, dir);
+  }
 
   const start = async (name: ServiceName, index: number, stateUrl?: string): Promise<void> => {
     const serviceOptions: StartServiceOptions = {
@@ -50,8 +108,9 @@ export async function startCluster(options: ClusterOptions): Promise<DocketClust
         if (slot >= 0) replicas[name][slot] = next;
       },
     };
+    const listen = layout?.replicas[name][index] ?? '127.0.0.1:0';
     const env = {
-      ...serviceEnvironment(name, credentials.settings, '127.0.0.1:0', stateUrl),
+      ...serviceEnvironment(name, credentials.settings, listen, stateUrl),
       ...options.env?.[name],
     };
     replicas[name][index] = await startService(name, env, serviceOptions);
@@ -60,14 +119,18 @@ export async function startCluster(options: ClusterOptions): Promise<DocketClust
   const stop = async (): Promise<void> => {
     await Promise.all(FRONT_SERVICE_NAMES.flatMap((name) => replicas[name].map((service) => service.stop())));
     await Promise.all(replicas.state.map((service) => service.stop()));
+    if (front !== undefined) await stopFront(front);
   };
 
   try {
-    await settleAll(Array.from({ length: replicaCount(options.replicas, 'state') }, (_, index) => start('state', index)));
-    const stateUrls = await Promise.all(replicas.state.map((service) => options.stateUrlFor?.(service.url) ?? service.url));
+    await settleAll(Array.from({ length: counts.state }, (_, index) => start('state', index)));
+    const stateUrls =
+      front === undefined
+        ? await Promise.all(replicas.state.map((service) => options.stateUrlFor?.(service.url) ?? service.url))
+        : [await (options.stateUrlFor?.(front.urls.state ?? '') ?? front.urls.state ?? '')];
     await settleAll(
       FRONT_SERVICE_NAMES.flatMap((name) =>
-        Array.from({ length: replicaCount(options.replicas, name) }, (_, index) => start(name, index, stateUrls[index % stateUrls.length])),
+        Array.from({ length: counts[name] }, (_, index) => start(name, index, stateUrls[index % stateUrls.length])),
       ),
     );
   } catch (error) {
@@ -75,25 +138,27 @@ export async function startCluster(options: ClusterOptions): Promise<DocketClust
     throw error;
   }
 
-  const first = (name: ServiceName): ServiceProcess => {
+  const named = (name: ServiceName): ServiceProcess => {
     const service = replicas[name][0];
     if (!service) throw new Error(`no ${name} replica`);
-    return service;
+    const frontUrl = front?.urls[name];
+    return frontUrl === undefined ? service : { ...service, url: frontUrl };
   };
   return {
     get state() {
-      return first('state');
+      return named('state');
     },
     get admission() {
-      return first('admission');
+      return named('admission');
     },
     get execution() {
-      return first('execution');
+      return named('execution');
     },
     get events() {
-      return first('events');
+      return named('events');
     },
     replicas,
+    front,
     ...credentials.shared,
     stop,
   };

@@ -2,6 +2,7 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { UsageError, parseCommandArgs, type Command } from './command.js';
 import { DEV_LOG_MODES, type DevLogMode } from './dev-log-sink.js';
+import { parseReplicaCounts, type ReplicaCounts } from './replica-counts.js';
 import { runDev } from './run-dev.js';
 import { serviceEntryPath } from './service-names.js';
 
@@ -18,7 +19,7 @@ const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 export const devCommand: Command = {
   name: 'dev',
   summary: 'run the whole system locally: embedded Postgres and the four services',
-  help: `Usage: docket dev [--logs=warn|all|none]
+  help: `Usage: docket dev [--logs=warn|all|none] [--replicas <service>=<n>,...]
 
 Runs Docket on this machine (this is what npm start runs): PostgreSQL, then
 the state service, then admission, execution and events, each as its own
@@ -34,6 +35,24 @@ Options:
                     none  nothing
                   Every line is always written to <data dir>/logs/<service>.log,
                   Postgres' log to <data dir>/logs/postgres.log.
+  --replicas=<list>
+                  run several processes of each service behind nginx, e.g.
+                  --replicas admission=3,execution=3,events=2,state=2
+                  (unnamed services run once; at most 16 each). Each replica
+                  listens on a free port of 127.0.0.1; nginx listens on the
+                  services' ports below and passes each call to the next
+                  replica, round-robin (gRPC, and gRPC-Web and Connect over
+                  HTTP/2). Admission and events also get an HTTP/1.1 port
+                  each (browsers, the console: Connect and gRPC-Web), printed
+                  with the addresses. The front services reach state through
+                  nginx too. nginx runs as a child process on
+                  <data dir>/nginx/nginx.conf, rendered from
+                  deploy/nginx/docket-front.conf.template; its errors go to
+                  <data dir>/logs/nginx.log, one line per call (with the
+                  replica that answered) to <data dir>/logs/nginx-access.log,
+                  replica i's log to <data dir>/logs/<service>-<i>.log.
+                  Needs nginx 1.22 or newer (Debian: sudo apt-get install
+                  nginx). See docs/replicas.md.
 
 Environment:
   DOCKET_DATA_DIR         data directory, default .docket: holds postgres/
@@ -46,6 +65,8 @@ Environment:
   DOCKET_EVENTS_PORT      default 7403   | listen on 127.0.0.1
   DOCKET_STATE_PORT       default 7404  /
   DOCKET_CONSOLE_PORT     default 7405: the web console (packages/console)
+  DOCKET_NGINX            the nginx --replicas runs (default: nginx on PATH,
+                          else /usr/sbin/nginx)
   DOCKET_CORS_ORIGINS     browser origins the front services allow (default:
                           the console's own origin)
   DOCKET_AUTH_SECRET      HS256 secret (default: generated into secrets.json)
@@ -56,7 +77,7 @@ Environment:
 Other variables (NODE_OPTIONS, OTEL_*, ...) are passed on to the services.
 `,
   async run(args, context) {
-    const logMode = parseLogMode(args);
+    const { logMode, replicas } = parseDevArgs(args);
     const stop = new AbortController();
     let interrupts = 0;
     const onSignal = (): void => {
@@ -83,6 +104,7 @@ Other variables (NODE_OPTIONS, OTEL_*, ...) are passed on to the services.
         entryFor: (name) => serviceEntryPath(REPO_ROOT, name),
         consoleRoot: resolve(REPO_ROOT, 'packages', 'console', 'dist'),
         stop: stop.signal,
+        ...(replicas === undefined ? {} : { replicas }),
       });
     } finally {
       for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
@@ -90,10 +112,13 @@ Other variables (NODE_OPTIONS, OTEL_*, ...) are passed on to the services.
   },
 };
 
-function parseLogMode(args: readonly string[]): DevLogMode {
-  const { logs } = parseCommandArgs(args, { logs: { type: 'string' } }, 'none').values;
-  if (logs === undefined) return 'warn';
-  const mode = DEV_LOG_MODES.find((candidate) => candidate === logs);
-  if (!mode) throw new UsageError(`--logs must be one of ${DEV_LOG_MODES.join(', ')}`);
-  return mode;
+function parseDevArgs(args: readonly string[]): { logMode: DevLogMode; replicas: ReplicaCounts | undefined } {
+  const { logs, replicas } = parseCommandArgs(args, { logs: { type: 'string' }, replicas: { type: 'string' } }, 'none').values;
+  const logMode = logs === undefined ? 'warn' : DEV_LOG_MODES.find((candidate) => candidate === logs);
+  if (!logMode) throw new UsageError(`--logs must be one of ${DEV_LOG_MODES.join(', ')}`);
+  try {
+    return { logMode, replicas: replicas === undefined ? undefined : parseReplicaCounts(replicas) };
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
 }

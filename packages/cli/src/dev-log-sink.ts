@@ -15,6 +15,7 @@ const COLORS: Record<string, string> = {
   execution: '33',
   events: '35',
   postgres: '34',
+  nginx: '37',
 };
 
 /**
@@ -64,7 +65,8 @@ export class DevLogSink {
 
   #prefix(source: string): string {
     const label = `${source.padEnd(PREFIX_WIDTH)}│ `;
-    const color = COLORS[source];
+    // A replica (`admission-2`) in its service's colour.
+    const color = COLORS[source.replace(/-\d+$/, '')];
     return this.#colors && color ? `\u001b[${color}m${label}\u001b[0m` : label;
   }
 }

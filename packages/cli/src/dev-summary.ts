@@ -14,6 +14,18 @@ export interface DevSummary {
   readonly workerToken: string;
   readonly tokenTtlDays: number;
   readonly healthyAfterMs: number;
+  /** Set under `--replicas`: the nginx front the addresses above belong to, and the replicas behind it. */
+  readonly front?: DevFrontSummary;
+}
+
+/** The nginx front of `docket dev --replicas`, as the summary shows it. */
+export interface DevFrontSummary {
+  readonly configFile: string;
+  readonly accessLog: string;
+  /** `host:port` of each replica, by service. */
+  readonly replicas: Readonly<Record<ServiceName, readonly string[]>>;
+  /** The HTTP/1.1 listeners (browsers, curl without --http2-prior-knowledge), by service. */
+  readonly http1Urls: Readonly<Partial<Record<ServiceName, string>>>;
 }
 
 const ROLES_OF: Record<ServiceName, string> = {
@@ -34,6 +46,7 @@ export function formatDevSummary(summary: DevSummary): string {
     '',
     ...ORDER.map((name) => `  ${name.padEnd(10)} ${summary.urls[name].padEnd(24)} ${ROLES_OF[name]}`),
     ...(summary.consoleUrl === undefined ? [] : [`  ${'console'.padEnd(10)} ${summary.consoleUrl.padEnd(24)} web console: open it and paste the user token below`]),
+    ...(summary.front === undefined ? [] : formatFront(summary.front)),
     `  ${'postgres'.padEnd(10)} ${summary.databaseUrl}`,
     summary.embeddedPostgresDir === undefined
       ? `             (DOCKET_DATABASE_URL)`
@@ -55,4 +68,14 @@ export function formatDevSummary(summary: DevSummary): string {
     '',
   ];
   return `${lines.join('\n')}\n`;
+}
+
+function formatFront(front: DevFrontSummary): string[] {
+  const http1 = ORDER.flatMap((name) => (front.http1Urls[name] === undefined ? [] : [`${name} ${front.http1Urls[name]}`]));
+  return [
+    `  ${'nginx'.padEnd(10)} the four services' addresses above are nginx's (HTTP/2), each call going to the next replica of:`,
+    ...ORDER.map((name) => `  ${''.padEnd(10)}   ${name.padEnd(10)} ${front.replicas[name].join(' ')}`),
+    `  ${''.padEnd(10)} HTTP/1.1 (browsers, curl without --http2-prior-knowledge): ${http1.join(', ')}`,
+    `  ${''.padEnd(10)} config ${front.configFile}, access log ${front.accessLog}`,
+  ];
 }

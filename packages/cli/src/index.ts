@@ -19,3 +19,22 @@ export { waitForServing, type WaitForServingOptions } from './wait-for-serving.j
 export { serveConsole, type ConsoleServer, type ConsoleServices, type ServeConsoleOptions } from './console-server.js';
 export { demoHandler, type DemoHandlerOptions } from './worker-demo-handler.js';
 export { DEFAULT_CONSOLE_PORT } from './dev-config.js';
+export { freePort } from './free-port.js';
+export { parseReplicaCounts, type ReplicaCounts } from './replica-counts.js';
+export {
+  renderNginxFrontConfig,
+  loadNginxFrontTemplate,
+  NGINX_FRONT_TEMPLATE,
+  type FrontedService,
+  type NginxFrontConfig,
+} from './nginx-front-config.js';
+export {
+  BROWSER_SERVICES,
+  layOutFront,
+  locateNginx,
+  startNginxFront,
+  NginxMissingError,
+  type FrontLayout,
+  type NginxFront,
+  type NginxFrontOptions,
+} from './nginx-front.js';

@@ -5,19 +5,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { launchService, parseListeningUrl } from './launch-service.js';
+import { isProcessAlive } from '../../../test/support/process-alive.js';
 
 const FAKE_SERVICE = fileURLToPath(new URL('../../../test/support/fixtures/fake-service.mjs', import.meta.url));
 const VITE_NODE = fileURLToPath(new URL('../../../node_modules/.bin/vite-node', import.meta.url));
 const LAUNCH_SERVICE = fileURLToPath(new URL('./launch-service.ts', import.meta.url));
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('parseListeningUrl', () => {
   it('reads the url of the listening line only', () => {
@@ -71,7 +63,7 @@ describe('launchService', () => {
       await new Promise((resolve) => parent.once('exit', resolve));
       const pid = Number(/pid=(\d+)/.exec(output)?.[1]);
       expect(pid).toBeGreaterThan(0);
-      await expect.poll(() => isAlive(pid), { timeout: 5_000 }).toBe(false);
+      await expect.poll(() => isProcessAlive(pid), { timeout: 5_000 }).toBe(false);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -1,11 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import type { ChildProcess } from 'node:child_process';
+import { describeExit, superviseChild, type ServiceExit } from './supervised-child.js';
 
-/** How a service process ended. */
-export interface ServiceExit {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-}
+export { describeExit, type ServiceExit } from './supervised-child.js';
 
 /** Options for {@link launchService}. */
 export interface LaunchServiceOptions {
@@ -65,9 +61,6 @@ export class ServiceLaunchError extends Error {
   }
 }
 
-const TAIL_LINES = 40;
-const DRAIN_GRACE_MS = 2_000;
-
 /**
  * Starts `node <entry>` and follows the service process convention: JSON log
  * lines on stdout, one of them `{"msg":"listening","url":"http://..."}` once
@@ -75,68 +68,33 @@ const DRAIN_GRACE_MS = 2_000;
  * SIGKILLed if this process exits without stopping it.
  */
 export function launchService(options: LaunchServiceOptions): LaunchedService {
-  const child = spawn(process.execPath, [...(options.nodeOptions ?? []), options.entry], {
-    env: options.env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    detached: options.detached ?? false,
-  });
-  liveChildren.add(child);
-  registerExitHook();
-
-  const tail: string[] = [];
   let markReady!: (url: string) => void;
   const listening = new Promise<string>((resolve) => (markReady = resolve));
-  const drained = (['stdout', 'stderr'] as const).map(
-    (stream) =>
-      new Promise<void>((resolve) => {
-        const lines = createInterface({ input: child[stream], crlfDelay: Infinity });
-        lines.on('line', (line) => {
-          tail.push(line);
-          if (tail.length > TAIL_LINES) tail.shift();
-          options.onLine?.(line, stream);
-          const url = parseListeningUrl(line);
-          if (url !== undefined) markReady(url);
-        });
-        lines.on('close', resolve);
-      }),
-  );
-  const exited = new Promise<ServiceExit>((resolve) => {
-    child.once('error', (error) => {
-      tail.push(`could not run ${options.entry}: ${error.message}`);
-      liveChildren.delete(child);
-      resolve({ code: null, signal: null });
-    });
-    child.once('exit', (code, signal) => {
-      liveChildren.delete(child);
-      const grace = new Promise<void>((done) => setTimeout(done, DRAIN_GRACE_MS).unref());
-      void Promise.race([Promise.all(drained), grace]).then(() => resolve({ code, signal }));
-    });
+  const supervised = superviseChild({
+    name: options.name,
+    file: process.execPath,
+    args: [...(options.nodeOptions ?? []), options.entry],
+    env: options.env,
+    onLine: (line, stream) => {
+      options.onLine?.(line, stream);
+      const url = parseListeningUrl(line);
+      if (url !== undefined) markReady(url);
+    },
+    ...(options.detached === undefined ? {} : { detached: options.detached }),
   });
-
-  const isRunning = (): boolean => child.exitCode === null && child.signalCode === null;
-  const stop = async (signal: NodeJS.Signals = 'SIGTERM', graceMs = 20_000): Promise<ServiceExit> => {
-    if (isRunning()) child.kill(signal);
-    let timer: NodeJS.Timeout | undefined;
-    const inTime = await Promise.race([
-      exited.then(() => true),
-      new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), graceMs))),
-    ]);
-    clearTimeout(timer);
-    if (!inTime && isRunning()) child.kill('SIGKILL');
-    return exited;
-  };
+  const { exited } = supervised;
 
   const timeoutMs = options.readyTimeoutMs ?? 30_000;
   let timer: NodeJS.Timeout | undefined;
   const ready = Promise.race([
     listening,
     exited.then((exit): never => {
-      throw new ServiceLaunchError(options.name, `exited before listening (${describeExit(exit)})`, [...tail]);
+      throw new ServiceLaunchError(options.name, `exited before listening (${describeExit(exit)})`, supervised.recentLines());
     }),
     new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        reject(new ServiceLaunchError(options.name, `printed no listening line within ${timeoutMs} ms`, [...tail]));
-        if (isRunning()) child.kill('SIGKILL');
+        reject(new ServiceLaunchError(options.name, `printed no listening line within ${timeoutMs} ms`, supervised.recentLines()));
+        if (supervised.isRunning()) supervised.child.kill('SIGKILL');
       }, timeoutMs);
     }),
   ]).finally(() => clearTimeout(timer));
@@ -144,12 +102,12 @@ export function launchService(options: LaunchServiceOptions): LaunchedService {
 
   return {
     name: options.name,
-    child,
+    child: supervised.child,
     ready,
     exited,
-    recentLines: () => [...tail],
-    stop,
-    kill: () => stop('SIGKILL', 5_000),
+    recentLines: supervised.recentLines,
+    stop: supervised.stop,
+    kill: supervised.kill,
   };
 }
 
@@ -165,25 +123,4 @@ export function parseListeningUrl(line: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** "exit code 1" or "signal SIGKILL", for messages. */
-export function describeExit(exit: ServiceExit): string {
-  return exit.signal ? `signal ${exit.signal}` : `exit code ${String(exit.code)}`;
-}
-
-/** Service processes started here that have not exited yet. */
-const liveChildren = new Set<ChildProcess>();
-let exitHookRegistered = false;
-
-/**
- * Whatever way this process ends (a failed test file, an uncaught error),
- * no service process outlives it.
- */
-function registerExitHook(): void {
-  if (exitHookRegistered) return;
-  exitHookRegistered = true;
-  process.once('exit', () => {
-    for (const child of liveChildren) child.kill('SIGKILL');
-  });
 }

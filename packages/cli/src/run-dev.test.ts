@@ -7,8 +7,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { verifyBearer } from '@docket/auth';
 import { createTestDatabase } from '../../../test/support/database.js';
 import { readDevSecrets } from './dev-secrets.js';
+import type { ReplicaCounts } from './replica-counts.js';
 import { runDev } from './run-dev.js';
 import type { ServiceName } from './service-names.js';
+import { isProcessAlive } from '../../../test/support/process-alive.js';
 
 const FAKE_SERVICE = fileURLToPath(new URL('../../../test/support/fixtures/fake-service.mjs', import.meta.url));
 
@@ -48,6 +50,7 @@ async function runDevUntilReady(options: {
   entryFor?: (name: ServiceName) => string;
   whileRunning?: (out: string) => Promise<void>;
   consoleRoot?: string;
+  replicas?: ReplicaCounts;
 }): Promise<DevRun> {
   const stop = new AbortController();
   let out = '';
@@ -75,6 +78,7 @@ async function runDevUntilReady(options: {
     entryFor: options.entryFor ?? (() => FAKE_SERVICE),
     stop: stop.signal,
     ...(options.consoleRoot === undefined ? {} : { consoleRoot: options.consoleRoot }),
+    ...(options.replicas === undefined ? {} : { replicas: options.replicas }),
   });
   // Surface a failed `whileRunning`; do not wait for one the run outlived.
   await Promise.race([running, new Promise((resolve) => setImmediate(resolve))]);
@@ -109,16 +113,7 @@ function expectAllStopped(pids: readonly number[], count = 4): void {
   expect(pids).toHaveLength(count);
   for (const pid of pids) {
     expect(Number.isSafeInteger(pid) && pid > 0, `pid ${pid} is a positive integer`).toBe(true);
-    expect(isAlive(pid), `pid ${pid} is not alive`).toBe(false);
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
+    expect(isProcessAlive(pid), `pid ${pid} is not alive`).toBe(false);
   }
 }
 
@@ -201,6 +196,41 @@ describe('runDev', () => {
       const log = await readFile(join(dir, '.docket', 'logs', `${name}.log`), 'utf8');
       expect(log).toContain('"DOCKET_CORS_ORIGINS"');
     }
+  });
+
+  it('with replicas, puts nginx on the services’ ports before one process per replica, the fronts reaching state through it, and stops them all', async () => {
+    const dir = await scratchDir();
+    const dataDir = join(dir, '.docket');
+    const consoleRoot = join(dir, 'console');
+    await mkdir(consoleRoot);
+    await writeFile(join(consoleRoot, 'index.html'), '<!doctype html><title>Docket console</title>');
+    let nginxPid = 0;
+    let config: unknown;
+    const run = await runDevUntilReady({
+      env: { DOCKET_DATA_DIR: dataDir, DOCKET_DATABASE_URL: 'postgres://unused/db', DOCKET_CONSOLE_PORT: '0' },
+      consoleRoot,
+      replicas: { state: 2, admission: 2, execution: 1, events: 2 },
+      whileRunning: async (out) => {
+        nginxPid = Number(await readFile(join(dataDir, 'nginx', 'nginx.pid'), 'utf8'));
+        const consoleUrl = /\n  console +(http:\/\/127\.0\.0\.1:\d+) /.exec(out)?.[1] ?? '';
+        config = await (await fetch(`${consoleUrl}/config.json`)).json();
+      },
+    });
+    expect(run.err).toBe('');
+    expect(run.code).toBe(0);
+    const urlOf = (name: string): string => new RegExp(`\\n  ${name} +(http://\\S+)`).exec(run.out)?.[1] ?? '';
+    expect(await readFile(join(dataDir, 'nginx', 'nginx.conf'), 'utf8')).toContain(`listen ${new URL(urlOf('state')).host} http2;`);
+    for (const replica of ['admission-1', 'admission-2', 'execution', 'events-1', 'events-2']) {
+      const log = await readFile(join(dataDir, 'logs', `${replica}.log`), 'utf8');
+      expect(log, replica).toContain(`"stateUrl":"${urlOf('state')}"`);
+    }
+    // The console (a browser: HTTP/1.1) is given the front's HTTP/1.1 listeners, printed with the rest.
+    const http1 = /HTTP\/1\.1 \(browsers[^:]*: admission (http:\/\/\S+), events (http:\/\/\S+)/.exec(run.out);
+    expect(config).toEqual({ admissionUrl: http1?.[1], eventsUrl: http1?.[2] });
+    expect(http1?.[1]).not.toBe(urlOf('admission'));
+    expectAllStopped([nginxPid], 1);
+    const replicas = ['state-1', 'state-2', 'admission-1', 'admission-2', 'execution', 'events-1', 'events-2'];
+    expectAllStopped(await servicePids(dataDir, replicas), replicas.length);
   });
 
   it('stops everything and exits 1 when a service dies', async () => {

@@ -10,6 +10,8 @@ import { DevLogSink, type DevLogMode } from './dev-log-sink.js';
 import { devSecretsPath, loadOrCreateDevSecrets } from './dev-secrets.js';
 import { formatDevSummary } from './dev-summary.js';
 import { describeExit, launchService, type LaunchedService } from './launch-service.js';
+import { layOutFront, locateNginx, startNginxFront, type FrontLayout, type NginxFront } from './nginx-front.js';
+import type { ReplicaCounts } from './replica-counts.js';
 import { serviceEnvironment, type DocketServiceSettings } from './service-environment.js';
 import { FRONT_SERVICE_NAMES, SERVICE_NAMES, type ServiceName } from './service-names.js';
 import { waitForServing } from './wait-for-serving.js';
@@ -28,6 +30,12 @@ export interface RunDevOptions {
   readonly stop: AbortSignal;
   /** The built web console (`packages/console/dist`), served on `DOCKET_CONSOLE_PORT`; unset serves none. */
   readonly consoleRoot?: string;
+  /**
+   * `--replicas`: run this many processes of each service, each on a free
+   * port, behind an nginx front listening on the services' ports
+   * (docs/replicas.md). Unset: one process per service on those ports, no nginx.
+   */
+  readonly replicas?: ReplicaCounts;
 }
 
 const TOKEN_TTL_DAYS = 30;
@@ -41,6 +49,11 @@ const DATABASE_NAME = 'docket';
  * once all four report SERVING and runs until `stop` aborts (exit code 0) or
  * a child dies (everything else is stopped; exit code 1). Shutdown is
  * ordered: the three front services, then state, then Postgres.
+ *
+ * With `replicas`, nginx (`<data dir>/nginx/nginx.conf`, rendered from
+ * `deploy/nginx/docket-front.conf.template`) listens on the services'
+ * ports and passes each call to the next replica; the front services reach
+ * state through it too. It starts before the replicas and stops after them.
  */
 export async function runDev(options: RunDevOptions): Promise<number> {
   const began = performance.now();
@@ -49,11 +62,14 @@ export async function runDev(options: RunDevOptions): Promise<number> {
   const logsDir = join(dataDir, 'logs');
   const ports = devServicePorts(env);
   for (const name of SERVICE_NAMES) await assertBuilt(options.entryFor(name));
+  const counts = options.replicas;
+  const nginx = counts === undefined ? undefined : await locateNginx(env);
   await mkdir(logsDir, { recursive: true });
   const logs = new DevLogSink({ logsDir, mode: options.logMode, out: options.out, colors: options.colors });
 
   const lifetime = new Lifetime(options.stop);
-  const services = new Map<ServiceName, LaunchedService>();
+  const services = new Map<ServiceName, LaunchedService[]>(SERVICE_NAMES.map((name) => [name, []]));
+  let frontStarting: Promise<NginxFront> | undefined;
   let postgresStarting: Promise<EmbeddedPostgresHandle> | undefined;
   let consoleServer: ConsoleServer | undefined;
   let failure: string | undefined;
@@ -96,38 +112,67 @@ export async function runDev(options: RunDevOptions): Promise<number> {
       ...inheritedServiceEnv(env),
       ...(consoleServer === undefined ? {} : { DOCKET_CORS_ORIGINS: devCorsOrigins(env, consoleServer.url) }),
     };
-    const launch = (name: ServiceName, stateUrl?: string): LaunchedService => {
+    const launch = (name: ServiceName, index: number, listen: string, stateUrl?: string): LaunchedService => {
+      const source = replicaName(name, index, counts);
       const service = launchService({
-        name,
+        name: source,
         entry: options.entryFor(name),
-        env: { ...baseEnv, ...serviceEnvironment(name, settings, `${DEV_HOST}:${ports[name]}`, stateUrl) },
-        onLine: (line) => logs.write(name, line),
+        env: { ...baseEnv, ...serviceEnvironment(name, settings, listen, stateUrl) },
+        onLine: (line) => logs.write(source, line),
         detached: true,
       });
-      services.set(name, service);
+      services.get(name)?.push(service);
       void service.exited.then((exit) =>
-        lifetime.fail(`the ${name} service exited unexpectedly (${describeExit(exit)})`, service.recentLines()),
+        lifetime.fail(`the ${source} service exited unexpectedly (${describeExit(exit)})`, service.recentLines()),
       );
       return service;
     };
+    const serving = (name: string, url: string): Promise<void> =>
+      waitForServing(url, { signal: lifetime.signal }).catch((error: unknown) => {
+        throw new Error(`the ${name} service is not healthy: ${(error as Error).message}`);
+      });
 
-    options.out('Starting the state service ...\n');
-    const stateUrl = await lifetime.race(launch('state').ready);
-    options.out('Starting admission, execution and events ...\n');
-    const fronts = FRONT_SERVICE_NAMES.map((name) => launch(name, stateUrl));
-    const frontUrls = await lifetime.race(Promise.all(fronts.map((service) => service.ready)));
-    const urls = { state: stateUrl } as Record<ServiceName, string>;
-    FRONT_SERVICE_NAMES.forEach((name, index) => (urls[name] = frontUrls[index] ?? ''));
-    consoleServices = { admissionUrl: urls.admission, eventsUrl: urls.events };
-    await lifetime.race(
-      Promise.all(
-        SERVICE_NAMES.map((name) =>
-          waitForServing(urls[name], { signal: lifetime.signal }).catch((error: unknown) => {
-            throw new Error(`the ${name} service is not healthy: ${(error as Error).message}`);
-          }),
-        ),
-      ),
-    );
+    const urls = {} as Record<ServiceName, string>;
+    let front: { readonly started: NginxFront; readonly layout: FrontLayout } | undefined;
+    if (counts === undefined || nginx === undefined) {
+      options.out('Starting the state service ...\n');
+      urls.state = await lifetime.race(launch('state', 0, `${DEV_HOST}:${ports.state}`).ready);
+      options.out('Starting admission, execution and events ...\n');
+      const fronts = FRONT_SERVICE_NAMES.map((name) => launch(name, 0, `${DEV_HOST}:${ports[name]}`, urls.state));
+      const frontUrls = await lifetime.race(Promise.all(fronts.map((service) => service.ready)));
+      FRONT_SERVICE_NAMES.forEach((name, index) => (urls[name] = frontUrls[index] ?? ''));
+      consoleServices = { admissionUrl: urls.admission, eventsUrl: urls.events };
+    } else {
+      const layout = await layOutFront({ host: DEV_HOST, counts, ports });
+      options.out(`Starting nginx in front of the replicas (${join(dataDir, 'nginx', 'nginx.conf')}) ...\n`);
+      frontStarting = startNginxFront({
+        nginx,
+        dir: join(dataDir, 'nginx'),
+        accessLog: join(logsDir, 'nginx-access.log'),
+        services: layout.services,
+        onLine: (line) => logs.write('nginx', line),
+        detached: true,
+      });
+      const started = await lifetime.race(frontStarting);
+      front = { started, layout };
+      void started.exited.then((exit) => lifetime.fail(`nginx exited unexpectedly (${describeExit(exit)})`, started.recentLines()));
+      for (const name of SERVICE_NAMES) urls[name] = started.urls[name] ?? '';
+      options.out(`Starting ${describeCount(counts.state, 'state')} ...\n`);
+      const states = layout.replicas.state.map((listen, index) => launch('state', index, listen));
+      const stateUrls = await lifetime.race(Promise.all(states.map((service) => service.ready)));
+      options.out(`Starting ${FRONT_SERVICE_NAMES.map((name) => describeCount(counts[name], name)).join(', ')} ...\n`);
+      // Every front replica reaches state through the front, as clients reach it.
+      const fronts = FRONT_SERVICE_NAMES.flatMap((name) => layout.replicas[name].map((listen, index) => launch(name, index, listen, urls.state)));
+      const replicaUrls = await lifetime.race(Promise.all(fronts.map((service) => service.ready)));
+      await lifetime.race(
+        Promise.all([
+          ...states.map((service, index) => serving(service.name, stateUrls[index] ?? '')),
+          ...fronts.map((service, index) => serving(service.name, replicaUrls[index] ?? '')),
+        ]),
+      );
+      consoleServices = { admissionUrl: started.http1Urls.admission ?? '', eventsUrl: started.http1Urls.events ?? '' };
+    }
+    await lifetime.race(Promise.all(SERVICE_NAMES.map((name) => serving(name, urls[name]))));
 
     const ttlSeconds = TOKEN_TTL_DAYS * 24 * 3600;
     options.out(
@@ -142,6 +187,16 @@ export async function runDev(options: RunDevOptions): Promise<number> {
         workerToken: await mintToken({ secret: authSecret, subject: 'dev-worker', role: 'worker', ttlSeconds }),
         tokenTtlDays: TOKEN_TTL_DAYS,
         healthyAfterMs: performance.now() - began,
+        ...(front === undefined
+          ? {}
+          : {
+              front: {
+                configFile: front.started.configFile,
+                accessLog: front.started.accessLog,
+                replicas: front.layout.replicas,
+                http1Urls: front.started.http1Urls,
+              },
+            }),
       }),
     );
     failure = await lifetime.ended;
@@ -152,9 +207,12 @@ export async function runDev(options: RunDevOptions): Promise<number> {
     if (failure !== undefined) options.err(`\ndocket dev: ${failure}\n`);
     options.out('Stopping ...\n');
     await Promise.all(
-      FRONT_SERVICE_NAMES.map((name) => services.get(name)?.stop('SIGTERM', SHUTDOWN_GRACE_MS)),
+      FRONT_SERVICE_NAMES.flatMap((name) => (services.get(name) ?? []).map((service) => service.stop('SIGTERM', SHUTDOWN_GRACE_MS))),
     );
-    await services.get('state')?.stop('SIGTERM', SHUTDOWN_GRACE_MS);
+    await Promise.all((services.get('state') ?? []).map((service) => service.stop('SIGTERM', SHUTDOWN_GRACE_MS)));
+    // After the replicas, which reach state through it while they drain; also a front still starting.
+    const [frontStart] = await Promise.allSettled(frontStarting === undefined ? [] : [frontStarting]);
+    if (frontStart?.status === 'fulfilled') await frontStart.value.stop();
     await consoleServer?.close();
     // Also a server still starting when the session ended (Ctrl-C during initdb).
     const postgres = await postgresStarting?.catch(() => undefined);
@@ -163,6 +221,15 @@ export async function runDev(options: RunDevOptions): Promise<number> {
     options.out('Stopped.\n');
   }
   return failure === undefined ? 0 : 1;
+}
+
+/** A replica's name in messages and log files: `admission` when it is the only one, else `admission-2`. */
+function replicaName(name: ServiceName, index: number, counts: ReplicaCounts | undefined): string {
+  return counts === undefined || counts[name] === 1 ? name : `${name}-${index + 1}`;
+}
+
+function describeCount(count: number, name: ServiceName): string {
+  return count === 1 ? `${name}` : `${count} ${name} replicas`;
 }
 
 function seconds(ms: number): string {
