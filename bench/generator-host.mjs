@@ -8,7 +8,8 @@ const GENERATORS = new URL('./generators/', import.meta.url).pathname;
 
 /**
  * Forks `bench/generators/<script>` and speaks the protocol with it:
- * `ready` (set up), `start()` (a result; may be asked again), `stop()`.
+ * `ready` (set up), `start()` (a result; may be asked again), `finish()`
+ * (for a generator that runs until told), `stop()`.
  */
 export function forkGenerator(script, config) {
   const child = fork(`${GENERATORS}${script}`, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -39,6 +40,7 @@ export function forkGenerator(script, config) {
     pid: child.pid,
     ready: ask('setup', 'ready', { config }),
     start: () => ask('start', 'result'),
+    finish: () => child.connected && child.send({ type: 'finish' }),
     async stop() {
       if (child.exitCode === null && child.connected) child.send({ type: 'stop' });
       const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
@@ -55,9 +57,13 @@ export function forkGenerator(script, config) {
  * limit). Every child is stopped, whatever happens. `onTimed(before,
  * after, generatorPids)`, when given, gets the machine's CPU snapshots
  * (bench/process-cpu.mjs) taken as the timed part starts and once every
- * result is in.
+ * result is in. `whileRunning(running)`, when given, is called as the timed
+ * part starts with one `{pid, result, finish()}` per generator (`result`
+ * its result's promise): what the orchestrator does meanwhile (restart a
+ * server, tell a generator to finish); the measurement waits for it too,
+ * and fails if it fails.
  */
-export async function runGenerators(specs, { timeoutMs, onTimed } = {}) {
+export async function runGenerators(specs, { timeoutMs, onTimed, whileRunning } = {}) {
   const children = specs.map(({ script, config }) => forkGenerator(script, config));
   let timer;
   const deadline = new Promise((_, reject) => {
@@ -66,7 +72,9 @@ export async function runGenerators(specs, { timeoutMs, onTimed } = {}) {
   const measured = (async () => {
     await Promise.all(children.map((child) => child.ready));
     const before = onTimed ? cpuSnapshot() : undefined;
-    const results = await Promise.all(children.map((child) => child.start()));
+    const pending = children.map((child) => child.start());
+    const meanwhile = whileRunning?.(children.map((child, index) => ({ pid: child.pid, result: pending[index], finish: child.finish })));
+    const [results] = await Promise.all([Promise.all(pending), meanwhile]);
     if (onTimed) onTimed(before, cpuSnapshot(), children.map((child) => child.pid));
     return results;
   })();

@@ -18,8 +18,8 @@ export const isDocket = (system) => system.startsWith('docket');
 
 /** Scenarios measured by default, in order. */
 export const DEFAULT_SCENARIOS = ['submit', 'claim', 'claim-batched', 'backlog', 'e2e'];
-/** In-process benchmarks, run after the scenarios above. */
-export const EXTRA_SCENARIOS = ['calls', 'journal', 'streams', 'reaper', 'wakeups', 'renewals', 'queue-stats', 'dependencies'];
+/** In-process benchmarks (and fixed-rate, which forks its own generators), run after the scenarios above. */
+export const EXTRA_SCENARIOS = ['calls', 'journal', 'streams', 'reaper', 'wakeups', 'renewals', 'queue-stats', 'dependencies', 'fixed-rate'];
 /** The in-process benchmarks a default run includes (the others only when named with --only). */
 export const DEFAULT_EXTRAS = ['calls'];
 

@@ -31,7 +31,15 @@ const EXTRAS = {
   renewals: async (options) => (await import('./renewals.mjs')).benchRenewals(options),
   'queue-stats': async (options) => (await import('./queue-stats.mjs')).benchQueueStats(options),
   dependencies: async (options) => (await import('./dependencies.mjs')).benchDependencies(options),
+  'fixed-rate': async (options) => (await import('./fixed-rate.mjs')).benchFixedRate(options),
 };
+
+/**
+ * An extra resolves with its table's rows (an in-process benchmark) or with
+ * `{rows, tables}` (fixed-rate): summary rows that join the run's results,
+ * CPU, ratio and goal tables and the history, and tables of its own.
+ */
+const extraOutcome = (name, outcome) => (Array.isArray(outcome) ? { rows: [], tables: { [name]: outcome } } : outcome);
 
 const options = parseOptions(process.argv.slice(2));
 if (options.help) {
@@ -67,6 +75,7 @@ console.log(`PostgreSQL ${Object.entries(server.settings).map(([name, value]) =>
 let systems;
 const measurements = [];
 const extraRows = {};
+const extraSummaryRows = [];
 const statements = {};
 let complaints = {};
 try {
@@ -121,13 +130,18 @@ try {
   }
 
   for (const extra of extras) {
-    console.log(`${elapsed()}  ${extra} (in-process)`);
+    console.log(`${elapsed()}  ${extra}${extra === 'fixed-rate' ? '' : ' (in-process)'}`);
+    const keep = (outcome) => {
+      const { rows: summaryRows, tables } = extraOutcome(extra, outcome);
+      extraSummaryRows.push(...summaryRows);
+      Object.assign(extraRows, tables);
+      console.log(`\n${extraTables(tables).map(renderText).join('\n\n')}\n`);
+    };
     try {
-      extraRows[extra] = await EXTRAS[extra]({ server, root: options.docketRoot, quick: options.quick });
-      console.log(`\n${renderText(extraTables({ [extra]: extraRows[extra] })[0])}\n`);
+      keep(await EXTRAS[extra]({ server, root: options.docketRoot, roots, quick: options.quick }));
     } catch (error) {
       // A benchmark that stopped early may still hand back what it measured.
-      if (error.rows) (extraRows[extra] = error.rows), console.log(`\n${renderText(extraTables({ [extra]: error.rows })[0])}\n`);
+      if (error.rows ?? error.outcome) keep(error.rows ?? error.outcome);
       measurements.push({ scenario: extra, error: error.stack ?? String(error) });
       console.log(`${elapsed()}  ${extra}: FAILED ${String(error.message ?? error).split('\n').slice(0, 6).join(' | ')}`);
     }
@@ -139,7 +153,7 @@ try {
   await server.stop();
 }
 
-const rows = summarize(measurements.filter((measurement) => !measurement.error));
+const rows = [...summarize(measurements.filter((measurement) => !measurement.error)), ...extraSummaryRows];
 const ratios = ratioRows(rows);
 const goals = goalRows(rows);
 const tables = rows.length > 0 ? [resultsTable(rows), cpuTable(rows), ratiosTable(ratios), goalsTable(goals, docketSystems)] : [];

@@ -29,6 +29,7 @@ export async function startSystems(server, instances, roots) {
         deployments.push(Object.assign(deployment, { instance }));
         connections.set(instance, {
           kind: 'docket',
+          databaseUrl,
           admissionUrl: deployment.urls.admission[0],
           executionUrl: deployment.urls.execution[0],
           userToken: await deployment.token('bench-user', 'user'),

@@ -10,10 +10,16 @@
 // A layout with `session` makes the same calls on one ExecutionService/Work
 // stream per generator process (the worker SDK's WorkSessionClient, what
 // createWorker uses by default) instead of a unary RPC each.
+//
+// `worker(queue, {concurrency, handler})` is the worker SDK itself
+// (createWorker, its defaults: the worker session, batched claims of the
+// idle handlers), for the fixed-rate scenario; `pendingJobs` and `ledger`
+// read the deployment's database from the orchestrator, after the fact.
 import { randomBytes } from 'node:crypto';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { WorkSessionClient } from '@docket/worker-sdk';
+import { createWorker, WorkSessionClient } from '@docket/worker-sdk';
+import { query } from '../postgres.mjs';
 import { runClaimLoops } from '../load/claim-loops.mjs';
 import { runConcurrently } from '../load/closed-loop.mjs';
 import { jobInput, jobKey } from '../load/jobs.mjs';
@@ -27,12 +33,35 @@ const operationId = () => `op_${randomBytes(16).toString('base64url')}`;
 /** Parent side: nothing to prepare, the state service migrates its database at start. */
 export async function prepare() {}
 
+/** Parent side: how many jobs of `queue` have not succeeded (yet). */
+export async function pendingJobs(databaseUrl, queue) {
+  const [row] = await query(databaseUrl, `select count(*)::int as pending from jobs where queue = $1 and status <> 'SUCCEEDED'`, [queue]);
+  return row.pending;
+}
+
+/**
+ * Parent side: every job of `queue` as {id, done, doneAt (epoch ms of the
+ * last change, the success for a done job), attempts, where: 'done',
+ * 'queued' (waiting for a claim or a retry), 'running' or 'other'}.
+ */
+export async function ledger(databaseUrl, queue) {
+  const rows = await query(
+    databaseUrl,
+    `select id, status = 'SUCCEEDED' as done, extract(epoch from updated_at) * 1000 as "doneAt", attempt_count as attempts,
+            case when status = 'SUCCEEDED' then 'done' when status in ('QUEUED', 'RETRY_WAIT') then 'queued' when status = 'RUNNING' then 'running' else 'other' end as "where"
+       from jobs where queue = $1`,
+    [queue],
+  );
+  return rows.map((row) => ({ ...row, doneAt: Number(row.doneAt) }));
+}
+
 /** Generator side: clients for `system` ({admissionUrl, executionUrl, userToken, workerToken, adminToken}). */
 export async function open(system) {
   const admission = clientWith(AdmissionService, system.admissionUrl, system.userToken);
   const unary = clientWith(ExecutionService, system.executionUrl, system.workerToken);
   const session = new WorkSessionClient(unary);
-  const submitter = (queue) => (key, input) => admission.submitJob({ idempotencyKey: key, queue, input });
+  /** Resolves with the admitted job's id. */
+  const submitter = (queue) => async (key, input) => (await admission.submitJob({ idempotencyKey: key, queue, input })).job?.id;
   /** SubmitJobs of the whole batch; a refused item fails the measurement. */
   const bulkSubmitter = (queue) => async (keys, inputs) => {
     const { results } = await admission.submitJobs({ items: keys.map((key, index) => ({ idempotencyKey: key, queue, input: inputs[index] })) });
@@ -83,6 +112,30 @@ export async function open(system) {
               }),
           }),
       };
+    },
+    /**
+     * A createWorker worker of `concurrency` handlers on `queue`, each job's
+     * input handed to `handler`; started before it resolves. The SDK's
+     * warnings and errors (the restart's failed calls, which it retries)
+     * are counted in `notes()`, not printed.
+     */
+    async worker(queue, { concurrency, handler }) {
+      const notes = { warnings: 0, errors: 0, first: undefined };
+      const note = (kind) => (message) => {
+        notes[kind] += 1;
+        notes.first ??= String(message).slice(0, 200);
+      };
+      const worker = createWorker({
+        url: system.executionUrl,
+        token: system.workerToken,
+        name: `bench-${queue}`,
+        queues: [queue],
+        concurrency,
+        logger: { info() {}, warn: note('warnings'), error: note('errors') },
+        handler: (job) => handler(job.input),
+      });
+      await worker.start();
+      return { stop: () => worker.stop(), notes: () => ({ ...notes, stats: { ...worker.stats } }), options: { createWorker: `concurrency ${concurrency}, otherwise the SDK's defaults (worker session, claims of every idle handler)` } };
     },
     async close() {
       session.close();

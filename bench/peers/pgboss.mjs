@@ -6,20 +6,29 @@
 // but for the pool size (`max`, callers + 4). `send` carries no
 // deduplication key (pg-boss's singletonKey is a different contract), which
 // only flatters pg-boss.
+//
+// `worker(name, {concurrency, handler})`, for the fixed-rate scenario: one
+// `work()` of batchSize `concurrency` (each call hands the handler up to
+// that many jobs, run at once), polling 0.5 s (the minimum), and the
+// handler calls `notifyWorker(id)` as it starts, so a worker that got jobs
+// fetches again as soon as they are done instead of sleeping out the
+// interval (an empty fetch still sleeps 0.5 s). `pendingJobs` and `ledger`
+// read pgboss.job from the orchestrator, after the fact.
 import PgBoss from 'pg-boss';
 import pg from 'pg';
 import { pollPause, runClaimLoops } from '../load/claim-loops.mjs';
 import { jobInput } from '../load/jobs.mjs';
 import { settlementWatch } from '../load/settled.mjs';
 import { wallClock } from '../generators/protocol.mjs';
+import { query } from '../postgres.mjs';
 
 const IDLE_MS = 10;
 const WORK_POLLING_SECONDS = 0.5;
 const INSERT_BATCH = 1000;
 
-const startBoss = async (databaseUrl, max) => {
+const startBoss = async (databaseUrl, max, onError = (error) => console.error(`pg-boss: ${error.message}`)) => {
   const boss = new PgBoss({ connectionString: databaseUrl, max });
-  boss.on('error', (error) => console.error(`pg-boss: ${error.message}`));
+  boss.on('error', onError);
   await boss.start();
   return boss;
 };
@@ -30,9 +39,34 @@ export async function prepare(databaseUrl) {
   await boss.stop({ graceful: false, wait: true });
 }
 
-/** Generator side: a started PgBoss with `connections` connections. */
-export async function open(system, { connections }) {
-  const boss = await startBoss(system.databaseUrl, connections);
+/** Parent side: how many jobs of queue `name` are not completed (yet). */
+export async function pendingJobs(databaseUrl, name) {
+  const [row] = await query(databaseUrl, `select count(*)::int as pending from pgboss.job where name = $1 and state <> 'completed'`, [name]);
+  return row.pending;
+}
+
+/**
+ * Parent side: every job of queue `name` as {id, done, doneAt (epoch ms of
+ * its completion), attempts, where: 'done', 'queued' (created, or waiting
+ * for a retry), 'running' (active) or 'other'}.
+ */
+export async function ledger(databaseUrl, name) {
+  const rows = await query(
+    databaseUrl,
+    `select id, state = 'completed' as done, extract(epoch from completed_on) * 1000 as "doneAt", retry_count + 1 as attempts,
+            case when state = 'completed' then 'done' when state in ('created', 'retry') then 'queued' when state = 'active' then 'running' else 'other' end as "where"
+       from pgboss.job where name = $1`,
+    [name],
+  );
+  return rows.map((row) => ({ ...row, doneAt: row.doneAt === null ? undefined : Number(row.doneAt) }));
+}
+
+/**
+ * Generator side: a started PgBoss with `connections` connections; `onError`
+ * gets what it emits as 'error' (default: printed).
+ */
+export async function open(system, { connections, onError }) {
+  const boss = await startBoss(system.databaseUrl, connections, onError);
   const created = new Set();
   const queue = async (name) => {
     if (!created.has(name)) await boss.createQueue(name);
@@ -59,6 +93,19 @@ export async function open(system, { connections }) {
     async consumer(name, total, spec) {
       await queue(name);
       return spec.style === 'work' ? workConsumer(boss, system.databaseUrl, name, total, spec) : fetchConsumer(boss, name, total, spec);
+    },
+    async worker(name, { concurrency, handler }) {
+      await queue(name);
+      let id;
+      id = await boss.work(name, { batchSize: concurrency, pollingIntervalSeconds: WORK_POLLING_SECONDS }, async (jobs) => {
+        if (id) boss.notifyWorker(id);
+        await Promise.all(jobs.map((job) => handler(job.data)));
+      });
+      return {
+        stop: () => boss.offWork(name),
+        notes: () => ({}),
+        options: { work: `1 worker, batchSize ${concurrency}, pollingIntervalSeconds ${WORK_POLLING_SECONDS}, notifyWorker(id) on every batch`, max: connections },
+      };
     },
     close: () => boss.stop({ graceful: false, wait: true, timeout: 5_000 }),
   };

@@ -12,7 +12,9 @@ const BATCHED = '1 worker x 16 handlers, max_jobs = idle handlers';
  * system in turn), `versus` the row it is divided by (`system: 'self'` is
  * the same Docket system). `min`/`max` bound the ratio; neither means the
  * figure is reported, not judged. A goal without `versus` bounds the
- * Docket row's own figure by `maxValue` (CPU budgets, in microseconds).
+ * Docket row's own figure by `maxValue` or `minValue`, in `unit` (default
+ * us: the CPU budgets); `goal` may be a function of that row (a label that
+ * names the run's rate).
  */
 export const GOALS = [
   { goal: 'SubmitJob 16 callers / pg-boss send(), jobs/s', min: 1.0, metric: 'jobsPerSecond', docket: { groupKey: 'submit-16', label: 'SubmitJob' }, versus: { groupKey: 'submit-16', system: 'pgboss', label: 'send()' } },
@@ -31,6 +33,17 @@ export const GOALS = [
   { goal: 'Docket services CPU per job, claim+complete 1 job/claim, worker session (us)', maxValue: 150, metric: 'serviceCpuUsPerJob', docket: { groupKey: 'claim-one', label: ONE_PER_CLAIM_SESSION } },
   { goal: 'claim+complete with the large backlog / with 2,000 queued', min: 0.8, metric: 'jobsPerSecond', docket: { groupKey: 'backlog-large' }, versus: { groupKey: 'backlog-small', system: 'self' } },
   { goal: 'end to end / hand-written SQL doing the same', min: 0.6, metric: 'jobsPerSecond', docket: { groupKey: 'e2e' }, versus: { groupKey: 'e2e', system: 'handwritten' } },
+  // The fixed-rate scenario (bench/fixed-rate.mjs): its own figures, no ratio.
+  {
+    goal: (row) => `fixed rate ${row ? row.offeredPerSecond.toLocaleString('en-US') : '1,200'}/s: completions keep pace (completed/s before the restart / offered)`,
+    minValue: 0.95,
+    unit: 'x',
+    metric: 'paceBeforeRestart',
+    docket: { groupKey: 'fixed-rate' },
+  },
+  { goal: 'fixed rate: pickup p99 (submit to handler start, before the restart)', maxValue: 500, unit: 'ms', metric: 'p99Ms', docket: { groupKey: 'fixed-rate' } },
+  { goal: 'fixed rate: back at the offered rate after a PostgreSQL restart (3 s in a row at >= 95%)', maxValue: 10, unit: 's', metric: 'recoverySeconds', docket: { groupKey: 'fixed-rate' } },
+  { goal: 'fixed rate: nothing lost (acknowledged, not completed after the drain)', maxValue: 0, unit: 'jobs', metric: 'lost', docket: { groupKey: 'fixed-rate' } },
 ];
 
 const matches = (row, selector, system) =>
@@ -71,7 +84,11 @@ export function goalRows(rows) {
     for (const system of docketSystems) {
       const docket = rows.find((row) => matches(row, goal.docket, system));
       if (!goal.versus) {
-        if (docket?.[goal.metric] !== undefined) results[system] = { value: docket[goal.metric], unit: 'us', met: docket[goal.metric] <= goal.maxValue };
+        const value = docket?.[goal.metric];
+        if (value !== undefined && value !== null) {
+          const met = (goal.maxValue === undefined || value <= goal.maxValue) && (goal.minValue === undefined || value >= goal.minValue);
+          results[system] = { value, unit: goal.unit ?? 'us', met };
+        }
         continue;
       }
       const versus = rows.find((row) => matches(row, goal.versus, goal.versus.system === 'self' ? system : goal.versus.system));
@@ -80,8 +97,19 @@ export function goalRows(rows) {
       const met = goal.min !== undefined ? ratio >= goal.min : goal.max !== undefined ? ratio <= goal.max : undefined;
       results[system] = { ratio, value: goal.showValue ? docket[goal.metric] : undefined, met };
     }
+    const unit = goal.unit ?? 'us';
+    const bound = (value) => (unit === 'x' ? `${value.toFixed(2)}x` : `${value} ${unit}`);
     const target =
-      goal.min !== undefined ? `>= ${goal.min.toFixed(2)}x` : goal.max !== undefined ? `<= ${goal.max}x` : goal.maxValue !== undefined ? `<= ${goal.maxValue} us` : 'reported';
-    return { goal: goal.goal, target, results };
+      goal.min !== undefined
+        ? `>= ${goal.min.toFixed(2)}x`
+        : goal.max !== undefined
+          ? `<= ${goal.max}x`
+          : goal.maxValue !== undefined
+            ? `<= ${bound(goal.maxValue)}`
+            : goal.minValue !== undefined
+              ? `>= ${bound(goal.minValue)}`
+              : 'reported';
+    const label = typeof goal.goal === 'function' ? goal.goal(rows.find((row) => matches(row, goal.docket, docketSystems[0]))) : goal.goal;
+    return { goal: label, target, results };
   });
 }

@@ -23,7 +23,7 @@ function csvField(value) {
 /** A row's line of history.csv. */
 function historyLine(run, row) {
   const cpuAll = row.cpuUsPerJob ? Object.values(row.cpuUsPerJob).reduce((sum, value) => sum + value, 0) : undefined;
-  const round = (value, digits) => (value === undefined || value === null ? '' : Number(value.toFixed(digits)));
+  const round = (value, digits) => (value === undefined || value === null || !Number.isFinite(value) ? '' : Number(value.toFixed(digits)));
   return [run.date, run.runId, run.quick, row.scenario, row.system, row.label, row.callers, row.jobs, row.reps, round(row.jobsPerSecond, 1), round(row.p50Ms, 2), round(row.p99Ms, 2), round(cpuAll, 0), round(row.serviceCpuUsPerJob, 0)]
     .map(csvField)
     .join(',');
@@ -68,11 +68,16 @@ function markdown(run, tables) {
   ].join('\n');
 }
 
-/** The older in-process benchmarks' rows (objects of any shape) as tables. */
+/**
+ * The extra benchmarks' tables: each entry rows (objects of any shape) of
+ * an in-process benchmark, or `{title, rows}` of a scenario with tables of
+ * its own (fixed-rate).
+ */
 export function extraTables(extras) {
-  return Object.entries(extras).map(([name, rows]) => {
+  return Object.entries(extras).map(([name, entry]) => {
+    const { title, rows } = Array.isArray(entry) ? { title: `${name} (in-process)`, rows: entry } : entry;
     const headers = [...new Set(rows.flatMap((row) => Object.keys(row)))];
-    return { title: `${name} (in-process)`, headers, numeric: [], rows: rows.map((row) => headers.map((header) => String(row[header] ?? ''))) };
+    return { title, headers, numeric: [], rows: rows.map((row) => headers.map((header) => String(row[header] ?? ''))) };
   });
 }
 

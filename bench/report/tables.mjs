@@ -4,8 +4,8 @@
 import { SYSTEM_NAMES } from '../plan.mjs';
 
 const integer = (value) => (value === undefined || value === null ? '-' : Math.round(value).toLocaleString('en-US'));
-const ms = (value) => (value === undefined || value === null ? '-' : value.toFixed(2));
-const times = (value) => (value === undefined ? '-' : `${value.toFixed(2)}x`);
+const ms = (value) => (value === undefined || value === null ? '-' : Number.isFinite(value) ? value.toFixed(2) : 'never');
+const times = (value) => (value === undefined || !Number.isFinite(value) ? '-' : `${value.toFixed(2)}x`);
 
 /** Every measured row: medians over repetitions. */
 export function resultsTable(rows) {
@@ -27,6 +27,16 @@ export function ratiosTable(ratios) {
   };
 }
 
+/** A goal's figure without a ratio, in its unit (a recovery that never came is Infinity). */
+function ownFigure({ value, unit }) {
+  if (!Number.isFinite(value)) return 'never';
+  if (unit === 'x') return times(value);
+  if (unit === 'ms') return `${value.toFixed(1)} ms`;
+  if (unit === 's') return `${value} s`;
+  if (unit === 'jobs') return integer(value);
+  return `${Math.round(value)} ${unit}`;
+}
+
 /** Goal / target / ratio / met? for each Docket system present. */
 export function goalsTable(goals, docketSystems) {
   const verdict = (met) => (met === undefined ? 'n/a' : met ? 'yes' : 'NO');
@@ -40,8 +50,7 @@ export function goalsTable(goals, docketSystems) {
       ...docketSystems.flatMap((system) => {
         const result = results[system];
         if (!result) return ['not measured', '-'];
-        const shown =
-          result.value === undefined ? times(result.ratio) : result.unit === 'us' ? `${Math.round(result.value)} us` : `${ms(result.value)} ms (${times(result.ratio)})`;
+        const shown = result.value === undefined ? times(result.ratio) : result.ratio === undefined ? ownFigure(result) : `${ms(result.value)} ms (${times(result.ratio)})`;
         return [shown, verdict(result.met)];
       }),
     ]),
