@@ -18,6 +18,7 @@ const REASON_WORDS: Readonly<Record<string, string>> = {
   UNAUTHENTICATED: 'the token was not accepted (expired, malformed or signed with another secret); sign in again',
   PERMISSION_DENIED: 'this token may not do that',
   UNAVAILABLE: 'the service is not reachable right now; try again with the same key',
+  DATABASE_ROLLED_BACK: 'the database failed over and lost writes Docket had acknowledged; calls are refused until an operator runs docket admin accept-rollback, then try again with the same key',
   DEADLINE_EXCEEDED: 'the service did not answer in time; try again with the same key',
   CANCELLED: 'the call was cancelled',
   INTERNAL: 'the service failed; try again later',

@@ -192,7 +192,8 @@ describe('createWorker against an in-memory execution service', () => {
   });
 
   it('keeps retrying an outcome with its operation id past many failures (a Postgres restart), so a finished job does not run again', async () => {
-    const fake = new FakeExecution();
+    // A lease long enough for every try on a loaded machine: the SDK stops retrying once the lease is over.
+    const fake = new FakeExecution(30_000);
     fake.submit();
     const failures = 30;
     fake.faults.set('ReportOutcome', Array.from({ length: failures }, () => ({ code: Code.Unavailable })));
