@@ -18,14 +18,14 @@ export const isDocket = (system) => system.startsWith('docket');
 
 /** Scenarios measured by default, in order. */
 export const DEFAULT_SCENARIOS = ['submit', 'claim', 'claim-batched', 'backlog', 'e2e'];
-/** In-process benchmarks (and fixed-rate, which forks its own generators), run after the scenarios above. */
-export const EXTRA_SCENARIOS = ['calls', 'journal', 'streams', 'reaper', 'wakeups', 'renewals', 'queue-stats', 'dependencies', 'fixed-rate'];
+/** In-process benchmarks (and fixed-rate and replicas, which fork their own generators), run after the scenarios above. */
+export const EXTRA_SCENARIOS = ['calls', 'journal', 'streams', 'reaper', 'wakeups', 'renewals', 'queue-stats', 'dependencies', 'fixed-rate', 'replicas'];
 /** The in-process benchmarks a default run includes (the others only when named with --only). */
 export const DEFAULT_EXTRAS = ['calls'];
 
-const HANDLERS = 16;
+export const HANDLERS = 16;
 /** The claim shapes, as consumer specs (see bench/load/claim-loops.mjs and the drivers). */
-const ONE_PER_CLAIM = { style: 'loops', workers: 1, handlersPerWorker: HANDLERS, batched: false };
+export const ONE_PER_CLAIM = { style: 'loops', workers: 1, handlersPerWorker: HANDLERS, batched: false };
 const SIXTEEN_WORKERS = { style: 'loops', workers: HANDLERS, handlersPerWorker: 1, batched: false };
 const BATCHED = { style: 'loops', workers: 1, handlersPerWorker: HANDLERS, batched: true };
 /** Docket only: the same calls on the worker session (one ExecutionService/Work stream) instead of unary RPCs. */
@@ -83,15 +83,19 @@ export function backlogPrefills(sizes, instances) {
     .filter(({ count }) => count > 0);
 }
 
-/** A submission case: `callers` closed-loop callers of one system. */
-const submitCase = (sizes, system, label, shape, callers, total, batch = 0) => ({
+/**
+ * A submission case: `callers` closed-loop callers of one system (of its
+ * deployment `instance`, by default the system's own).
+ */
+export const submitCase = (sizes, system, label, shape, callers, total, batch = 0, { instance = system } = {}) => ({
   system,
+  instance,
   label,
   callers,
   jobs: total,
   spec: { shape, ...(batch ? { jobsPerCall: batch } : {}) },
   generators: (ctx) => [
-    { script: 'submit.mjs', config: { system: ctx.connect(system), queue: ctx.queue(), shape, total, callers, keyPrefix: ctx.keyPrefix, warmUp: sizes.warmUp, batch } },
+    { script: 'submit.mjs', config: { system: ctx.connect(instance), queue: ctx.queue(), shape, total, callers, keyPrefix: ctx.keyPrefix, warmUp: sizes.warmUp, batch } },
   ],
 });
 
@@ -102,7 +106,7 @@ const BULK_BATCH = 100;
  * A claim + complete case: `total` jobs seeded (untimed) into a fresh queue,
  * or into `queue` on `instance` (a backlog deployment), then drained by 16 handlers.
  */
-const consumeCase = (sizes, system, label, spec, total, { instance = system, queue, warmUp = sizes.warmUp } = {}) => ({
+export const consumeCase = (sizes, system, label, spec, total, { instance = system, queue, warmUp = sizes.warmUp } = {}) => ({
   system,
   instance,
   label,

@@ -8,19 +8,17 @@
 import { randomBytes } from 'node:crypto';
 import { runGenerators } from './generator-host.mjs';
 import { loadAverage, machineInfo } from './machine.mjs';
+import { measureCase } from './measure.mjs';
 import { parseOptions, USAGE } from './options.mjs';
 import { backlogPrefills, BACKLOG_QUEUE, buildScenarios, DEFAULT_SCENARIOS, EXTRA_SCENARIOS, inRepetitionOrder, sizesFor, SYSTEM_NAMES } from './plan.mjs';
 import { startDurablePostgres } from './postgres.mjs';
 import { goalRows, ratioRows } from './report/comparisons.mjs';
 import { extraTables, writeResults } from './report/files.mjs';
-import { cpuPerJob, cpuTable } from './report/cpu-per-job.mjs';
-import { measurementFigures, summarize } from './report/summary.mjs';
+import { cpuTable } from './report/cpu-per-job.mjs';
+import { summarize } from './report/summary.mjs';
 import { goalsTable, ratiosTable, renderText, resultsTable } from './report/tables.mjs';
 import { resetStatements, statementsTable, topStatements } from './statements.mjs';
 import { startSystems } from './systems.mjs';
-
-/** A measurement that takes longer than this is stopped and reported as failed. */
-const MEASUREMENT_TIMEOUT_MS = 10 * 60_000;
 
 const EXTRAS = {
   calls: async (options) => (await import('./calls.mjs')).benchCalls(options),
@@ -32,11 +30,14 @@ const EXTRAS = {
   'queue-stats': async (options) => (await import('./queue-stats.mjs')).benchQueueStats(options),
   dependencies: async (options) => (await import('./dependencies.mjs')).benchDependencies(options),
   'fixed-rate': async (options) => (await import('./fixed-rate.mjs')).benchFixedRate(options),
+  replicas: async (options) => (await import('./replicas.mjs')).benchReplicas(options),
 };
+/** The extras that fork load generators rather than run in this process. */
+const FORKING_EXTRAS = ['fixed-rate', 'replicas'];
 
 /**
  * An extra resolves with its table's rows (an in-process benchmark) or with
- * `{rows, tables}` (fixed-rate): summary rows that join the run's results,
+ * `{rows, tables}` (fixed-rate, replicas): summary rows that join the run's results,
  * CPU, ratio and goal tables and the history, and tables of its own.
  */
 const extraOutcome = (name, outcome) => (Array.isArray(outcome) ? { rows: [], tables: { [name]: outcome } } : outcome);
@@ -104,19 +105,8 @@ try {
         };
         const identity = { scenario: group.scenario, group: group.name, groupKey: group.key, system: testCase.system, label: testCase.label, callers: testCase.callers, jobs: testCase.jobs, rep };
         const name = `rep ${rep}  ${group.name}  ${SYSTEM_NAMES[testCase.system]}: ${testCase.label}`;
-        try {
-          let cpu;
-          const onTimed = (before, after, generatorPids) => (cpu = { before, after, generatorPids });
-          const results = await runGenerators(testCase.generators(context), { timeoutMs: MEASUREMENT_TIMEOUT_MS, onTimed });
-          const figures = measurementFigures(results);
-          const cpuUsPerJob = cpuPerJob(cpu, systems.pidsOf(testCase.instance ?? testCase.system), figures.count);
-          measurements.push({ ...identity, ...figures, cpuUsPerJob, spec: testCase.spec, generators: results });
-          const latency = figures.p50Ms === null || figures.p50Ms === undefined ? '' : `  p50 ${figures.p50Ms.toFixed(2)} ms  p99 ${figures.p99Ms.toFixed(2)} ms`;
-          console.log(`${elapsed()}  ${name}: ${Math.round(figures.jobsPerSecond)} jobs/s${latency}`);
-        } catch (error) {
-          measurements.push({ ...identity, error: error.message });
-          console.log(`${elapsed()}  ${name}: FAILED ${error.message.split('\n').slice(0, 6).join(' | ')}`);
-        }
+        const servicePids = systems.pidsOf(testCase.instance ?? testCase.system);
+        measurements.push(await measureCase({ testCase, context, identity, name, servicePids, prefix: elapsed }));
       }
     }
   }
@@ -130,7 +120,7 @@ try {
   }
 
   for (const extra of extras) {
-    console.log(`${elapsed()}  ${extra}${extra === 'fixed-rate' ? '' : ' (in-process)'}`);
+    console.log(`${elapsed()}  ${extra}${FORKING_EXTRAS.includes(extra) ? '' : ' (in-process)'}`);
     const keep = (outcome) => {
       const { rows: summaryRows, tables } = extraOutcome(extra, outcome);
       extraSummaryRows.push(...summaryRows);
@@ -138,7 +128,7 @@ try {
       console.log(`\n${extraTables(tables).map(renderText).join('\n\n')}\n`);
     };
     try {
-      keep(await EXTRAS[extra]({ server, root: options.docketRoot, roots, quick: options.quick }));
+      keep(await EXTRAS[extra]({ server, root: options.docketRoot, roots, quick: options.quick, reps: options.reps, jobs: options.jobs }));
     } catch (error) {
       // A benchmark that stopped early may still hand back what it measured.
       if (error.rows ?? error.outcome) keep(error.rows ?? error.outcome);

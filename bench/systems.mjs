@@ -7,7 +7,23 @@
 import { loadDriver } from './drivers.mjs';
 import { launchDocket } from './docket/instance.mjs';
 
-const databaseName = (instance) => instance.replace(/[@-]/g, '_');
+export const databaseName = (instance) => instance.replace(/[@-]/g, '_');
+
+/**
+ * What a generator process gets to reach a Docket deployment (launchDocket):
+ * one address per service (nginx's when it has a front) and its tokens.
+ */
+export async function docketConnection(deployment) {
+  return {
+    kind: 'docket',
+    databaseUrl: deployment.databaseUrl,
+    admissionUrl: deployment.entryUrls.admission,
+    executionUrl: deployment.entryUrls.execution,
+    userToken: await deployment.token('bench-user', 'user'),
+    workerToken: await deployment.token('bench-worker', 'worker'),
+    adminToken: await deployment.token('bench-admin', 'admin'),
+  };
+}
 
 /**
  * Prepares every instance in `instances` on `server` (see bench/postgres.mjs).
@@ -27,15 +43,7 @@ export async function startSystems(server, instances, roots) {
       if (system.startsWith('docket')) {
         const deployment = await launchDocket({ root: roots[system], databaseUrl });
         deployments.push(Object.assign(deployment, { instance }));
-        connections.set(instance, {
-          kind: 'docket',
-          databaseUrl,
-          admissionUrl: deployment.urls.admission[0],
-          executionUrl: deployment.urls.execution[0],
-          userToken: await deployment.token('bench-user', 'user'),
-          workerToken: await deployment.token('bench-worker', 'worker'),
-          adminToken: await deployment.token('bench-admin', 'admin'),
-        });
+        connections.set(instance, await docketConnection(deployment));
       } else {
         await (await loadDriver(system)).prepare(databaseUrl);
         connections.set(instance, { kind: system, databaseUrl });

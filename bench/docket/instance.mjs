@@ -3,12 +3,15 @@
 // `services/<name>/dist/main.js` against one database, exactly as
 // `docket dev` and the tests start them. The orchestrator keeps these
 // processes and reads their logs; it counts warning and error lines so the
-// report can say whether a service complained during the run.
+// report can say whether a service complained during the run. With
+// `front: 'nginx'`, the replicas run behind the nginx front of `docket dev
+// --replicas` (docs/replicas.md), started by the same @docket/cli code.
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SERVICE_AUDIENCE, mintToken } from '@docket/auth';
-import { launchService, serviceEntryPath, serviceEnvironment } from '@docket/cli';
+import { SERVICE_NAMES, layOutFront, launchService, locateNginx, serviceEntryPath, serviceEnvironment, startNginxFront } from '@docket/cli';
 
 const LEVELS = { 40: 'warn', 50: 'error', 60: 'fatal', warn: 'warn', error: 'error', fatal: 'fatal' };
 
@@ -26,12 +29,49 @@ function complaintLevel(line) {
 const TOKEN_TTL_SECONDS = 86_400;
 
 /**
+ * The nginx front of `docket dev --replicas` before the `names` services'
+ * replicas (`replicas` per name, default 1), in a temporary directory:
+ * resolves with `{front, listenOf(name, index), stop()}`, `listenOf` the
+ * address each replica must listen on.
+ */
+async function startFront(names, replicas, complaints) {
+  const counts = Object.fromEntries(SERVICE_NAMES.map((name) => [name, names.includes(name) ? (replicas[name] ?? 1) : 0]));
+  const layout = await layOutFront({ host: '127.0.0.1', counts, ports: Object.fromEntries(SERVICE_NAMES.map((name) => [name, 0])) });
+  const dir = mkdtempSync(join(tmpdir(), 'docket-bench-front-'));
+  try {
+    const front = await startNginxFront({
+      nginx: await locateNginx(process.env),
+      dir,
+      accessLog: join(dir, 'access.log'),
+      services: layout.services.filter((service) => names.includes(service.name)),
+      // Its error log is at level warn: every line is a complaint.
+      onLine: (line) => complaints.push({ service: 'nginx', level: 'warn', line: line.slice(0, 500) }),
+    });
+    return {
+      front,
+      listenOf: (name, index) => layout.replicas[name][index],
+      async stop() {
+        await front.stop();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/**
  * Starts the `names` services from checkout `root` on `databaseUrl`
  * (`replicas` per name, default 1; every replica of a front service talks to
- * a state replica round-robin). `env` is added to every service's
+ * a state replica round-robin). With `front: 'nginx'`, nginx is started
+ * first, as `docket dev --replicas` starts it, every replica listens where
+ * its layout says and the front services reach state through nginx;
+ * `entryUrls` are then nginx's addresses. `env` is added to every service's
  * environment, `nodeOptions` (e.g. `--cpu-prof`) to every Node command line.
  */
-export async function launchDocket({ root, databaseUrl, names = ['state', 'admission', 'execution'], replicas = {}, env = {}, nodeOptions = [] }) {
+export async function launchDocket({ root, databaseUrl, names = ['state', 'admission', 'execution'], replicas = {}, front, env = {}, nodeOptions = [] }) {
+  if (front !== undefined && front !== 'nginx') throw new Error(`unknown front ${front}; known: nginx`);
   for (const name of names) {
     const entry = serviceEntryPath(root, name);
     if (!existsSync(entry)) throw new Error(`${entry} is missing: build that checkout first (npm run build)`);
@@ -50,20 +90,25 @@ export async function launchDocket({ root, databaseUrl, names = ['state', 'admis
   const urls = {};
   const pids = {};
   const complaints = [];
+  let nginx;
   const stop = async () => {
     for (const service of launched.reverse()) await service.stop('SIGTERM', 10_000);
+    // After the replicas, which reach state through it while they drain.
+    await nginx?.stop();
   };
   try {
+    if (front === 'nginx') nginx = await startFront(names, replicas, complaints);
     for (const name of names) {
       urls[name] = [];
       pids[name] = [];
       for (let index = 0; index < (replicas[name] ?? 1); index += 1) {
-        const stateUrl = urls.state?.[index % urls.state.length];
+        const stateUrl = name === 'state' ? undefined : (nginx?.front.urls.state ?? urls.state?.[index % urls.state.length]);
+        const listen = nginx?.listenOf(name, index) ?? '127.0.0.1:0';
         const service = launchService({
           name,
           entry: serviceEntryPath(root, name),
           nodeOptions,
-          env: { PATH: process.env.PATH ?? '', ...env, ...legacy, ...serviceEnvironment(name, settings, '127.0.0.1:0', stateUrl) },
+          env: { PATH: process.env.PATH ?? '', ...env, ...legacy, ...serviceEnvironment(name, settings, listen, stateUrl) },
           onLine: (line) => {
             const level = complaintLevel(line);
             if (level) complaints.push({ service: name, level, line: line.slice(0, 500) });
@@ -74,14 +119,18 @@ export async function launchDocket({ root, databaseUrl, names = ['state', 'admis
         pids[name].push(service.child.pid);
       }
     }
+    if (nginx) pids.nginx = [nginx.front.pid];
   } catch (error) {
     await stop();
     throw error;
   }
   return {
     root,
+    /** Each replica's own URL, per service name. */
     urls,
-    /** The operating-system process ids, per service name, in the order of `urls` (for /proc). */
+    /** The one URL per service a client uses: nginx's with a front, else the first replica's. */
+    entryUrls: Object.fromEntries(names.map((name) => [name, nginx?.front.urls[name] ?? urls[name][0]])),
+    /** The operating-system process ids, per service name, in the order of `urls` (for /proc), and `nginx`'s with a front. */
     pids,
     databaseUrl,
     /**
