@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDocketError, parseIdempotencyKey, parseRequestDigest, validateJobSpec } from '@docket/contracts';
 import { createLogger } from '@docket/service-kit';
@@ -68,6 +69,41 @@ describe('RollbackGuard', () => {
       const { rows: order } = await pool.query<{ ok: boolean }>('select $1::pg_lsn <= $2::pg_lsn and $1::pg_lsn > $3::pg_lsn as ok', [saved?.window[0]?.lsn, rows[0]?.lsn, '0/0']);
       expect(order[0]?.ok).toBe(true);
     } finally {
+      await db.destroy();
+    }
+  });
+
+  it('does not trip when other connections record later positions while a new connection is judged (a busy pool growing)', async () => {
+    const guard = await RollbackGuard.open(undefined, logger);
+    const { db, pool } = openDatabase({ connectionString: url, maxConnections: 4, guard });
+    const opening = new pg.Client({ connectionString: url });
+    try {
+      guard.arm();
+      await admitJobs(pool, [admission('guard-race-0000001')]);
+      await opening.connect();
+      // A connection whose lineage statement answers, and then, before the guard judges that answer, a group
+      // commit elsewhere is acknowledged and bounded by a reading taken after it: the answer is now older than
+      // the acknowledged position, on a database that lost nothing.
+      let interleaved = false;
+      const racing = {
+        query: async (...args: Parameters<pg.Client['query']>) => {
+          const result = await (opening.query as (...a: unknown[]) => Promise<unknown>)(...args);
+          if (!interleaved) {
+            interleaved = true;
+            await admitJobs(pool, [admission('guard-race-0000002')]);
+            await inWriteTransaction(pool, async () => undefined);
+          }
+          return result;
+        },
+      } as unknown as pg.ClientBase;
+      await guard.checkConnection(racing);
+      expect(interleaved).toBe(true);
+      expect(guard.rollback).toBeUndefined();
+      await guard.probe(pool);
+      expect(guard.refusal()).toBeUndefined();
+    } finally {
+      await opening.end();
+      await guard.close();
       await db.destroy();
     }
   });

@@ -201,7 +201,9 @@ export class RollbackGuard {
       },
       { lineage: observed, position, history },
     );
-    // Another observation may have decided while the history was read.
+    // Another observation may have decided while the history (or a fresh position) was read.
+    if (this.found) return;
+    if (verdict.kind === 'rolled-back' && verdict.cause === 'rewound' && !(await this.stillBehind(client, observed))) return;
     if (this.found) return;
     if (verdict.kind === 'rolled-back') {
       this.found = {
@@ -239,6 +241,25 @@ export class RollbackGuard {
       this.watermark.recordStandbyFlush(parseWalPosition(row.standbyFlushLsn));
       this.writer?.changed();
     }
+  }
+
+  /**
+   * Whether the primary, on the same timeline, is still behind what was
+   * acknowledged by a reading sent after every reading recorded so far.
+   * The position an observation judged was read before it was judged, and
+   * meanwhile other connections may have recorded later readings (a busy
+   * pool opening a connection while group commits go on): that is no
+   * rollback. On one server the flush position only grows, so a statement
+   * sent now reads at least every position recorded before it was sent; a
+   * primary still behind that is behind for real.
+   */
+  private async stillBehind(client: pg.ClientBase | pg.Pool, observed: DatabaseLineage): Promise<boolean> {
+    const acknowledged = this.watermark.acknowledgedLsn;
+    const row = await readDatabaseLineage(client);
+    if (row.inRecovery || row.walFile === null || row.flushLsn === null) throw serverInRecovery();
+    const now = lineageOf(row);
+    if (now.timeline !== observed.timeline || now.systemIdentifier !== observed.systemIdentifier) return true;
+    return parseWalPosition(row.flushLsn) < acknowledged;
   }
 
   /** The timeline's history, or undefined when it cannot be read or trusted (then the verdict falls back on the standby's position). */
