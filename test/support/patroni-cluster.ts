@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmod, chown, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './free-port.js';
@@ -15,6 +15,13 @@ import { postgresUserIfRoot } from './postgres-user.js';
  * /primary` answers 200 only there). Everything listens on free loopback
  * ports under a temporary directory; Patroni and PostgreSQL run as the
  * `postgres` user when the test runs as root (PostgreSQL refuses root).
+ *
+ * A killed node can be brought back (`rejoin`): its Patroni restarts and
+ * re-joins it as a replica of the new leader, with pg_rewind
+ * (`use_pg_rewind: true`; Patroni first runs the crash recovery a killed
+ * primary needs in single-user mode) or, should the rewind fail, from a new
+ * base backup (`remove_data_directory_on_rewind_failure`), so a test can
+ * fail over again and again in one cluster.
  */
 
 const PATRONI = '/usr/bin/patroni';
@@ -29,8 +36,32 @@ export interface PatroniNode {
   readonly restPort: number;
   readonly pgPort: number;
   readonly dataDir: string;
-  /** The Patroni process (it starts and stops its PostgreSQL). */
+  /** The Patroni process (it starts and stops its PostgreSQL); a new one after {@link PatroniCluster.rejoin}. */
   patroni: ChildProcess;
+}
+
+/** How a killed node came back as a replica ({@link PatroniCluster.rejoin}). */
+export interface Rejoined {
+  /**
+   * `pg_rewind`: its WAL had gone past the new timeline's fork point and was
+   * rewound; `basebackup`: its data directory was copied anew from the leader
+   * (the rewind failed); `restart`: it had not diverged and simply followed.
+   */
+  readonly how: 'pg_rewind' | 'basebackup' | 'restart';
+  /** From the restart of its Patroni to the node following the leader as {@link PatroniCluster.rejoin} requires. */
+  readonly ms: number;
+}
+
+/** One member as Patroni's REST `GET /cluster` lists it. */
+export interface PatroniMember {
+  readonly name: string;
+  /** `leader`, `sync_standby` or `replica`. */
+  readonly role: string;
+  /** `running`, `starting`, `stopped`, `crashed`, ... */
+  readonly state: string;
+  readonly timeline?: number;
+  /** Bytes behind the leader's last published position (`unknown` when the member published none). */
+  readonly lag?: number | 'unknown';
 }
 
 export interface PatroniCluster {
@@ -49,6 +80,20 @@ export interface PatroniCluster {
    * `kill` and `stop` kill them.
    */
   holdReplication(): Promise<number>;
+  /**
+   * Brings back a node {@link PatroniCluster.kill} killed, once another node
+   * leads: waits until every process of its old PostgreSQL has exited,
+   * restarts its Patroni (which rewinds or re-copies it, see above), and
+   * waits until it follows the leader on the leader's timeline, as the
+   * synchronous standby with `synchronous: true` (REST `/sync` answers 200
+   * and `/cluster` calls it `sync_standby`) or as a replica (`/replica`)
+   * without. Then the leader can be killed again and this node takes over.
+   */
+  rejoin(node: PatroniNode): Promise<Rejoined>;
+  /** The status Patroni's REST API on `node` answers `path` with (`/primary`, `/sync`, `/replica`, ...); 0 if it does not answer. */
+  restStatus(node: PatroniNode, path: string): Promise<number>;
+  /** The members as the REST `GET /cluster` of the first node that answers lists them (none if none answers). */
+  members(): Promise<PatroniMember[]>;
   /** Creates database `name` through HAProxy and returns its superuser URL. */
   createDatabase(name: string): Promise<string>;
   /** Every process stopped, the directory removed. */
@@ -83,7 +128,7 @@ bootstrap:
     synchronous_mode: ${synchronous}
     maximum_lag_on_failover: 1073741824
     postgresql:
-      use_pg_rewind: false
+      use_pg_rewind: true
       parameters: {max_connections: 200, wal_level: replica, hot_standby: 'on', max_wal_senders: 10, max_replication_slots: 10, wal_keep_size: 256MB}
   initdb: [{encoding: UTF8}, {auth: md5}]
   pg_hba: ['host replication replicator 127.0.0.1/32 md5', 'host all all 127.0.0.1/32 md5', 'local all all trust']
@@ -93,6 +138,7 @@ postgresql:
   data_dir: '${node.dataDir}'
   bin_dir: '${PG_BIN}'
   pgpass: '${join(dir, `${node.name}.pgpass`)}'
+  remove_data_directory_on_rewind_failure: true
   authentication:
     replication: {username: replicator, password: replicator-pw}
     superuser: {username: postgres, password: '${SUPERUSER_PASSWORD}'}
@@ -125,6 +171,25 @@ listen stats
 `;
 }
 
+/** The state (`R`, `S`, `Z`, ...) of a process, from /proc; undefined once it is gone. */
+async function processState(pid: number): Promise<string | undefined> {
+  let line: string;
+  try {
+    line = await readFile(`/proc/${pid}/stat`, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ESRCH') return undefined;
+    throw error;
+  }
+  // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+  return line.slice(line.lastIndexOf(')') + 2).split(' ')[0];
+}
+
+/** The pids of the processes whose parent is `pid` (a postmaster's backends and auxiliary processes; it has one thread). */
+async function childrenOf(pid: number): Promise<number[]> {
+  const listed = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8');
+  return listed.trim().split(/\s+/).filter((field) => field !== '').map(Number);
+}
+
 /** Starts etcd, two Patroni nodes (the first bootstraps and leads) and HAProxy, and waits until the standby follows. */
 export async function startPatroniCluster(options: { readonly synchronous: boolean }): Promise<PatroniCluster> {
   const dir = await mkdtemp(join(tmpdir(), 'docket-patroni-'));
@@ -135,7 +200,7 @@ export async function startPatroniCluster(options: { readonly synchronous: boole
   const processes: ChildProcess[] = [];
   const launch = async (name: string, command: string, args: string[], asPostgres: boolean): Promise<ChildProcess> => {
     const log = join(dir, `${name}.log`);
-    logFiles.push(log);
+    if (!logFiles.includes(log)) logFiles.push(log);
     const { openSync } = await import('node:fs');
     const fd = openSync(log, 'a');
     const child = spawn(command, args, { stdio: ['ignore', fd, fd], ...(asPostgres && identity ? identity : {}), env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: dir } });
@@ -192,6 +257,12 @@ export async function startPatroniCluster(options: { readonly synchronous: boole
   };
   /** The WAL senders `holdReplication` stopped. */
   const heldWalSenders: number[] = [];
+  /**
+   * The processes of each killed node's PostgreSQL (its postmaster and that
+   * one's children): a new postmaster refuses to start on the data directory
+   * while any of them still holds its shared memory, so `rejoin` waits them out.
+   */
+  const killedPostgres = new Map<PatroniNode, number[]>();
   const killHeldWalSenders = (): void => {
     for (const pid of heldWalSenders.splice(0)) {
       try {
@@ -210,6 +281,7 @@ export async function startPatroniCluster(options: { readonly synchronous: boole
     },
     async kill(node) {
       const pid = Number((await readFile(join(node.dataDir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+      if (pid > 0) killedPostgres.set(node, [pid, ...(await childrenOf(pid))]);
       node.patroni.kill('SIGKILL');
       if (pid > 0) process.kill(pid, 'SIGKILL');
       // A stopped WAL sender outlives its postmaster: once killed, it sends nothing it had not sent.
@@ -229,6 +301,46 @@ export async function startPatroniCluster(options: { readonly synchronous: boole
       } finally {
         await client.end();
       }
+    },
+    async rejoin(node) {
+      const leader = await cluster.leader();
+      if (!leader || leader === node) throw new Error(`${node.name} can rejoin only once another node leads (the leader is ${leader?.name ?? 'none'})`);
+      const old = killedPostgres.get(node) ?? [];
+      await until(async () => (await Promise.all(old.map(processState))).every((state) => state === undefined || state === 'Z'), `the processes of ${node.name}'s killed PostgreSQL to exit`, 30_000, 100);
+      killedPostgres.delete(node);
+      const log = join(dir, `${node.name}.log`);
+      const logStart = (await stat(log)).size;
+      const restartedAt = performance.now();
+      await startNode(node);
+      const following = async (): Promise<boolean> => {
+        if ((await status(node, options.synchronous ? '/sync' : '/replica')) !== 200) return false;
+        const members = await cluster.members();
+        const self = members.find((member) => member.name === node.name);
+        const head = members.find((member) => member.role === 'leader');
+        return head?.name === leader.name && self?.state === 'running' && self.timeline === head.timeline && (!options.synchronous || self.role === 'sync_standby');
+      };
+      try {
+        await until(following, `${node.name} to follow ${leader.name}${options.synchronous ? ' as its synchronous standby' : ''}`, 180_000, 250);
+      } catch (error) {
+        throw new Error(`${(error as Error).message}\n${JSON.stringify(await cluster.members())}\n${await cluster.logs()}`);
+      }
+      const ms = performance.now() - restartedAt;
+      const logged = (await readFile(log)).subarray(logStart).toString('utf8');
+      const how = logged.includes('replica has been created using basebackup') ? 'basebackup' : logged.includes('pg_rewind exit code=0') ? 'pg_rewind' : 'restart';
+      return { how, ms };
+    },
+    restStatus: status,
+    async members() {
+      for (const node of nodes) {
+        try {
+          const response = await fetch(`http://127.0.0.1:${node.restPort}/cluster`, { signal: AbortSignal.timeout(1_000) });
+          if (response.status === 200) return ((await response.json()) as { members: PatroniMember[] }).members;
+        } catch (error) {
+          // A node that does not answer (killed, restarting): ask the next one.
+          if (!(error instanceof Error) || !['AbortError', 'TimeoutError', 'TypeError'].includes(error.name)) throw error;
+        }
+      }
+      return [];
     },
     async createDatabase(name) {
       const pg = (await import('pg')).default;
