@@ -1,9 +1,10 @@
 // A replica curve (issue 37): what more processes of the stateless services
 // (admission, execution) and of state buy on this machine, each
-// configuration reached through ONE address per service, the nginx front of
-// `docket dev --replicas` (started by @docket/cli's own layOutFront and
-// startNginxFront, via launchDocket's `front: 'nginx'`), plus the 1/1/1
-// deployment without nginx so that the front's own cost shows.
+// configuration reached through ONE address per service, the front of
+// `docket dev --replicas` (nginx behind HAProxy's port switch, started by
+// @docket/cli's own layOutFront and startFront, via launchDocket's
+// `front: 'nginx'`), plus the 1/1/1 deployment without a front so that the
+// front's own cost shows.
 // `npm run bench -- --only replicas`.
 //
 // Two cases per configuration, the specs of the default scenarios:
@@ -17,9 +18,10 @@
 // (inRepetitionOrder); the report gives medians.
 //
 // CPU per job from /proc around each timed part: PostgreSQL, the load
-// generator, nginx and each replica on its own, and every process of the
-// machine together; times jobs/s that is cores, which says where the curve
-// ends: the machine's cores, or one process (PostgreSQL, nginx, a replica).
+// generator, the front (nginx and the port switch) and each replica on its
+// own, and every process of the machine together; times jobs/s that is
+// cores, which says where the curve ends: the machine's cores, or one
+// process (PostgreSQL, nginx, a replica).
 import { randomBytes } from 'node:crypto';
 import { launchDocket } from './docket/instance.mjs';
 import { measureCase } from './measure.mjs';
@@ -81,9 +83,12 @@ const groupsFor = (sizes) => [
   },
 ];
 
-/** Each process of a deployment by label (`admission 1`, `admission 2`, ..., `nginx`), and this one, `bench`. */
+/** The front's processes, in the order launchDocket lists them. */
+const FRONT_LABELS = ['nginx', 'port switch'];
+
+/** Each process of a deployment by label (`admission 1`, `admission 2`, ..., `nginx`, `port switch`), and this one, `bench`. */
 function processLabels(pids) {
-  const deployment = Object.entries(pids).flatMap(([name, list]) => list.map((pid, index) => [name === 'nginx' ? name : `${name} ${index + 1}`, pid]));
+  const deployment = Object.entries(pids).flatMap(([name, list]) => list.map((pid, index) => [name === 'front' ? FRONT_LABELS[index] : `${name} ${index + 1}`, pid]));
   return Object.fromEntries([...deployment, ['bench', process.pid]]);
 }
 
@@ -125,16 +130,18 @@ function curveLines(rows, groups) {
     return {
       case: group?.short ?? row.group,
       'admission/execution/state': countsOf(row.configuration),
-      front: row.configuration.front ? 'nginx' : 'none',
+      front: row.configuration.front ? 'nginx + switch' : 'none',
       'jobs/s': integer(row.jobsPerSecond),
       'x 1/1/1 nginx': reference ? `${(row.jobsPerSecond / reference.jobsPerSecond).toFixed(2)}x` : '-',
       'PostgreSQL us/job': integer(cpu.postgres),
       'load us/job': integer(cpu.load),
-      'nginx us/job': integer(cpu.nginx),
+      'front us/job (nginx / switch)': row.configuration.front
+        ? `${integer(cpu.front)} (${FRONT_LABELS.map((label) => integer(row.cpuUsPerJobByProcess?.[label] ?? 0)).join(' / ')})`
+        : '-',
       ...Object.fromEntries(SERVICES.map((name) => [`${name} us/job (each)`, serviceCell(row, name)])),
       'all us/job': integer(all),
       'PostgreSQL cores': cores(cpu.postgres, row.jobsPerSecond),
-      'nginx cores': cores(cpu.nginx, row.jobsPerSecond),
+      'front cores': cores(cpu.front, row.jobsPerSecond),
       'all cores (all x jobs/s)': cores(all, row.jobsPerSecond),
       'machine cores busy (every process)': cores(row.cpuUsPerJobByProcess?.machine, row.jobsPerSecond),
     };

@@ -146,7 +146,8 @@ describe('the nginx front before 3 admission, 3 execution, 2 events and 2 state 
         const { status } = await health.unary(Health.method.check, { service: '' });
         expect([HealthCheckResponse_ServingStatus.SERVING, HealthCheckResponse_ServingStatus.NOT_SERVING]).toContain(status);
       }
-      const port = Number(new URL(cluster[name].url).port);
+      // nginx logs the port it took the call on: its HTTP/2 listener, behind the port switch.
+      const port = Number(new URL(cluster.front!.http2Urls[name]!).port);
       const checks = async (): Promise<FrontCall[]> => (await frontCalls()).filter((call) => call.port === port && call.path === '/grpc.health.v1.Health/Check');
       await until(async () => (await checks()).length >= COUNTS[name] * 2, `the ${name} health checks in the access log`);
       expect((await checks()).every((call) => call.status === 200 && call.grpcStatus === '0')).toBe(true);
@@ -183,29 +184,44 @@ describe('the nginx front before 3 admission, 3 execution, 2 events and 2 state 
     expect(new Set(submits.slice(0, 6))).toEqual(new Set(replicaAddresses('admission')));
   });
 
-  it('passes gRPC-Web and Connect over HTTP/2, and Connect (binary and JSON) and gRPC-Web over its HTTP/1.1 port', async () => {
+  it("passes gRPC, gRPC-Web and Connect over HTTP/2 and over HTTP/1.1 on each service's one port", async () => {
     const { job } = await channelTo('admission', userToken).unary(AdmissionService.method.submitJob, { idempotencyKey: newIdempotencyKey('protocols'), queue: 'protocols', input: {} });
     const bearer = { authorization: `Bearer ${userToken}` };
-    const http1 = cluster.front!.http1Urls.admission!;
+    const url = cluster.admission.url;
     const transports = {
-      'gRPC-Web over HTTP/2': createGrpcWebTransport({ baseUrl: cluster.admission.url, httpVersion: '2' }),
-      'Connect over HTTP/2': createConnectTransport({ baseUrl: cluster.admission.url, httpVersion: '2' }),
-      'gRPC-Web over HTTP/1.1': createGrpcWebTransport({ baseUrl: http1, httpVersion: '1.1' }),
-      'Connect over HTTP/1.1': createConnectTransport({ baseUrl: http1, httpVersion: '1.1' }),
-      'Connect JSON over HTTP/1.1': createConnectTransport({ baseUrl: http1, httpVersion: '1.1', useBinaryFormat: false }),
+      'gRPC-Web over HTTP/2': createGrpcWebTransport({ baseUrl: url, httpVersion: '2' }),
+      'Connect over HTTP/2': createConnectTransport({ baseUrl: url, httpVersion: '2' }),
+      'gRPC-Web over HTTP/1.1': createGrpcWebTransport({ baseUrl: url, httpVersion: '1.1' }),
+      'Connect over HTTP/1.1': createConnectTransport({ baseUrl: url, httpVersion: '1.1' }),
+      'Connect JSON over HTTP/1.1': createConnectTransport({ baseUrl: url, httpVersion: '1.1', useBinaryFormat: false }),
     };
     for (const [what, transport] of Object.entries(transports)) {
       const answer = await createClient(AdmissionService, transport).getJob({ jobId: job!.id }, { headers: bearer });
       expect(answer.job?.id, what).toBe(job!.id);
     }
     // What a browser or curl sends: Connect's JSON by fetch (HTTP/1.1), with an error the same way.
-    const response = await fetch(`${http1}/docket.admission.v1.AdmissionService/GetJob`, {
+    const response = await fetch(`${url}/docket.admission.v1.AdmissionService/GetJob`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...bearer },
       body: JSON.stringify({ jobId: 'job_aaaaaaaaaaaaaaaaaaaaaaaaaa' }),
     });
     expect(response.status).toBe(404);
     expect(((await response.json()) as { code: string }).code).toBe('not_found');
+    // Every service's port, over HTTP/1.1: its health, as Connect JSON.
+    for (const name of ['admission', 'execution', 'events', 'state'] as const) {
+      const health = await fetch(`${cluster[name].url}/grpc.health.v1.Health/Check`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      expect([name, health.status, await health.json()]).toEqual([name, 200, { status: 'SERVING' }]);
+    }
+    // The calls reached nginx over the protocol they were sent in: the port switch passed each connection on whole.
+    const protocols = async (): Promise<Set<string | undefined>> =>
+      new Set(
+        (await readFile(cluster.front!.accessLog, 'utf8'))
+          .split('\n')
+          .filter((line) => line.includes('/docket.admission.v1.AdmissionService/GetJob'))
+          .map((line) => /"\S+ \S+ (HTTP\/[\d.]+)"/.exec(line)?.[1]),
+      );
+    await until(async () => (await protocols()).size === 2, 'GetJob logged over both protocols');
+    expect(await protocols()).toEqual(new Set(['HTTP/1.1', 'HTTP/2.0']));
   });
 
   it('hands each job to one attempt across the execution replicas, and refuses a wrong fence whichever replica it reaches', async () => {
@@ -252,7 +268,7 @@ describe('the nginx front before 3 admission, 3 execution, 2 events and 2 state 
     );
     expect(rows).toHaveLength(jobs);
     expect(rows.every((row) => row.status === 'SUCCEEDED' && row.attempts === 1)).toBe(true);
-    const executionPort = Number(new URL(cluster.execution.url).port);
+    const executionPort = Number(new URL(cluster.front!.http2Urls.execution!).port);
     const workerCalls = (await frontCalls()).filter((call) => call.port === executionPort);
     expect(new Set(workerCalls.map((call) => call.upstream))).toEqual(new Set(replicaAddresses('execution')));
     expect(new Set(await upstreamsOf('/docket.execution.v1.ExecutionService/ClaimJobs')).size).toBeGreaterThan(1);
@@ -465,9 +481,14 @@ describe('docket dev --replicas', () => {
       for (const [name, port] of Object.entries(ports)) expect(out).toMatch(new RegExp(`\\n  ${name} +http://127\\.0\\.0\\.1:${port} `));
       const token = /user +\(sub "dev"\) +(\S+)/.exec(out)?.[1];
       const nginxPid = Number(await readFile(join(dataDir, 'nginx', 'nginx.pid'), 'utf8'));
-      expect(nginxPid).toBeGreaterThan(0);
+      const switchPid = Number(await readFile(join(dataDir, 'nginx', 'port-switch.pid'), 'utf8'));
+      expect([nginxPid, switchPid]).toEqual([expect.any(Number), expect.any(Number)]);
+      expect(Math.min(nginxPid, switchPid)).toBeGreaterThan(0);
 
       for (const port of Object.values(ports)) await waitForServing(`http://127.0.0.1:${port}`, { timeoutMs: 30_000 });
+      // HTTP/1.1 on the same port, as curl sends it.
+      const overHttp1 = await fetch(`http://127.0.0.1:${ports.admission}/grpc.health.v1.Health/Check`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      expect(await overHttp1.json()).toEqual({ status: 'SERVING' });
       const admission = new GrpcJsChannel(`http://127.0.0.1:${ports.admission}`, token);
       try {
         const request = { idempotencyKey: newIdempotencyKey('dev-front'), queue: 'default', input: { hello: 'world' } };
@@ -492,6 +513,7 @@ describe('docket dev --replicas', () => {
       expect(await exited).toBe(0);
       expect(out).toMatch(/Stopped\.\n$/);
       expect(isProcessAlive(nginxPid)).toBe(false);
+      expect(isProcessAlive(switchPid)).toBe(false);
     } finally {
       if (child.exitCode === null) {
         // Ctrl-C, so that it stops nginx and the replicas (a SIGKILL would leave them running), SIGKILL if it hangs.
@@ -503,12 +525,15 @@ describe('docket dev --replicas', () => {
     }
   }, 150_000);
 
-  it('refuses at once, naming the Debian package, when nginx is missing', async () => {
+  it('refuses at once, naming the Debian package, when nginx or HAProxy is missing', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'docket-dev-no-nginx-'));
     scratch.push(dataDir);
     const { code, stdout, stderr } = await runDocket(['dev', '--replicas', 'state=2'], { DOCKET_DATA_DIR: dataDir, DOCKET_NGINX: join(dataDir, 'no-nginx-here') });
     expect(code).toBe(1);
     expect(stderr).toContain('sudo apt-get install nginx');
     expect(stdout).not.toContain('Postgres');
+    const withoutSwitch = await runDocket(['dev', '--replicas', 'state=2'], { DOCKET_DATA_DIR: dataDir, DOCKET_HAPROXY: join(dataDir, 'no-haproxy-here') });
+    expect([withoutSwitch.code, withoutSwitch.stdout]).toEqual([1, expect.not.stringContaining('Postgres')]);
+    expect(withoutSwitch.stderr).toContain('sudo apt-get install haproxy');
   });
 });

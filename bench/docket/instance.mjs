@@ -29,23 +29,23 @@ function complaintLevel(line) {
 const TOKEN_TTL_SECONDS = 86_400;
 
 /**
- * The nginx front of `docket dev --replicas` before the `names` services'
+ * The front of `docket dev --replicas` (nginx behind its port switch) before the `names` services'
  * replicas (`replicas` per name, default 1), in a temporary directory:
  * resolves with `{front, listenOf(name, index), stop()}`, `listenOf` the
  * address each replica must listen on.
  */
-async function startFront(names, replicas, complaints) {
+async function startFrontOf(names, replicas, complaints) {
   const counts = Object.fromEntries(SERVICE_NAMES.map((name) => [name, names.includes(name) ? (replicas[name] ?? 1) : 0]));
   const layout = await layOutFront({ host: '127.0.0.1', counts, ports: Object.fromEntries(SERVICE_NAMES.map((name) => [name, 0])) });
   const dir = mkdtempSync(join(tmpdir(), 'docket-bench-front-'));
   try {
-    const front = await startNginxFront({
-      nginx: await locateNginx(process.env),
+    const front = await startFront({
+      programs: await locateFrontPrograms(process.env),
       dir,
       accessLog: join(dir, 'access.log'),
       services: layout.services.filter((service) => names.includes(service.name)),
-      // Its error log is at level warn: every line is a complaint.
-      onLine: (line) => complaints.push({ service: 'nginx', level: 'warn', line: line.slice(0, 500) }),
+      // Their error logs are at level warn: every line is a complaint.
+      onLine: (line) => complaints.push({ service: 'front', level: 'warn', line: line.slice(0, 500) }),
     });
     return {
       front,
@@ -97,12 +97,12 @@ export async function launchDocket({ root, databaseUrl, names = ['state', 'admis
     await nginx?.stop();
   };
   try {
-    if (front === 'nginx') nginx = await startFront(names, replicas, complaints);
+    if (front === 'nginx') nginx = await startFrontOf(names, replicas, complaints);
     for (const name of names) {
       urls[name] = [];
       pids[name] = [];
       for (let index = 0; index < (replicas[name] ?? 1); index += 1) {
-        const stateUrl = name === 'state' ? undefined : (nginx?.front.urls.state ?? urls.state?.[index % urls.state.length]);
+        const stateUrl = name === 'state' ? undefined : (nginx?.front.http2Urls.state ?? urls.state?.[index % urls.state.length]);
         const listen = nginx?.listenOf(name, index) ?? '127.0.0.1:0';
         const service = launchService({
           name,
@@ -119,7 +119,7 @@ export async function launchDocket({ root, databaseUrl, names = ['state', 'admis
         pids[name].push(service.child.pid);
       }
     }
-    if (nginx) pids.nginx = [nginx.front.pid];
+    if (nginx) pids.front = [nginx.front.pids.nginx, nginx.front.pids.haproxy];
   } catch (error) {
     await stop();
     throw error;
@@ -130,7 +130,7 @@ export async function launchDocket({ root, databaseUrl, names = ['state', 'admis
     urls,
     /** The one URL per service a client uses: nginx's with a front, else the first replica's. */
     entryUrls: Object.fromEntries(names.map((name) => [name, nginx?.front.urls[name] ?? urls[name][0]])),
-    /** The operating-system process ids, per service name, in the order of `urls` (for /proc), and `nginx`'s with a front. */
+    /** The operating-system process ids, per service name, in the order of `urls` (for /proc), and with a front `front`'s: nginx and its port switch. */
     pids,
     databaseUrl,
     /**

@@ -9,12 +9,12 @@ import { median } from '../stats.mjs';
 import { cpuByRole } from '../process-cpu.mjs';
 
 /**
- * The process roles reported, in column order. `nginx` is the front before
+ * The process roles reported, in column order. `front` is nginx and its port switch before
  * a deployment's replicas (the replicas scenario), a column of the CPU
  * table only when a row has it.
  */
-export const CPU_ROLES = ['postgres', 'load', 'nginx', 'admission', 'execution', 'state', 'events'];
-const OPTIONAL_ROLES = ['nginx'];
+export const CPU_ROLES = ['postgres', 'load', 'front', 'admission', 'execution', 'state', 'events'];
+const OPTIONAL_ROLES = ['front'];
 
 /** Whether a process's command line is PostgreSQL's (the postmaster or a backend). */
 export const isPostgres = (command) => /^postgres[: ]|\/postgres /.test(command);
@@ -35,7 +35,7 @@ const perJob = (used, jobs) => Object.fromEntries(Object.entries(used).map(([rol
 /**
  * Microseconds of CPU per job by role, from `cpu` ({before, after,
  * generatorPids} of runGenerators' onTimed) and `servicePids` (a Docket
- * deployment's pids by service name, and `nginx`'s when it has a front;
+ * deployment's pids by service name, and `front`'s when it has one;
  * `{}` for the other systems).
  */
 export function cpuPerJob(cpu, servicePids, jobs) {

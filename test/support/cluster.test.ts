@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SERVICE_AUDIENCE, verifyBearer } from '@docket/auth';
 import { waitForServing } from '@docket/cli';
 import { startCluster, stopAll, type ServiceProcess } from './cluster.js';
+import { isProcessAlive } from './process-alive.js';
 
 const FAKE_SERVICE = fileURLToPath(new URL('./fixtures/fake-service.mjs', import.meta.url));
 
@@ -76,7 +77,7 @@ describe('startCluster', () => {
     await cluster.stop();
   });
 
-  it('with the nginx front, names the front’s addresses, wires the front services to state through it, and stops it last', async () => {
+  it('with the nginx front, names the front’s addresses, wires the front services to state through nginx, and stops it last', async () => {
     const cluster = await startCluster({
       databaseUrl: 'postgres://example/db',
       entryFor: () => FAKE_SERVICE,
@@ -88,11 +89,13 @@ describe('startCluster', () => {
     expect(cluster.admission.url).toBe(front.urls.admission);
     expect(cluster.replicas.admission.map((service) => service.url)).not.toContain(front.urls.admission);
     for (const service of [...cluster.replicas.admission, ...cluster.replicas.execution, ...cluster.replicas.events]) {
-      expect(configuration(service).stateUrl).toBe(front.urls.state);
+      expect(configuration(service).stateUrl).toBe(front.http2Urls.state);
     }
     for (const name of ['state', 'admission', 'execution', 'events'] as const) await waitForServing(cluster[name].url, { timeoutMs: 5_000 });
     await cluster.stop();
-    expect(await front.exited).toEqual({ code: 0, signal: null });
+    // The switch first (HAProxy stops at once on SIGTERM, by the signal), then nginx.
+    expect(await front.exited).toEqual({ program: 'haproxy', code: null, signal: 'SIGTERM' });
+    expect(isProcessAlive(front.pids.nginx!)).toBe(false);
     for (const service of cluster.replicas.state) expect(await service.exited).toEqual({ code: 0, signal: null });
   });
 

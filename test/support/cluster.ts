@@ -5,11 +5,11 @@ import {
   FRONT_SERVICE_NAMES,
   SERVICE_NAMES,
   layOutFront,
-  locateNginx,
+  locateFrontPrograms,
   serviceEnvironment,
-  startNginxFront,
+  startFront,
+  type Front,
   type FrontLayout,
-  type NginxFront,
   type ServiceName,
 } from '@docket/cli';
 import { newClusterCredentials, replicaCount, settleAll, type ClusterShape, type DocketServices } from './docket-services.js';
@@ -28,14 +28,15 @@ export interface ClusterOptions extends ClusterShape {
   /**
    * The URL the front services are given for a state replica's `url`
    * (default that URL): a test routes them through a proxy it controls.
-   * With a `front`, they are given the front's state address, through this.
+   * With a `front`, they are given nginx's HTTP/2 state address, through this.
    */
   readonly stateUrlFor?: (url: string) => Promise<string>;
   /**
    * `'nginx'`: the replicas run behind the nginx front of `docket dev
    * --replicas` (the same layout and configuration, from `@docket/cli`):
-   * each replica on a free port, nginx on one port per service, the front
-   * services reaching state through it. `cluster.<service>.url` is then
+   * each replica on a free port, the front's port switch on one port per
+   * service (HTTP/2 and HTTP/1.1), the front services reaching state
+   * through nginx. `cluster.<service>.url` is then
    * the front's address; the named service's process (its logs, stop,
    * kill and restart) stays replica 0's. Default: no front, replica `i` of
    * a front service talks to state replica `i mod <state replicas>`.
@@ -50,13 +51,13 @@ export interface ClusterOptions extends ClusterShape {
  */
 export type DocketCluster = DocketServices<ServiceProcess> & {
   /** The nginx front, when the cluster was started with `front: 'nginx'`. */
-  readonly front: NginxFront | undefined;
+  readonly front: Front | undefined;
 };
 
 /** Fronts started here and not yet stopped, with their directories. */
-const runningFronts = new Map<NginxFront, string>();
+const runningFronts = new Map<Front, string>();
 
-async function stopFront(front: NginxFront): Promise<void> {
+async function stopFront(front: Front): Promise<void> {
   const dir = runningFronts.get(front);
   runningFronts.delete(front);
   await front.stop();
@@ -86,12 +87,12 @@ export async function startCluster(options: ClusterOptions): Promise<DocketClust
   const counts = Object.fromEntries(SERVICE_NAMES.map((name) => [name, replicaCount(options.replicas, name)])) as Record<ServiceName, number>;
 
   let layout: FrontLayout | undefined;
-  let front: NginxFront | undefined;
+  let front: Front | undefined;
   if (options.front === 'nginx') {
     layout = await layOutFront({ host: '127.0.0.1', counts, ports: { state: 0, admission: 0, execution: 0, events: 0 } });
     const dir = await mkdtemp(join(tmpdir(), 'docket-front-'));
     try {
-      front = await startNginxFront({ nginx: await locateNginx(process.env), dir, accessLog: join(dir, 'access.log'), services: layout.services });
+      front = await startFront({ programs: await locateFrontPrograms(process.env), dir, accessLog: join(dir, 'access.log'), services: layout.services });
     } catch (error) {
       await rm(dir, { recursive: true, force: true });
       throw error;
@@ -127,7 +128,7 @@ export async function startCluster(options: ClusterOptions): Promise<DocketClust
     const stateUrls =
       front === undefined
         ? await Promise.all(replicas.state.map((service) => options.stateUrlFor?.(service.url) ?? service.url))
-        : [await (options.stateUrlFor?.(front.urls.state ?? '') ?? front.urls.state ?? '')];
+        : [await (options.stateUrlFor?.(front.http2Urls.state ?? '') ?? front.http2Urls.state ?? '')];
     await settleAll(
       FRONT_SERVICE_NAMES.flatMap((name) =>
         Array.from({ length: counts[name] }, (_, index) => start(name, index, stateUrls[index % stateUrls.length])),

@@ -39,20 +39,21 @@ Options:
                   run several processes of each service behind nginx, e.g.
                   --replicas admission=3,execution=3,events=2,state=2
                   (unnamed services run once; at most 16 each). Each replica
-                  listens on a free port of 127.0.0.1; nginx listens on the
-                  services' ports below and passes each call to the next
-                  replica, round-robin (gRPC, and gRPC-Web and Connect over
-                  HTTP/2). Admission and events also get an HTTP/1.1 port
-                  each (browsers, the console: Connect and gRPC-Web), printed
-                  with the addresses. The front services reach state through
-                  nginx too. nginx runs as a child process on
-                  <data dir>/nginx/nginx.conf, rendered from
-                  deploy/nginx/docket-front.conf.template; its errors go to
-                  <data dir>/logs/nginx.log, one line per call (with the
-                  replica that answered) to <data dir>/logs/nginx-access.log,
-                  replica i's log to <data dir>/logs/<service>-<i>.log.
-                  Needs nginx 1.22 or newer (Debian: sudo apt-get install
-                  nginx). See docs/replicas.md.
+                  listens on a free port of 127.0.0.1; the services' ports
+                  below take HTTP/2 and HTTP/1.1 alike, as one service does
+                  (gRPC, gRPC-Web, Connect, JSON): HAProxy listens there and
+                  passes each connection to nginx by its protocol, and nginx
+                  passes each call to the next replica, round-robin. The
+                  front services reach state through nginx too. nginx runs
+                  as a child process on <data dir>/nginx/nginx.conf, HAProxy
+                  on <data dir>/nginx/port-switch.cfg, rendered from the
+                  templates in deploy/nginx and deploy/haproxy; their errors
+                  go to <data dir>/logs/nginx.log, one line per call (with
+                  the replica that answered) to
+                  <data dir>/logs/nginx-access.log, replica i's log to
+                  <data dir>/logs/<service>-<i>.log. Needs nginx 1.22 or
+                  newer and HAProxy 2.4 or newer (Debian: sudo apt-get
+                  install nginx haproxy). See docs/replicas.md.
 
 Environment:
   DOCKET_DATA_DIR         data directory, default .docket: holds postgres/
@@ -67,6 +68,8 @@ Environment:
   DOCKET_CONSOLE_PORT     default 7405: the web console (packages/console)
   DOCKET_NGINX            the nginx --replicas runs (default: nginx on PATH,
                           else /usr/sbin/nginx)
+  DOCKET_HAPROXY          the HAProxy --replicas runs (default: haproxy on
+                          PATH, else /usr/sbin/haproxy)
   DOCKET_CORS_ORIGINS     browser origins the front services allow (default:
                           the console's own origin)
   DOCKET_AUTH_SECRET      HS256 secret (default: generated into secrets.json)

@@ -14,7 +14,7 @@ export interface DevSummary {
   readonly workerToken: string;
   readonly tokenTtlDays: number;
   readonly healthyAfterMs: number;
-  /** Set under `--replicas`: the nginx front the addresses above belong to, and the replicas behind it. */
+  /** Set under `--replicas`: the front (nginx behind its port switch) the addresses above belong to, and the replicas behind it. */
   readonly front?: DevFrontSummary;
 }
 
@@ -24,8 +24,8 @@ export interface DevFrontSummary {
   readonly accessLog: string;
   /** `host:port` of each replica, by service. */
   readonly replicas: Readonly<Record<ServiceName, readonly string[]>>;
-  /** The HTTP/1.1 listeners (browsers, curl without --http2-prior-knowledge), by service. */
-  readonly http1Urls: Readonly<Partial<Record<ServiceName, string>>>;
+  /** The port switch's configuration (HAProxy: HTTP/2 and HTTP/1.1 on each service's port). */
+  readonly switchConfigFile: string;
 }
 
 const ROLES_OF: Record<ServiceName, string> = {
@@ -71,11 +71,9 @@ export function formatDevSummary(summary: DevSummary): string {
 }
 
 function formatFront(front: DevFrontSummary): string[] {
-  const http1 = ORDER.flatMap((name) => (front.http1Urls[name] === undefined ? [] : [`${name} ${front.http1Urls[name]}`]));
   return [
-    `  ${'nginx'.padEnd(10)} the four services' addresses above are nginx's (HTTP/2), each call going to the next replica of:`,
+    `  ${'nginx'.padEnd(10)} the four services' addresses above are the front's (HTTP/2 and HTTP/1.1), each call going to the next replica of:`,
     ...ORDER.map((name) => `  ${''.padEnd(10)}   ${name.padEnd(10)} ${front.replicas[name].join(' ')}`),
-    `  ${''.padEnd(10)} HTTP/1.1 (browsers, curl without --http2-prior-knowledge): ${http1.join(', ')}`,
-    `  ${''.padEnd(10)} config ${front.configFile}, access log ${front.accessLog}`,
+    `  ${''.padEnd(10)} config ${front.configFile}, port switch ${front.switchConfigFile}, access log ${front.accessLog}`,
   ];
 }

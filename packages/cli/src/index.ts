@@ -28,13 +28,6 @@ export {
   type FrontedService,
   type NginxFrontConfig,
 } from './nginx-front-config.js';
-export {
-  BROWSER_SERVICES,
-  layOutFront,
-  locateNginx,
-  startNginxFront,
-  NginxMissingError,
-  type FrontLayout,
-  type NginxFront,
-  type NginxFrontOptions,
-} from './nginx-front.js';
+export { layOutFront, startFront, type Front, type FrontLayout, type FrontOptions } from './front.js';
+export { locateFrontPrograms, FrontProgramMissingError, type FrontPrograms } from './front-programs.js';
+export { renderPortSwitchConfig, loadPortSwitchTemplate, PORT_SWITCH_TEMPLATE } from './port-switch-config.js';

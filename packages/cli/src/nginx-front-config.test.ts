@@ -2,10 +2,10 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { loadNginxFrontTemplate, renderNginxFrontConfig, type FrontedService, type NginxFrontConfig } from './nginx-front-config.js';
 
 const SERVICES: readonly FrontedService[] = [
-  { name: 'state', listen: '127.0.0.1:7404', replicas: ['127.0.0.1:41001', '127.0.0.1:41002'] },
-  { name: 'admission', listen: '127.0.0.1:7401', http1Listen: '127.0.0.1:41100', replicas: ['127.0.0.1:41011', '127.0.0.1:41012', '127.0.0.1:41013'] },
-  { name: 'execution', listen: '127.0.0.1:7402', replicas: ['127.0.0.1:41021', '127.0.0.1:41022', '127.0.0.1:41023'] },
-  { name: 'events', listen: '127.0.0.1:7403', http1Listen: '127.0.0.1:41101', replicas: ['127.0.0.1:41031', '127.0.0.1:41032'] },
+  { name: 'state', listen: '127.0.0.1:7404', http2Listen: '127.0.0.1:41204', http1Listen: '127.0.0.1:41104', replicas: ['127.0.0.1:41001', '127.0.0.1:41002'] },
+  { name: 'admission', listen: '127.0.0.1:7401', http2Listen: '127.0.0.1:41201', http1Listen: '127.0.0.1:41101', replicas: ['127.0.0.1:41011', '127.0.0.1:41012', '127.0.0.1:41013'] },
+  { name: 'execution', listen: '127.0.0.1:7402', http2Listen: '127.0.0.1:41202', http1Listen: '127.0.0.1:41102', replicas: ['127.0.0.1:41021', '127.0.0.1:41022', '127.0.0.1:41023'] },
+  { name: 'events', listen: '127.0.0.1:7403', http2Listen: '127.0.0.1:41203', http1Listen: '127.0.0.1:41103', replicas: ['127.0.0.1:41031', '127.0.0.1:41032'] },
 ];
 
 const CONFIG: NginxFrontConfig = { dir: '/home/dev/.docket/nginx', accessLog: '/home/dev/.docket/logs/nginx-access.log', services: SERVICES };
@@ -39,10 +39,11 @@ describe('renderNginxFrontConfig', () => {
     }
   });
 
-  it("listens on each service's port with HTTP/2 and passes calls to its replicas over gRPC", () => {
+  it("listens on each service's HTTP/2 listener (never on the port switch's) and passes calls to its replicas over gRPC", () => {
     const config = renderNginxFrontConfig(CONFIG, template);
     for (const service of SERVICES) {
-      const servers = config.split(/\n(?=  server \{)/).filter((part) => part.includes(`listen ${service.listen} http2;`));
+      expect(config).not.toContain(service.listen);
+      const servers = config.split(/\n(?=  server \{)/).filter((part) => part.includes(`listen ${service.http2Listen} http2;`));
       expect(servers).toHaveLength(1);
       expect(block(servers[0]!, '  server')).toContain(`grpc_pass grpc://docket_${service.name};`);
     }
@@ -52,16 +53,14 @@ describe('renderNginxFrontConfig', () => {
     expect(config).toMatch(/^\s*client_max_body_size 0;$/m);
   });
 
-  it('gives only the services with an HTTP/1.1 listener one, proxied over HTTP/1.1 to an upstream of their own', () => {
+  it('gives every service an HTTP/1.1 listener, proxied over HTTP/1.1 to an upstream of its replicas', () => {
     const config = renderNginxFrontConfig(CONFIG, template);
-    expect(config.match(/^\s*listen [^ ;]+;$/gm)).toEqual(['    listen 127.0.0.1:41100;', '    listen 127.0.0.1:41101;']);
-    for (const name of ['admission', 'events']) {
-      const upstream = block(config, `upstream docket_${name}_http1`);
-      expect(upstream.match(/server \S+;/g)).toHaveLength(SERVICES.find((service) => service.name === name)!.replicas.length);
-      expect(config).toContain(`proxy_pass http://docket_${name}_http1;`);
+    expect(config.match(/^\s*listen [^ ;]+;$/gm)).toEqual(SERVICES.map((service) => `    listen ${service.http1Listen};`));
+    for (const service of SERVICES) {
+      const upstream = block(config, `upstream docket_${service.name}_http1`);
+      expect(upstream.match(/server \S+;/g)).toEqual(service.replicas.map((address) => `server ${address};`));
+      expect(config).toContain(`proxy_pass http://docket_${service.name}_http1;`);
     }
-    expect(config).not.toContain('docket_state_http1');
-    expect(config).not.toContain('docket_execution_http1');
     expect(config).toMatch(/^\s*proxy_buffering off;$/m);
   });
 
@@ -87,6 +86,7 @@ describe('renderNginxFrontConfig', () => {
     ['port 0', { ...CONFIG, services: [{ ...SERVICES[0]!, listen: '127.0.0.1:0' }] }, /host:port/],
     ['a service without replicas', { ...CONFIG, services: [{ ...SERVICES[0]!, replicas: [] }] }, /no replica of state/],
     ['one listener twice', { ...CONFIG, services: [SERVICES[1]!, { ...SERVICES[2]!, listen: SERVICES[1]!.listen }] }, /twice/],
+    ["nginx's listener on the switch's port", { ...CONFIG, services: [{ ...SERVICES[1]!, http1Listen: SERVICES[1]!.listen }] }, /twice/],
     ['no service', { ...CONFIG, services: [] }, /at least one service/],
   ])('refuses %s', (_what, config, message) => {
     expect(() => renderNginxFrontConfig(config, template)).toThrow(message);
@@ -98,8 +98,8 @@ describe('renderNginxFrontConfig', () => {
     expect(() => renderNginxFrontConfig(CONFIG, '{{/services}}')).toThrow(/not open/);
     expect(() => renderNginxFrontConfig(CONFIG, '{{services}}')).toThrow(/is a list/);
     expect(() => renderNginxFrontConfig(CONFIG, '{{#dir}}{{/dir}}')).toThrow(/is text/);
-    expect(renderNginxFrontConfig(CONFIG, '{{#services}}\n{{name}}{{#http1}}+{{listen}}{{/http1}}\n{{/services}}\n')).toBe(
-      'state\nadmission+127.0.0.1:41100\nexecution\nevents+127.0.0.1:41101\n',
+    expect(renderNginxFrontConfig(CONFIG, '{{#services}}\n{{name}}{{#replicas}} {{address}}{{/replicas}}\n{{/services}}\n')).toBe(
+      SERVICES.map((service) => `${service.name} ${service.replicas.join(' ')}\n`).join(''),
     );
   });
 });

@@ -10,7 +10,8 @@ import { DevLogSink, type DevLogMode } from './dev-log-sink.js';
 import { devSecretsPath, loadOrCreateDevSecrets } from './dev-secrets.js';
 import { formatDevSummary } from './dev-summary.js';
 import { describeExit, launchService, type LaunchedService } from './launch-service.js';
-import { layOutFront, locateNginx, startNginxFront, type FrontLayout, type NginxFront } from './nginx-front.js';
+import { layOutFront, startFront, type Front, type FrontLayout } from './front.js';
+import { locateFrontPrograms } from './front-programs.js';
 import type { ReplicaCounts } from './replica-counts.js';
 import { serviceEnvironment, type DocketServiceSettings } from './service-environment.js';
 import { FRONT_SERVICE_NAMES, SERVICE_NAMES, type ServiceName } from './service-names.js';
@@ -32,8 +33,8 @@ export interface RunDevOptions {
   readonly consoleRoot?: string;
   /**
    * `--replicas`: run this many processes of each service, each on a free
-   * port, behind an nginx front listening on the services' ports
-   * (docs/replicas.md). Unset: one process per service on those ports, no nginx.
+   * port, behind an nginx front whose port switch listens on the services'
+   * ports (docs/replicas.md). Unset: one process per service on those ports, no front.
    */
   readonly replicas?: ReplicaCounts;
 }
@@ -50,10 +51,11 @@ const DATABASE_NAME = 'docket';
  * a child dies (everything else is stopped; exit code 1). Shutdown is
  * ordered: the three front services, then state, then Postgres.
  *
- * With `replicas`, nginx (`<data dir>/nginx/nginx.conf`, rendered from
- * `deploy/nginx/docket-front.conf.template`) listens on the services'
- * ports and passes each call to the next replica; the front services reach
- * state through it too. It starts before the replicas and stops after them.
+ * With `replicas`, the front (`startFront`: nginx on `<data dir>/nginx/nginx.conf`,
+ * rendered from `deploy/nginx/docket-front.conf.template`, behind HAProxy's
+ * port switch) listens on the services' ports and passes each call to the
+ * next replica; the front services reach state through nginx too. It
+ * starts before the replicas and stops after them.
  */
 export async function runDev(options: RunDevOptions): Promise<number> {
   const began = performance.now();
@@ -63,13 +65,13 @@ export async function runDev(options: RunDevOptions): Promise<number> {
   const ports = devServicePorts(env);
   for (const name of SERVICE_NAMES) await assertBuilt(options.entryFor(name));
   const counts = options.replicas;
-  const nginx = counts === undefined ? undefined : await locateNginx(env);
+  const programs = counts === undefined ? undefined : await locateFrontPrograms(env);
   await mkdir(logsDir, { recursive: true });
   const logs = new DevLogSink({ logsDir, mode: options.logMode, out: options.out, colors: options.colors });
 
   const lifetime = new Lifetime(options.stop);
   const services = new Map<ServiceName, LaunchedService[]>(SERVICE_NAMES.map((name) => [name, []]));
-  let frontStarting: Promise<NginxFront> | undefined;
+  let frontStarting: Promise<Front> | undefined;
   let postgresStarting: Promise<EmbeddedPostgresHandle> | undefined;
   let consoleServer: ConsoleServer | undefined;
   let failure: string | undefined;
@@ -133,8 +135,8 @@ export async function runDev(options: RunDevOptions): Promise<number> {
       });
 
     const urls = {} as Record<ServiceName, string>;
-    let front: { readonly started: NginxFront; readonly layout: FrontLayout } | undefined;
-    if (counts === undefined || nginx === undefined) {
+    let front: { readonly started: Front; readonly layout: FrontLayout } | undefined;
+    if (counts === undefined || programs === undefined) {
       options.out('Starting the state service ...\n');
       urls.state = await lifetime.race(launch('state', 0, `${DEV_HOST}:${ports.state}`).ready);
       options.out('Starting admission, execution and events ...\n');
@@ -144,9 +146,9 @@ export async function runDev(options: RunDevOptions): Promise<number> {
       consoleServices = { admissionUrl: urls.admission, eventsUrl: urls.events };
     } else {
       const layout = await layOutFront({ host: DEV_HOST, counts, ports });
-      options.out(`Starting nginx in front of the replicas (${join(dataDir, 'nginx', 'nginx.conf')}) ...\n`);
-      frontStarting = startNginxFront({
-        nginx,
+      options.out(`Starting nginx and its port switch in front of the replicas (${join(dataDir, 'nginx')}) ...\n`);
+      frontStarting = startFront({
+        programs,
         dir: join(dataDir, 'nginx'),
         accessLog: join(logsDir, 'nginx-access.log'),
         services: layout.services,
@@ -155,14 +157,14 @@ export async function runDev(options: RunDevOptions): Promise<number> {
       });
       const started = await lifetime.race(frontStarting);
       front = { started, layout };
-      void started.exited.then((exit) => lifetime.fail(`nginx exited unexpectedly (${describeExit(exit)})`, started.recentLines()));
+      void started.exited.then((exit) => lifetime.fail(`${exit.program} (the front) exited unexpectedly (${describeExit(exit)})`, started.recentLines()));
       for (const name of SERVICE_NAMES) urls[name] = started.urls[name] ?? '';
       options.out(`Starting ${describeCount(counts.state, 'state')} ...\n`);
       const states = layout.replicas.state.map((listen, index) => launch('state', index, listen));
       const stateUrls = await lifetime.race(Promise.all(states.map((service) => service.ready)));
       options.out(`Starting ${FRONT_SERVICE_NAMES.map((name) => describeCount(counts[name], name)).join(', ')} ...\n`);
-      // Every front replica reaches state through the front, as clients reach it.
-      const fronts = FRONT_SERVICE_NAMES.flatMap((name) => layout.replicas[name].map((listen, index) => launch(name, index, listen, urls.state)));
+      // Every front replica reaches state through nginx, as clients reach it, without the port switch (they speak HTTP/2).
+      const fronts = FRONT_SERVICE_NAMES.flatMap((name) => layout.replicas[name].map((listen, index) => launch(name, index, listen, started.http2Urls.state)));
       const replicaUrls = await lifetime.race(Promise.all(fronts.map((service) => service.ready)));
       await lifetime.race(
         Promise.all([
@@ -170,7 +172,7 @@ export async function runDev(options: RunDevOptions): Promise<number> {
           ...fronts.map((service, index) => serving(service.name, replicaUrls[index] ?? '')),
         ]),
       );
-      consoleServices = { admissionUrl: started.http1Urls.admission ?? '', eventsUrl: started.http1Urls.events ?? '' };
+      consoleServices = { admissionUrl: urls.admission, eventsUrl: urls.events };
     }
     await lifetime.race(Promise.all(SERVICE_NAMES.map((name) => serving(name, urls[name]))));
 
@@ -194,7 +196,7 @@ export async function runDev(options: RunDevOptions): Promise<number> {
                 configFile: front.started.configFile,
                 accessLog: front.started.accessLog,
                 replicas: front.layout.replicas,
-                http1Urls: front.started.http1Urls,
+                switchConfigFile: front.started.switchConfigFile,
               },
             }),
       }),
