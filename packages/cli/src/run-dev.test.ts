@@ -198,13 +198,14 @@ describe('runDev', () => {
     }
   });
 
-  it('with replicas, puts nginx on the services’ ports before one process per replica, the fronts reaching state through it, and stops them all', async () => {
+  it('with replicas, puts the front (nginx behind its port switch) on the services’ ports before one process per replica, the fronts reaching state through nginx, and stops them all', async () => {
     const dir = await scratchDir();
     const dataDir = join(dir, '.docket');
     const consoleRoot = join(dir, 'console');
     await mkdir(consoleRoot);
     await writeFile(join(consoleRoot, 'index.html'), '<!doctype html><title>Docket console</title>');
     let nginxPid = 0;
+    let switchPid = 0;
     let config: unknown;
     const run = await runDevUntilReady({
       env: { DOCKET_DATA_DIR: dataDir, DOCKET_DATABASE_URL: 'postgres://unused/db', DOCKET_CONSOLE_PORT: '0' },
@@ -212,6 +213,7 @@ describe('runDev', () => {
       replicas: { state: 2, admission: 2, execution: 1, events: 2 },
       whileRunning: async (out) => {
         nginxPid = Number(await readFile(join(dataDir, 'nginx', 'nginx.pid'), 'utf8'));
+        switchPid = Number(await readFile(join(dataDir, 'nginx', 'port-switch.pid'), 'utf8'));
         const consoleUrl = /\n  console +(http:\/\/127\.0\.0\.1:\d+) /.exec(out)?.[1] ?? '';
         config = await (await fetch(`${consoleUrl}/config.json`)).json();
       },
@@ -219,16 +221,18 @@ describe('runDev', () => {
     expect(run.err).toBe('');
     expect(run.code).toBe(0);
     const urlOf = (name: string): string => new RegExp(`\\n  ${name} +(http://\\S+)`).exec(run.out)?.[1] ?? '';
-    expect(await readFile(join(dataDir, 'nginx', 'nginx.conf'), 'utf8')).toContain(`listen ${new URL(urlOf('state')).host} http2;`);
+    // The services' ports are the switch's; it passes HTTP/2 to nginx's HTTP/2 listener of each, where the fronts reach state.
+    const switchConfig = await readFile(join(dataDir, 'nginx', 'port-switch.cfg'), 'utf8');
+    const stateSwitch = new RegExp(`frontend state\\n  bind ${new URL(urlOf('state')).host}\\n[^]*?backend state_http2\\n  server nginx (\\S+)`).exec(switchConfig);
+    expect(stateSwitch?.[1]).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(await readFile(join(dataDir, 'nginx', 'nginx.conf'), 'utf8')).toContain(`listen ${stateSwitch?.[1]} http2;`);
     for (const replica of ['admission-1', 'admission-2', 'execution', 'events-1', 'events-2']) {
       const log = await readFile(join(dataDir, 'logs', `${replica}.log`), 'utf8');
-      expect(log, replica).toContain(`"stateUrl":"${urlOf('state')}"`);
+      expect(log, replica).toContain(`"stateUrl":"http://${stateSwitch?.[1]}"`);
     }
-    // The console (a browser: HTTP/1.1) is given the front's HTTP/1.1 listeners, printed with the rest.
-    const http1 = /HTTP\/1\.1 \(browsers[^:]*: admission (http:\/\/\S+), events (http:\/\/\S+)/.exec(run.out);
-    expect(config).toEqual({ admissionUrl: http1?.[1], eventsUrl: http1?.[2] });
-    expect(http1?.[1]).not.toBe(urlOf('admission'));
-    expectAllStopped([nginxPid], 1);
+    // The console (a browser: HTTP/1.1) is given the services' ports, which take HTTP/1.1 too.
+    expect(config).toEqual({ admissionUrl: urlOf('admission'), eventsUrl: urlOf('events') });
+    expectAllStopped([nginxPid, switchPid], 2);
     const replicas = ['state-1', 'state-2', 'admission-1', 'admission-2', 'execution', 'events-1', 'events-2'];
     expectAllStopped(await servicePids(dataDir, replicas), replicas.length);
   });
