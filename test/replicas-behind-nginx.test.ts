@@ -31,6 +31,7 @@ import { jobCountOf, scheduledJobs } from './support/schedule-firings.js';
 import { REPO_ROOT } from './support/service-process.js';
 import { openSql } from './support/sql.js';
 import { StreamReader } from './support/stream-probe.js';
+import { checkPythonClient, generatePythonStubs, removePythonStubs } from './support/python-client-check.js';
 import { isProcessAlive } from './support/process-alive.js';
 
 /*
@@ -54,6 +55,7 @@ let cluster: DocketCluster;
 let sql: pg.Client;
 let userToken: string;
 let workerToken: string;
+let pythonStubs: string;
 const channels: GrpcJsChannel[] = [];
 /** Errors other than CANCELLED that a stream the test cancelled ended with. */
 const streamFailures: ServiceError[] = [];
@@ -70,11 +72,13 @@ beforeAll(async () => {
     },
   });
   sql = await openSql(databaseUrl);
+  pythonStubs = await generatePythonStubs();
   userToken = await cluster.tokenFor('front-user', 'user');
   workerToken = await cluster.tokenFor('front-worker', 'worker');
 });
 
 afterAll(async () => {
+  await removePythonStubs(pythonStubs);
   expect(streamFailures).toEqual([]);
   for (const channel of channels) channel.close();
   await sql?.end();
@@ -222,6 +226,11 @@ describe('the nginx front before 3 admission, 3 execution, 2 events and 2 state 
       );
     await until(async () => (await protocols()).size === 2, 'GetJob logged over both protocols');
     expect(await protocols()).toEqual(new Set(['HTTP/1.1', 'HTTP/2.0']));
+  });
+
+  it('passes the Python grpcio client check through the front as it passes against one process of each service', async () => {
+    // test/python-client.test.ts runs the same check, with the same expectations, against one of each.
+    await checkPythonClient(cluster, pythonStubs, 'py-front');
   });
 
   it('hands each job to one attempt across the execution replicas, and refuses a wrong fence whichever replica it reaches', async () => {
