@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SERVICE_AUDIENCE, mintToken } from '@docket/auth';
-import { SERVICE_NAMES, layOutFront, launchService, locateNginx, serviceEntryPath, serviceEnvironment, startNginxFront } from '@docket/cli';
+import { SERVICE_NAMES, layOutFront, launchService, locateFrontPrograms, serviceEntryPath, serviceEnvironment, startFront } from '@docket/cli';
 
 const LEVELS = { 40: 'warn', 50: 'error', 60: 'fatal', warn: 'warn', error: 'error', fatal: 'fatal' };
 
