@@ -132,7 +132,7 @@ function curveLines(rows, groups) {
       'admission/execution/state': countsOf(row.configuration),
       front: row.configuration.front ? 'nginx + switch' : 'none',
       'jobs/s': integer(row.jobsPerSecond),
-      'x 1/1/1 nginx': reference ? `${(row.jobsPerSecond / reference.jobsPerSecond).toFixed(2)}x` : '-',
+      'x 1/1/1 front': reference ? `${(row.jobsPerSecond / reference.jobsPerSecond).toFixed(2)}x` : '-',
       'PostgreSQL us/job': integer(cpu.postgres),
       'load us/job': integer(cpu.load),
       'front us/job (nginx / switch)': row.configuration.front
