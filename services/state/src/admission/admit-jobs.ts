@@ -50,7 +50,7 @@ export async function admitJobs(pool: pg.Pool, commands: readonly AdmitJobComman
       const parents = await lockParents(client, [...new Set(plan.leaders.flatMap((command) => command.spec.dependsOn))]);
       return decideKeys(client, plan.leaders.map((command, index) => admissionCandidate(command, index, now, parents)), now);
     },
-    admittedJobIds,
+    { acknowledgedJobIds: admittedJobIds },
   );
   return commands.map((command, index) => answer(decided[plan.leaderOf[index] as number] as KeyDecision, command, plan.leaders[plan.leaderOf[index] as number] === command));
 }

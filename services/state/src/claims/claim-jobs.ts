@@ -19,7 +19,7 @@ import {
   type QueueRoom,
 } from '../db/queries/claims.js';
 import type { JobRow } from '../db/queries/jobs.js';
-import { lockClaimContext, operationKeyOf } from '../db/queries/worker-call-reads.js';
+import { claimContextOpening, operationKeyOf } from '../db/queries/worker-call-reads.js';
 import type { IncarnationRow } from '../db/queries/workers.js';
 import { inWriteTransaction } from '../db/write-transaction.js';
 import { readOutstandingSignals } from '../db/queries/signals.js';
@@ -132,8 +132,8 @@ interface DecidedClaims {
 }
 
 async function decideClaims(pool: pg.Pool, settings: ExecutionSettings, claims: readonly ClaimCommand[]): Promise<DecidedClaims> {
-  return inWriteTransaction(pool, async (client, now) => {
-    const context = await lockClaimContext(client, claims.map(operationKey), claims.map((claim) => claim.request.workerIncarnation));
+  const opening = claimContextOpening(claims.map(operationKey), claims.map((claim) => claim.request.workerIncarnation));
+  return inWriteTransaction(pool, async (client, now, _clockNow, context) => {
     const { incarnations, operations: recorded } = context;
     const writes = new JobWriteSet();
     const decidedHere = new Map<string, { rpc: string; request_digest: string; response: Buffer }>();
@@ -226,8 +226,8 @@ async function decideClaims(pool: pg.Pool, settings: ExecutionSettings, claims: 
     // 5. For empty claims, when their queues next have a job by time alone.
     const nextDue = new Map<string, Date | undefined>();
     for (const [setKey, queues] of emptyQueues) nextDue.set(setKey, earliest(await nextRunAfter(client, queues), nextRoomAt(room, queues, now)));
-    await writeDecidedBatch(client, writes, now);
     const newlyQuarantined = await recordQuarantines(client, quarantine);
+    await writeDecidedBatch(client, writes, now);
     const outcomes = decided.map((outcome, index): ItemOutcome<ClaimOutcome> => {
       if (!outcome.ok) return outcome;
       const item = open[index];
@@ -235,7 +235,7 @@ async function decideClaims(pool: pg.Pool, settings: ExecutionSettings, claims: 
       return { ok: true, value: { response: outcome.value, nextClaimableAt: nextDue.get(queueSetKey(queues)), claimQueues: queues } };
     });
     return { outcomes, quarantined: quarantine.filter((entry) => newlyQuarantined.has(entry.jobId)) };
-  });
+  }, { opening });
 }
 
 /**

@@ -91,6 +91,15 @@ class TransactionPooledClient extends TracedPgClient {
   }
 }
 
+/**
+ * Whether `client` is a session of its own, which keeps what a statement
+ * leaves on it (prepared statements) for the next: every client but those
+ * of a `transaction` pool.
+ */
+export function keepsSessionState(client: pg.ClientBase): boolean {
+  return !(client instanceof TransactionPooledClient);
+}
+
 /** Options for {@link openPool}. */
 export interface PoolOptions {
   readonly connectionString: string;

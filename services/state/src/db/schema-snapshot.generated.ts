@@ -7,7 +7,7 @@ import type { SchemaSnapshot } from './schema-snapshot.js';
 
 /** The schema this build's migrations leave, which start-up requires exactly. */
 export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
-  "version": "20261206-0015-queue-stats-plan",
+  "version": "20261207-0016-batch-refusal",
   "docket": {
     "tables": {
       "attempts": {
@@ -2512,6 +2512,13 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
         "volatility": "v",
         "security_definer": false,
         "body_md5": "aaba66b294254f5c1b8d880bf4f65f98"
+      },
+      "docket_refuse_unwritten_batch(corrupt json, recorded bigint, expected bigint)": {
+        "result": "void",
+        "language": "plpgsql",
+        "volatility": "v",
+        "security_definer": false,
+        "body_md5": "2a15e8179984387db78f7a6a7b0eb3cd"
       }
     }
   },

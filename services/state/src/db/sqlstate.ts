@@ -11,6 +11,10 @@ export const SQLSTATE = {
   cannotConnectNow: '57P03',
   /** A write on a server in recovery: a standby, or a primary being promoted (Patroni's check answers before promotion ends). */
   readOnlySqlTransaction: '25006',
+  /** Docket's own (migration 0016): a batch's write met a journal head it did not chain after; the job id is the detail. */
+  journalHeadMoved: 'DKJ01',
+  /** Docket's own (migration 0016): a batch's write found an operation id recorded by a concurrent call. */
+  operationRecordedConcurrently: 'DKO01',
 } as const;
 
 /** The SQLSTATE of a pg error, if `error` is one. */

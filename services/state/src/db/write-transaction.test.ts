@@ -2,8 +2,10 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../../../test/support/database.js';
 import { sqlStateOf } from './sqlstate.js';
+import { openPool } from './pool.js';
+import { PreparedStatement } from './prepared-statement.js';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, withStatementBudget } from './statement-budget.js';
-import { inWriteTransaction } from './write-transaction.js';
+import { inWriteTransaction, runAndCommit, type Opening } from './write-transaction.js';
 
 /*
  * A write transaction's statements run no longer than its callers wait
@@ -12,9 +14,12 @@ import { inWriteTransaction } from './write-transaction.js';
  */
 
 let pool: pg.Pool;
+let databaseUrl: string;
 
 beforeAll(async () => {
-  pool = new pg.Pool({ connectionString: await createTestDatabase('write transaction'), max: 3 });
+  databaseUrl = await createTestDatabase('write transaction');
+  pool = new pg.Pool({ connectionString: databaseUrl, max: 3 });
+  await pool.query('create table if not exists round_trip_probe (id int primary key, note text)');
 });
 
 afterAll(async () => {
@@ -79,5 +84,92 @@ describe('inWriteTransaction', () => {
     } finally {
       holder.release();
     }
+  });
+
+  describe('round trips', () => {
+    /** A pg client that counts the queries it sends: each is one round trip. */
+    class CountingClient extends pg.Client {
+      static sent = 0;
+      override query(...args: any[]): any {
+        CountingClient.sent += 1;
+        return super.query(...(args as Parameters<pg.Client['query']>));
+      }
+    }
+
+    type ProbeRow = { id: number; note: string | null };
+    const READ = new PreparedStatement<ProbeRow>('probe_read', 'select id, note from round_trip_probe where id = any($1::int[]) order by id for update');
+    const WRITE = new PreparedStatement<{ id: number }>(
+      'probe_write',
+      `insert into round_trip_probe (id, note) select id, note from json_to_recordset($1::json) as r(id int, note text)
+       on conflict (id) do update set note = excluded.note returning id`,
+    );
+
+    const probeOpening = (id: number): Opening<ProbeRow, ProbeRow[]> => ({ statement: READ, values: [[String(id)]], read: (rows) => rows });
+
+    /** One batch: the read sent with BEGIN, the write with COMMIT; what it read, and how many queries it sent. */
+    async function batch(on: pg.Pool, id: number, note: string): Promise<{ read: unknown[]; sent: number }> {
+      const before = CountingClient.sent;
+      const read = await inWriteTransaction(
+        on,
+        async (client, _now, _clockNow, rows) => {
+          await runAndCommit(client, WRITE, [JSON.stringify([{ id, note }])]);
+          return rows;
+        },
+        { opening: probeOpening(id) },
+      );
+      return { read, sent: CountingClient.sent - before };
+    }
+
+    it('sends the opening read with BEGIN and the last write with COMMIT once the connection holds both prepared', async () => {
+      const counted = new pg.Pool({ connectionString: databaseUrl, max: 1, Client: CountingClient });
+      try {
+        // The first batch on a connection prepares both statements: four round trips.
+        expect(await batch(counted, 1, "first 'one'")).toEqual({ read: [], sent: 4 });
+        // Every later one: two, and each reads what the one before committed.
+        expect(await batch(counted, 1, 'second \\ one')).toEqual({ read: [{ id: 1, note: "first 'one'" }], sent: 2 });
+        expect(await batch(counted, 1, 'third')).toEqual({ read: [{ id: 1, note: 'second \\ one' }], sent: 2 });
+        // Committed for every other connection to see.
+        expect((await pool.query('select note from round_trip_probe where id = 1')).rows).toEqual([{ note: 'third' }]);
+      } finally {
+        await counted.end();
+      }
+    });
+
+    it('commits nothing when the statement sent with COMMIT fails, and the connection goes on', async () => {
+      const counted = new pg.Pool({ connectionString: databaseUrl, max: 1, Client: CountingClient });
+      try {
+        await batch(counted, 2, 'kept');
+        const failure = await inWriteTransaction(counted, async (client) => {
+          await client.query("update round_trip_probe set note = 'lost' where id = 2");
+          // 22P02: the second row's id is not an integer; the COMMIT in the same query never runs.
+          await runAndCommit(client, WRITE, [JSON.stringify([{ id: 3, note: 'lost' }, { id: 'x', note: 'lost' }])]);
+        }).catch((error: unknown) => error);
+        expect(sqlStateOf(failure)).toBe('22P02');
+        expect((await pool.query('select id, note from round_trip_probe where id in (2, 3) order by id')).rows).toEqual([{ id: 2, note: 'kept' }]);
+        expect(await batch(counted, 2, 'after')).toMatchObject({ read: [{ id: 2, note: 'kept' }], sent: 2 });
+      } finally {
+        await counted.end();
+      }
+    });
+
+    it('keeps every statement to its own round trip where sessions are shared (PgBouncer in transaction mode)', async () => {
+      const shared = openPool({ connectionString: databaseUrl, max: 1, pooling: 'transaction', applicationName: 'round trips' });
+      try {
+        for (const note of ['one', 'two']) {
+          const read = await inWriteTransaction(
+            shared,
+            async (client, _now, _clockNow, rows) => {
+              await runAndCommit(client, WRITE, [JSON.stringify([{ id: 4, note }])]);
+              expect(READ.isPreparedOn(client) || WRITE.isPreparedOn(client)).toBe(false);
+              return rows;
+            },
+            { opening: probeOpening(4) },
+          );
+          expect(read).toEqual(note === 'one' ? [] : [{ id: 4, note: 'one' }]);
+        }
+      } finally {
+        await shared.end();
+      }
+    });
   });
 });

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { WAL_READING_COLUMNS, type WalReadingRow } from './queries/database-lineage.js';
+import type { PreparedStatement } from './prepared-statement.js';
 import { statementTimeoutMs } from './statement-budget.js';
 
 /**
@@ -36,14 +37,41 @@ export function recordCommitsOf(pool: pg.Pool, recorder: CommitRecorder): void {
 }
 
 /**
+ * A statement that travels with a transaction's BEGIN, in its round trip
+ * (its values cannot depend on the transaction's clock), and what its rows
+ * mean to the body: the first read of a claim or report batch.
+ */
+export interface Opening<Row, Opened> {
+  readonly statement: PreparedStatement<Row>;
+  readonly values: readonly unknown[];
+  readonly read: (rows: Row[]) => Opened;
+}
+
+/** Options for {@link inWriteTransaction}. */
+export interface WriteTransactionOptions<T, Opened, Row> {
+  /** The first statement, sent with BEGIN; its reading is the body's fourth argument. */
+  readonly opening?: Opening<Row, Opened>;
+  /** The job ids a result admitted, reported to the commit recorder. */
+  readonly acknowledgedJobIds?: (result: T) => readonly string[];
+}
+
+/** The write transactions open now, by connection: whether a statement already committed one ({@link runAndCommit}). */
+const openTransactions = new WeakMap<pg.ClientBase, { committed: boolean }>();
+
+/**
  * Runs `body` in one READ COMMITTED transaction on a pooled connection and
  * commits it. BEGIN, the statement timeout and the transaction's clock
- * travel in one round trip (a simple-protocol query of three statements);
- * `now` is the transaction's `now()` truncated to milliseconds, the one
- * clock for every time the transaction writes (exact through JavaScript
- * `Date` and through the hash chain's millisecond encoding). The statement
- * timeout is the caller's budget (`withStatementBudget`), so work whose
- * callers have all given up is stopped by Postgres.
+ * travel in one round trip (a simple-protocol query of three statements),
+ * with the `opening` statement as a fourth when the connection holds it
+ * prepared (`EXECUTE`, its values as literals); `now` is the transaction's
+ * `now()` truncated to milliseconds, the one clock for every time the
+ * transaction writes (exact through JavaScript `Date` and through the hash
+ * chain's millisecond encoding). The statement timeout is the caller's
+ * budget (`withStatementBudget`), so work whose callers have all given up
+ * is stopped by Postgres. The body's last statement may carry COMMIT in
+ * its own round trip ({@link runAndCommit}); otherwise COMMIT follows the
+ * body. So a claim or report batch whose reads and writes are one
+ * statement each is two round trips, not four.
  *
  * `clockNow()` is the database's time as of the moment it is called, never
  * earlier: `now` plus the time elapsed since BEGIN was sent. A decision
@@ -64,10 +92,10 @@ export function recordCommitsOf(pool: pg.Pool, recorder: CommitRecorder): void {
  * error event while checked out) is discarded rather than returned to the
  * pool.
  */
-export async function inWriteTransaction<T>(
+export async function inWriteTransaction<T, Opened = undefined, Row = unknown>(
   pool: pg.Pool,
-  body: (client: pg.PoolClient, now: Date, clockNow: () => Date) => Promise<T>,
-  acknowledgedJobIds?: (result: T) => readonly string[],
+  body: (client: pg.PoolClient, now: Date, clockNow: () => Date, opened: NoInfer<Opened>) => Promise<T>,
+  options: WriteTransactionOptions<T, Opened, Row> = {},
 ): Promise<T> {
   const recorder = recorders.get(pool);
   const client = await pool.connect();
@@ -78,19 +106,27 @@ export async function inWriteTransaction<T>(
     broken = error;
   };
   client.on('error', onError);
+  const transaction = { committed: false };
+  openTransactions.set(client, transaction);
   try {
     recorder?.assertServing();
+    const { opening } = options;
+    const openingTravels = opening !== undefined && opening.statement.isPreparedOn(client);
     const sentAt = performance.now();
-    const opened = (await client.query(beginWithClock(statementTimeoutMs(), recorder !== undefined))) as unknown as pg.QueryResult<{ now: Date } & Partial<WalReadingRow>>[];
+    const begin = beginWithClock(statementTimeoutMs(), recorder !== undefined);
+    const opened = (await client.query(openingTravels ? `${begin}; ${opening.statement.executeText(opening.values)}` : begin)) as unknown as pg.QueryResult<
+      { now: Date } & Partial<WalReadingRow>
+    >[];
     const clock = opened[2]?.rows[0];
     const now = clock?.now;
     if (!now) throw new Error('now() returned no row');
     recorder?.recordReading(sentAt, clock.lsn ?? null, clock.synchronous === true);
     // +1 ms: now was truncated to milliseconds.
     const clockNow = (): Date => new Date(now.getTime() + 1 + Math.ceil(performance.now() - sentAt));
-    const result = await body(client, now, clockNow);
-    await client.query('commit');
-    recorder?.recordAcknowledged(clock.synchronous === true, acknowledgedJobIds?.(result) ?? []);
+    const openingRows = opening === undefined ? [] : openingTravels ? ((opened[3]?.rows ?? []) as Row[]) : await opening.statement.run(client, opening.values);
+    const result = await body(client, now, clockNow, (opening === undefined ? undefined : opening.read(openingRows)) as Opened);
+    if (!transaction.committed) await client.query('commit');
+    recorder?.recordAcknowledged(clock.synchronous === true, options.acknowledgedJobIds?.(result) ?? []);
     return result;
   } catch (error) {
     await client.query('rollback').catch((rollbackError: Error) => {
@@ -98,9 +134,28 @@ export async function inWriteTransaction<T>(
     });
     throw error;
   } finally {
+    openTransactions.delete(client);
     client.off('error', onError);
     client.release(broken);
   }
+}
+
+/**
+ * Runs `statement` as the last statement of the write transaction open on
+ * `client` and commits that transaction in the same round trip
+ * (`EXECUTE ...; COMMIT`, one simple-protocol query: a failing statement
+ * skips the COMMIT, and the transaction rolls back). The caller runs no
+ * statement after it; a check that must stop the commit is made by the
+ * statement itself, raising an error. Outside a write transaction, or on a
+ * connection that does not yet hold the statement prepared, the statement
+ * runs alone and the transaction commits after its body as usual.
+ */
+export async function runAndCommit<Row>(client: pg.ClientBase, statement: PreparedStatement<Row>, values: readonly unknown[]): Promise<Row[]> {
+  const transaction = openTransactions.get(client);
+  if (transaction === undefined || transaction.committed || !statement.isPreparedOn(client)) return statement.run(client, values);
+  const [written] = (await client.query(`${statement.executeText(values)}; commit`)) as unknown as pg.QueryResult<Row & pg.QueryResultRow>[];
+  transaction.committed = true;
+  return written?.rows ?? [];
 }
 
 /** BEGIN, the transaction's statement timeout (a whole number of ms, so safe to inline) and its clock, with the WAL reading if asked. */

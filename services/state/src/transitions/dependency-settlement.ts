@@ -63,8 +63,18 @@ export async function settleChildren(target: StatementTarget, parents: readonly 
  * at all when none has.
  */
 export async function settleEndedParents(tx: StatementTarget, jobs: Iterable<JobRow>, now: Date): Promise<void> {
-  const ended = [...jobs].filter((job) => job.child_count > 0 && isTerminal(job.status));
+  const ended = [...jobs].filter(endedParent);
   if (ended.length > 0) await settleChildren(tx, ended.map((job) => ({ jobId: job.id, status: job.status as SettledStatusName })), now);
+}
+
+/** Whether any of `jobs` has ended with children to settle ({@link settleEndedParents} would run a statement). */
+export function endsAParent(jobs: Iterable<JobRow>): boolean {
+  for (const job of jobs) if (endedParent(job)) return true;
+  return false;
+}
+
+function endedParent(job: JobRow): boolean {
+  return job.child_count > 0 && isTerminal(job.status);
 }
 
 /**

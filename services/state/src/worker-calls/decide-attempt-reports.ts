@@ -1,6 +1,6 @@
 import type { MessageShape } from '@bufbuild/protobuf';
 import type pg from 'pg';
-import { operationKeyOf, readReportContext } from '../db/queries/worker-call-reads.js';
+import { operationKeyOf, reportContextOpening } from '../db/queries/worker-call-reads.js';
 import { inWriteTransaction } from '../db/write-transaction.js';
 import { checkAuthority, staleIncarnation } from '../attempts/attempt-authority.js';
 import { recordOperation, type AttemptReport, type ReportReads } from './attempt-report.js';
@@ -19,12 +19,14 @@ export type ReportResponse = MessageShape<AttemptReport['responseSchema']>;
 /**
  * Decides a batch of attempt-scoped worker calls (renewals, progress,
  * checkpoints, worker events, outcomes) in one transaction with a fixed
- * number of round trips, whatever the batch size (four with BEGIN and
- * COMMIT): one statement reads the recorded operations and the
- * incarnations and locks the jobs of the named attempts (in id order);
- * every call is decided in memory, in batch order; one statement writes
+ * number of round trips, whatever the batch size (two, once the
+ * connection holds both statements prepared): one statement, sent with
+ * BEGIN, reads the recorded operations and the incarnations and locks the
+ * jobs of the named attempts (in id order); every call is decided in
+ * memory, in batch order; one statement, sent with COMMIT, writes
  * everything they changed, checks the journals' stored heads and sends one
- * NOTIFY.
+ * NOTIFY. Renewals that hand out signals, and calls on effects, read once
+ * more.
  *
  * Each call gets its own answer, exactly as if it ran alone: an
  * incarnation unknown to the caller's subject is STALE_INCARNATION; a
@@ -41,13 +43,12 @@ export async function decideAttemptReports(
   settings: ExecutionSettings,
   reports: readonly AttemptReport[],
 ): Promise<ItemOutcome<ReportResponse>[]> {
-  return inWriteTransaction(pool, async (client, now, clockNow) => {
-    const context = await readReportContext(
-      client,
-      reports.map(operationKey),
-      reports.map((report) => report.incarnation),
-      reports.flatMap((report) => (report.attempt ? [report.attempt.attemptId] : [])),
-    );
+  const opening = reportContextOpening(
+    reports.map(operationKey),
+    reports.map((report) => report.incarnation),
+    reports.flatMap((report) => (report.attempt ? [report.attempt.attemptId] : [])),
+  );
+  return inWriteTransaction(pool, async (client, now, clockNow, context) => {
     const recorded = context.operations;
     const byAttempt = new Map([...context.jobs.values()].flatMap((job) => (job.current_attempt_id ? [[job.current_attempt_id, job] as const] : [])));
     const reads = await readReportNeeds(client, reports, byAttempt);
@@ -75,7 +76,7 @@ export async function decideAttemptReports(
     });
     await writeDecidedBatch(client, writes, now);
     return outcomes;
-  });
+  }, { opening });
 }
 
 /**

@@ -1,9 +1,12 @@
+import type pg from 'pg';
 import type { JobWriteSet } from '../../transitions/job-write-set.js';
 import type { JobRow } from './jobs.js';
 import { jsonParameter } from '../json-parameter.js';
 import { PreparedStatement, type StatementTarget } from '../prepared-statement.js';
 import { JOB_CHANGES_CHANNEL, announcementOf } from './job-changes.js';
 import { idsOf } from './rows-by-key.js';
+import { SQLSTATE, sqlStateOf } from '../sqlstate.js';
+import { runAndCommit } from '../write-transaction.js';
 
 /**
  * Writes a whole {@link JobWriteSet} in one statement: every changed job
@@ -12,14 +15,18 @@ import { idsOf } from './rows-by-key.js';
  * recorded worker operations, then one NOTIFY for the batch. It also
  * checks, against the journal as committed before the statement (its own
  * inserts are not visible to it), that each job's stored last event is the
- * head the batch chained after; the caller holds the job rows' locks, so
- * nothing can have moved them except a damaged journal.
+ * head the batch chained after (the caller holds the job rows' locks, so
+ * nothing can have moved them except a damaged journal), and that every
+ * operation was recorded; either failing raises an error
+ * (`docket_refuse_unwritten_batch`, migration 0016), so a COMMIT sent with
+ * the statement never runs after it.
  *
  * $1 jobs, $2 events, $3 started attempts, $4 ended attempts, $5 feed
  * entries, $6 operations (all json), $7 the transaction's clock, $8 the
- * announcement ('' for none), $9 the expected heads (json).
+ * announcement ('' for none), $9 the expected heads (json), $10 the number
+ * of operations.
  */
-const WRITE_JOB_SET = new PreparedStatement<{ recorded: bigint; corrupt: string[] }>(
+const WRITE_JOB_SET = new PreparedStatement<{ checked: null }>(
   'docket_write_job_set',
   `with
    changed_jobs as (
@@ -82,8 +89,7 @@ const WRITE_JOB_SET = new PreparedStatement<{ recorded: bigint; corrupt: string[
      left join lateral (select sequence, hash from job_events where job_id = k.job_id order by sequence desc limit 1) e on true
      where e.sequence is distinct from k.sequence or e.hash is distinct from k.hash
    )
-   select (select count(*) from recorded) as recorded,
-          (select coalesce(json_agg(job_id), '[]') from moved_heads) as corrupt,
+   select docket_refuse_unwritten_batch((select coalesce(json_agg(job_id), '[]') from moved_heads), (select count(*) from recorded), $10) as checked,
           (select pg_notify('${JOB_CHANGES_CHANNEL}', $8) where $8 <> '') as notified`,
 );
 
@@ -128,10 +134,44 @@ export interface WrittenJobSet {
   readonly corruptJournals: readonly string[];
 }
 
-/** Runs {@link WRITE_JOB_SET}. The caller must roll back unless every operation was recorded and no journal is corrupt. */
+/**
+ * Runs {@link WRITE_JOB_SET}. When it finds a moved journal head or an
+ * operation recorded concurrently, the statement fails (and with it the
+ * transaction) and the answer says which; the caller must then roll back.
+ */
 export async function writeJobSet(client: StatementTarget, set: JobWriteSet, now: Date): Promise<WrittenJobSet> {
-  if (set.isEmpty && set.announcements.length === 0) return { allRecorded: true, corruptJournals: [] };
-  const [result] = await WRITE_JOB_SET.run(client, [
+  if (set.isEmpty && set.announcements.length === 0) return WRITTEN;
+  return written(() => WRITE_JOB_SET.run(client, writeJobSetValues(set, now)));
+}
+
+/**
+ * {@link writeJobSet} as the last statement of the write transaction open
+ * on `client`, its COMMIT in the same round trip (`runAndCommit`); the
+ * caller runs no statement after it. An empty set writes nothing and
+ * leaves the commit to the transaction.
+ */
+export async function writeJobSetAndCommit(client: pg.ClientBase, set: JobWriteSet, now: Date): Promise<WrittenJobSet> {
+  if (set.isEmpty && set.announcements.length === 0) return WRITTEN;
+  return written(() => runAndCommit(client, WRITE_JOB_SET, writeJobSetValues(set, now)));
+}
+
+const WRITTEN: WrittenJobSet = { allRecorded: true, corruptJournals: [] };
+
+/** The statement's refusals as an answer; any other failure is thrown. */
+async function written(write: () => Promise<unknown>): Promise<WrittenJobSet> {
+  try {
+    await write();
+    return WRITTEN;
+  } catch (error) {
+    const state = sqlStateOf(error);
+    if (state === SQLSTATE.journalHeadMoved) return { allRecorded: true, corruptJournals: [String((error as { detail?: unknown }).detail)] };
+    if (state === SQLSTATE.operationRecordedConcurrently) return { allRecorded: false, corruptJournals: [] };
+    throw error;
+  }
+}
+
+function writeJobSetValues(set: JobWriteSet, now: Date): unknown[] {
+  return [
     jsonParameter([...set.jobs.values()].map(mutableColumns)),
     jsonParameter(set.events),
     jsonParameter(set.startedAttempts),
@@ -141,6 +181,6 @@ export async function writeJobSet(client: StatementTarget, set: JobWriteSet, now
     now,
     set.announcements.length === 0 ? '' : announcementOf(set.announcements),
     jsonParameter([...set.expectedHeads].map(([job_id, head]) => ({ job_id, ...head }))),
-  ]);
-  return { allRecorded: Number(result?.recorded ?? 0) === set.operations.length, corruptJournals: result?.corrupt ?? [] };
+    set.operations.length,
+  ];
 }

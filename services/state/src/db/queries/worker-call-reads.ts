@@ -1,7 +1,7 @@
-import type pg from 'pg';
 import { incarnationFromJson, jobRowFromJson, operationFromJson } from '../json-rows.js';
 import { jsonParameter } from '../json-parameter.js';
 import { PreparedStatement } from '../prepared-statement.js';
+import type { Opening } from '../write-transaction.js';
 import type { JobRow } from './jobs.js';
 import { idsOf } from './rows-by-key.js';
 import type { IncarnationRow } from './workers.js';
@@ -46,7 +46,10 @@ const MARK_SEEN = (ids: string) => `seen as (
      where w.id in (select id from worker_incarnations where id = any(${ids}) and last_seen_at < now() - interval '1 second' for update skip locked)
    )`;
 
-const READ_REPORT_CONTEXT = new PreparedStatement<{ operations: Record<string, unknown>[]; incarnations: Record<string, unknown>[]; jobs: Record<string, unknown>[] }>(
+/** The one row of a context read: its parts as JSON arrays of rows. */
+type ContextRow<Extra extends string = never> = Record<'operations' | 'incarnations' | Extra, Record<string, unknown>[]>;
+
+const READ_REPORT_CONTEXT = new PreparedStatement<ContextRow<'jobs'>>(
   'docket_read_report_context',
   `with locked as (
      select * from jobs
@@ -59,7 +62,8 @@ const READ_REPORT_CONTEXT = new PreparedStatement<{ operations: Record<string, u
 );
 
 /**
- * In one round trip: the responses recorded for `operations`, the
+ * The opening read of a report batch (it travels with BEGIN,
+ * `inWriteTransaction`): the responses recorded for `operations`, the
  * `incarnations` (marked seen), and the jobs of `attemptIds`, locked in id
  * order (so batches never deadlock one another). Recorded operations and
  * incarnations are read in the statement's snapshot, which may predate the
@@ -72,17 +76,18 @@ const READ_REPORT_CONTEXT = new PreparedStatement<{ operations: Record<string, u
  * select <recorded operations>, <incarnations>, <locked>
  * ```
  */
-export async function readReportContext(
-  client: pg.ClientBase,
+export function reportContextOpening(
   operations: readonly OperationKey[],
   incarnations: readonly string[],
   attemptIds: readonly string[],
-): Promise<ReportContext> {
-  const [row] = await READ_REPORT_CONTEXT.run(client, [jsonParameter(operations), [...new Set(incarnations)], [...new Set(attemptIds)]]);
+): Opening<ContextRow<'jobs'>, ReportContext> {
   return {
-    operations: new Map((row?.operations ?? []).map(operationFromJson).map((operation) => [operationKeyOf(operation), operation])),
-    incarnations: new Map((row?.incarnations ?? []).map(incarnationFromJson).map((incarnation) => [incarnation.id, incarnation])),
-    jobs: new Map((row?.jobs ?? []).map(jobRowFromJson).map((job) => [job.id, job])),
+    statement: READ_REPORT_CONTEXT,
+    values: [jsonParameter(operations), [...new Set(incarnations)], [...new Set(attemptIds)]],
+    read: ([row]) => ({
+      ...claimContextOf(row),
+      jobs: new Map((row?.jobs ?? []).map(jobRowFromJson).map((job) => [job.id, job])),
+    }),
   };
 }
 
@@ -93,7 +98,7 @@ export interface ClaimContext {
   readonly incarnations: ReadonlyMap<string, IncarnationRow>;
 }
 
-const LOCK_CLAIM_CONTEXT = new PreparedStatement<{ operations: Record<string, unknown>[]; incarnations: Record<string, unknown>[] }>(
+const LOCK_CLAIM_CONTEXT = new PreparedStatement<ContextRow>(
   'docket_lock_claim_context',
   `with locked as (select * from worker_incarnations where id = any($2::text[]) order by id for update),
    seen as (update worker_incarnations w set last_seen_at = now() from locked l where w.id = l.id and l.last_seen_at < now() - interval '1 second')
@@ -101,7 +106,8 @@ const LOCK_CLAIM_CONTEXT = new PreparedStatement<{ operations: Record<string, un
 );
 
 /**
- * In one round trip: the responses recorded for `operations` and the
+ * The opening read of a claim batch (it travels with BEGIN,
+ * `inWriteTransaction`): the responses recorded for `operations` and the
  * `incarnations`, locked in id order and marked seen (at most once a
  * second each; an empty claim is a sign of life too). A registration
  * superseding one of them waits for this transaction, or this one sees it
@@ -113,8 +119,12 @@ const LOCK_CLAIM_CONTEXT = new PreparedStatement<{ operations: Record<string, un
  * select <recorded operations>, <locked>
  * ```
  */
-export async function lockClaimContext(client: pg.ClientBase, operations: readonly OperationKey[], incarnations: readonly string[]): Promise<ClaimContext> {
-  const [row] = await LOCK_CLAIM_CONTEXT.run(client, [jsonParameter(operations), [...new Set(incarnations)]]);
+export function claimContextOpening(operations: readonly OperationKey[], incarnations: readonly string[]): Opening<ContextRow, ClaimContext> {
+  return { statement: LOCK_CLAIM_CONTEXT, values: [jsonParameter(operations), [...new Set(incarnations)]], read: ([row]) => claimContextOf(row) };
+}
+
+/** The recorded operations and incarnations of a context row, by key. */
+function claimContextOf(row: ContextRow | undefined): ClaimContext {
   return {
     operations: new Map((row?.operations ?? []).map(operationFromJson).map((operation) => [operationKeyOf(operation), operation])),
     incarnations: new Map((row?.incarnations ?? []).map(incarnationFromJson).map((incarnation) => [incarnation.id, incarnation])),
