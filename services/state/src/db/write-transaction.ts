@@ -1,6 +1,5 @@
 import type pg from 'pg';
 import { WAL_READING_COLUMNS, type WalReadingRow } from './queries/database-lineage.js';
-import type { PreparedStatement } from './prepared-statement.js';
 import { statementTimeoutMs } from './statement-budget.js';
 
 /**
@@ -36,13 +35,23 @@ export function recordCommitsOf(pool: pg.Pool, recorder: CommitRecorder): void {
   recorders.set(pool, recorder);
 }
 
+/** A named statement that can travel inside a simple-protocol query with BEGIN or COMMIT: a `PreparedStatement`. */
+export interface TravellingStatement<Row> {
+  /** Whether `client` holds it prepared, so `EXECUTE` can name it. */
+  isPreparedOn(client: pg.ClientBase): boolean;
+  /** `EXECUTE name(...)` with `values` as literals. */
+  executeText(values: readonly unknown[]): string;
+  /** Runs it alone, with its values bound. */
+  run(client: pg.ClientBase, values: readonly unknown[]): Promise<Row[]>;
+}
+
 /**
  * A statement that travels with a transaction's BEGIN, in its round trip
  * (its values cannot depend on the transaction's clock), and what its rows
  * mean to the body: the first read of a claim or report batch.
  */
 export interface Opening<Row, Opened> {
-  readonly statement: PreparedStatement<Row>;
+  readonly statement: TravellingStatement<Row>;
   readonly values: readonly unknown[];
   readonly read: (rows: Row[]) => Opened;
 }
@@ -150,7 +159,7 @@ export async function inWriteTransaction<T, Opened = undefined, Row = unknown>(
  * connection that does not yet hold the statement prepared, the statement
  * runs alone and the transaction commits after its body as usual.
  */
-export async function runAndCommit<Row>(client: pg.ClientBase, statement: PreparedStatement<Row>, values: readonly unknown[]): Promise<Row[]> {
+export async function runAndCommit<Row>(client: pg.ClientBase, statement: TravellingStatement<Row>, values: readonly unknown[]): Promise<Row[]> {
   const transaction = openTransactions.get(client);
   if (transaction === undefined || transaction.committed || !statement.isPreparedOn(client)) return statement.run(client, values);
   const [written] = (await client.query(`${statement.executeText(values)}; commit`)) as unknown as pg.QueryResult<Row & pg.QueryResultRow>[];
