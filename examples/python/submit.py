@@ -18,36 +18,14 @@ import json
 import os
 import secrets
 import sys
-import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.environ.get("DOCKET_PY_STUBS", os.path.join(HERE, "gen")))
+from docket_calls import call_retrying, error_reason, target  # before the docket.* stubs: it puts them on sys.path
 
-import grpc  # noqa: E402
-from google.protobuf import json_format, struct_pb2  # noqa: E402
-from google.rpc import error_details_pb2, status_pb2  # noqa: E402
+import grpc
+from google.protobuf import json_format, struct_pb2
 
-from docket.admission.v1 import admission_service_pb2 as admission  # noqa: E402
-from docket.admission.v1 import admission_service_pb2_grpc as admission_grpc  # noqa: E402
-
-# Failures after which the request may or may not have taken effect.
-MAYBE_APPLIED = {grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNKNOWN}
-
-
-def target(value):
-    """host:port, also from a URL as `npm start` prints it."""
-    return value.split("://", 1)[-1].rstrip("/")
-
-
-def error_reason(error):
-    """The google.rpc.ErrorInfo reason carried in the grpc-status-details-bin trailer."""
-    for key, value in error.trailing_metadata() or ():
-        if key == "grpc-status-details-bin":
-            for detail in status_pb2.Status.FromString(value).details:
-                info = error_details_pb2.ErrorInfo()
-                if detail.Unpack(info):
-                    return info.reason
-    return None
+from docket.admission.v1 import admission_service_pb2 as admission
+from docket.admission.v1 import admission_service_pb2_grpc as admission_grpc
 
 
 def main():
@@ -63,15 +41,10 @@ def main():
     stub = admission_grpc.AdmissionServiceStub(
         grpc.insecure_channel(target(os.environ.get("DOCKET_ADMISSION", "127.0.0.1:7401")))
     )
-    for attempt in range(1, 6):
-        try:
-            response = stub.SubmitJob(request, metadata=metadata, timeout=10)
-            break
-        except grpc.RpcError as error:
-            if error.code() in MAYBE_APPLIED and attempt < 5:
-                time.sleep(0.2 * 2**attempt)  # same request, same key
-                continue
-            sys.exit("SubmitJob failed: %s %s %s" % (error.code().name, error_reason(error) or "", error.details()))
+    try:
+        response = call_retrying(stub.SubmitJob, request, metadata)  # a retry: same request, same key
+    except grpc.RpcError as error:
+        sys.exit("SubmitJob failed: %s %s %s" % (error.code().name, error_reason(error) or "", error.details()))
     print("idempotency key:", key)
     print("replayed:", response.replayed)
     print(json.dumps(json_format.MessageToDict(response.job), indent=2))

@@ -24,23 +24,19 @@ What a correct worker does, and this one does:
 
 import os
 import secrets
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.environ.get("DOCKET_PY_STUBS", os.path.join(HERE, "gen")))
+from docket_calls import call_retrying, error_reason, target  # before the docket.* stubs: it puts them on sys.path
 
-import grpc  # noqa: E402
-from google.protobuf import duration_pb2, json_format, struct_pb2  # noqa: E402
-from google.rpc import error_details_pb2, status_pb2  # noqa: E402
+import grpc
+from google.protobuf import duration_pb2, json_format, struct_pb2
 
-from docket.common.v1 import attempt_pb2, failure_pb2, job_status_pb2, progress_pb2  # noqa: E402
-from docket.execution.v1 import execution_service_pb2 as execution  # noqa: E402
-from docket.execution.v1 import execution_service_pb2_grpc as execution_grpc  # noqa: E402
+from docket.common.v1 import attempt_pb2, failure_pb2, job_status_pb2, progress_pb2
+from docket.execution.v1 import execution_service_pb2 as execution
+from docket.execution.v1 import execution_service_pb2_grpc as execution_grpc
 
 QUEUE = os.environ.get("DOCKET_QUEUE", "default")
 METADATA = (("authorization", "Bearer " + os.environ["DOCKET_WORKER_TOKEN"]),)
-MAYBE_APPLIED = {grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNKNOWN}
 
 
 class LostJob(Exception):
@@ -59,29 +55,15 @@ def operation_id():
     return "op_" + secrets.token_hex(16)
 
 
-def error_reason(error):
-    for key, value in error.trailing_metadata() or ():
-        if key == "grpc-status-details-bin":
-            for detail in status_pb2.Status.FromString(value).details:
-                info = error_details_pb2.ErrorInfo()
-                if detail.Unpack(info):
-                    return info.reason
-    return None
-
-
 def call(method, request, timeout=10):
     """Calls `method`, retrying the same request (same operation_id) while
     the outcome is unknown. A stale attempt becomes LostJob."""
-    for attempt in range(1, 6):
-        try:
-            return method(request, metadata=METADATA, timeout=timeout)
-        except grpc.RpcError as error:
-            if error.code() in MAYBE_APPLIED and attempt < 5:
-                time.sleep(0.2 * 2**attempt)
-                continue
-            if error.code() == grpc.StatusCode.FAILED_PRECONDITION and error_reason(error) == "STALE_AUTHORITY":
-                raise LostJob(error.details()) from error
-            raise
+    try:
+        return call_retrying(method, request, METADATA, timeout)
+    except grpc.RpcError as error:
+        if error.code() == grpc.StatusCode.FAILED_PRECONDITION and error_reason(error) == "STALE_AUTHORITY":
+            raise LostJob(error.details()) from error
+        raise
 
 
 class Attempt:
@@ -171,8 +153,9 @@ def to_struct(value):
 
 
 def main():
-    target = os.environ.get("DOCKET_EXECUTION", "127.0.0.1:7402").split("://", 1)[-1].rstrip("/")
-    stub = execution_grpc.ExecutionServiceStub(grpc.insecure_channel(target))
+    stub = execution_grpc.ExecutionServiceStub(
+        grpc.insecure_channel(target(os.environ.get("DOCKET_EXECUTION", "127.0.0.1:7402")))
+    )
     # Not idempotent by design: a retried registration only supersedes the
     # incarnation its lost first try created.
     registered = stub.RegisterWorker(

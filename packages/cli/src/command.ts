@@ -51,3 +51,24 @@ export function parseCommandArgs<F extends CommandFlags, P extends 'any' | 'none
     throw new UsageError((error as Error).message);
   }
 }
+
+/**
+ * Refuses positional arguments to a command that takes none: a
+ * {@link UsageError} `<command> takes no positional arguments (got ...)`,
+ * then `hint` (say, where the value belongs instead).
+ */
+export function refusePositionals(command: string, positionals: readonly string[], hint = ''): void {
+  if (positionals.length > 0) throw new UsageError(`${command} takes no positional arguments (got ${positionals.join(' ')})${hint}`);
+}
+
+/**
+ * The one argument among `positionals` (a job id, a schedule id, ...): a
+ * {@link UsageError} saying `missing` when it is absent or empty, and
+ * `one <what> at a time (also got ...)` when more follow it.
+ */
+export function soleArgument(positionals: readonly string[], missing: string, what: string): string {
+  const [argument, ...extra] = positionals;
+  if (argument === undefined || argument === '') throw new UsageError(missing);
+  if (extra.length > 0) throw new UsageError(`one ${what} at a time (also got ${extra.join(' ')})`);
+  return argument;
+}

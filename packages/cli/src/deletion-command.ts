@@ -2,7 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { DeletionState, type Deletion } from '@docket/proto/docket/common/v1/deletion_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
-import { UsageError, type CliContext, type Command } from './command.js';
+import { soleArgument, type CliContext, type Command } from './command.js';
 import { admissionCommand, admissionOptionsHelp, parseAdmissionArguments, reportingFailures, type AdmissionClient, type AdmissionOptions } from './owner-call.js';
 
 /** How often `docket deletion --wait` asks again. */
@@ -27,9 +27,7 @@ const REAL_POLLING: DeletionPolling = { intervalMs: DELETION_POLL_MS, sleep: (ms
 /** Reads `docket deletion <deletion_id> [--wait] ...`; UsageError for anything wrong. */
 export function parseDeletionArguments(args: readonly string[]): DeletionArguments {
   const { positionals, values, call } = parseAdmissionArguments(args, { wait: { type: 'boolean' } });
-  const [deletionId, ...extra] = positionals;
-  if (deletionId === undefined || deletionId === '') throw new UsageError('a deletion id is required (docket delete --hard prints it)');
-  if (extra.length > 0) throw new UsageError(`one deletion at a time (also got ${extra.join(' ')})`);
+  const deletionId = soleArgument(positionals, 'a deletion id is required (docket delete --hard prints it)', 'deletion');
   return { deletionId, wait: values['wait'] === true, call };
 }
 

@@ -1,6 +1,6 @@
 import type { DocketClient, JobStatus } from '@docket/client';
 import { JobSchema, type Job } from '@docket/proto/docket/common/v1/job_pb.js';
-import { UsageError, type CliContext, type Command } from './command.js';
+import { UsageError, refusePositionals, type CliContext, type Command } from './command.js';
 import { protoJsonLine, reportingClientFailures, withJobClient } from './job-client.js';
 import { formatJobTable, parseStatusName } from './job-summary.js';
 import { admissionOptionsHelp, parseAdmissionArguments, type AdmissionOptions } from './owner-call.js';
@@ -33,7 +33,7 @@ export function parseListArguments(args: readonly string[]): ListArguments {
     limit: { type: 'string' },
     json: { type: 'boolean' },
   });
-  if (positionals.length > 0) throw new UsageError(`list takes no positional arguments (got ${positionals.join(' ')})`);
+  refusePositionals('list', positionals);
   const queue = values['queue'] as string | undefined;
   if (queue === '') throw new UsageError('--queue must not be empty');
   const statuses = ((values['status'] as unknown as string[] | undefined) ?? []).flatMap((text) => text.split(',')).map(parseStatusName);

@@ -4,7 +4,7 @@ import { Code, ConnectError, type Client } from '@connectrpc/connect';
 import { IdempotencyKey } from '@docket/contracts';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
-import { UsageError, parseCommandArgs, type CliContext, type Command } from './command.js';
+import { UsageError, parseCommandArgs, soleArgument, type CliContext, type Command } from './command.js';
 import { callerToken, parseServiceUrl, serviceClient } from './service-client.js';
 import { DEFAULT_SERVICE_PORTS } from './service-names.js';
 
@@ -118,10 +118,7 @@ export function parseOwnerArguments<F extends NonNullable<ParseArgsConfig['optio
 
 /** The one `<job_id>` among `positionals`; a UsageError when it is missing, empty or not alone. */
 export function soleJobId(positionals: readonly string[]): string {
-  const [jobId, ...extra] = positionals;
-  if (jobId === undefined || jobId === '') throw new UsageError('a job id is required');
-  if (extra.length > 0) throw new UsageError(`one job at a time (also got ${extra.join(' ')})`);
-  return jobId;
+  return soleArgument(positionals, 'a job id is required', 'job');
 }
 
 /** A fresh idempotency key: `cli-` and 144 random bits (28 characters of [A-Za-z0-9_-]). */

@@ -12,7 +12,7 @@ import {
   ScheduleState,
   type Schedule,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
-import { UsageError, type CliContext, type Command } from './command.js';
+import { UsageError, refusePositionals, soleArgument, type CliContext, type Command } from './command.js';
 import { protoJsonLine } from './job-client.js';
 import { parseJsonObjectFlag } from './json-object-flag.js';
 import {
@@ -68,7 +68,7 @@ export function parseScheduleArguments(args: readonly string[]): ScheduleArgumen
     }
     case 'list': {
       const { positionals, values, call } = parseAdmissionArguments(rest, { json: { type: 'boolean' }, 'page-size': { type: 'string' }, 'page-token': { type: 'string' } });
-      if (positionals.length > 0) throw new UsageError(`list takes no positional arguments (got ${positionals.join(' ')})`);
+      refusePositionals('list', positionals);
       const sizeText = values['page-size'] as string | undefined;
       const pageSize = sizeText === undefined ? 0 : /^\d{1,4}$/.test(sizeText) ? Number(sizeText) : Number.NaN;
       if (Number.isNaN(pageSize)) throw new UsageError('--page-size must be a whole number');
@@ -96,7 +96,7 @@ function parseCreate(args: readonly string[]): ScheduleArguments {
     paused: { type: 'boolean' },
     json: { type: 'boolean' },
   });
-  if (positionals.length > 0) throw new UsageError(`create takes no positional arguments (got ${positionals.join(' ')})`);
+  refusePositionals('create', positionals);
   const cron = values['cron'] as string | undefined;
   const every = values['every'] as string | undefined;
   if ((cron === undefined) === (every === undefined)) throw new UsageError('exactly one of --cron or --every is required');
@@ -125,10 +125,7 @@ function parseCreate(args: readonly string[]): ScheduleArguments {
 }
 
 function soleScheduleId(positionals: readonly string[]): string {
-  const [scheduleId, ...extra] = positionals;
-  if (scheduleId === undefined || scheduleId === '') throw new UsageError('a schedule id is required');
-  if (extra.length > 0) throw new UsageError(`one schedule at a time (also got ${extra.join(' ')})`);
-  return scheduleId;
+  return soleArgument(positionals, 'a schedule id is required', 'schedule');
 }
 
 /**

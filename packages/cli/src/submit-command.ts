@@ -3,7 +3,7 @@ import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { DocketClient } from '@docket/client';
 import { SubmitJobResponseSchema } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { OnParentFailure } from '@docket/proto/docket/common/v1/job_pb.js';
-import { UsageError, type CliContext, type Command } from './command.js';
+import { UsageError, refusePositionals, type CliContext, type Command } from './command.js';
 import { EVENTS_URL_FLAG, EVENTS_URL_OPTION_HELP, eventsUrlOf, protoJsonLine, reportingClientFailures, withJobClient } from './job-client.js';
 import { watchJob } from './watch-command.js';
 import { statusName } from './job-summary.js';
@@ -64,7 +64,7 @@ export function parseSubmitArguments(args: readonly string[]): SubmitArguments |
     file: { type: 'string' },
     ...EVENTS_URL_FLAG,
   });
-  if (positionals.length > 0) throw new UsageError(`submit takes no positional arguments (got ${positionals.join(' ')}); name the queue with --queue`);
+  refusePositionals('submit', positionals, '; name the queue with --queue');
   const file = values['file'];
   if (typeof file === 'string') {
     const jobFlags = ['queue', 'input', 'label', 'priority', 'unique-key', 'concurrency-key', 'attempt-timeout', 'heartbeat-timeout', 'after', 'on-parent-failure', 'watch'].filter((flag) => values[flag] !== undefined);

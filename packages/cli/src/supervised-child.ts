@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { stopAtExit } from '@docket/embedded-postgres';
 
 /** How a child process ended. */
 export interface ServiceExit {
@@ -59,8 +60,7 @@ export function superviseChild(options: SuperviseChildOptions): SupervisedChild 
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: options.detached ?? false,
   });
-  liveChildren.add(child);
-  registerExitHook();
+  const withdrawExitStop = stopAtExit(() => child.kill('SIGKILL'));
 
   const tail: string[] = [];
   const drained = (['stdout', 'stderr'] as const).map(
@@ -78,11 +78,11 @@ export function superviseChild(options: SuperviseChildOptions): SupervisedChild 
   const exited = new Promise<ServiceExit>((resolve) => {
     child.once('error', (error) => {
       tail.push(`could not run ${options.file}: ${error.message}`);
-      liveChildren.delete(child);
+      withdrawExitStop();
       resolve({ code: null, signal: null });
     });
     child.once('exit', (code, signal) => {
-      liveChildren.delete(child);
+      withdrawExitStop();
       const grace = new Promise<void>((done) => setTimeout(done, DRAIN_GRACE_MS).unref());
       void Promise.race([Promise.all(drained), grace]).then(() => resolve({ code, signal }));
     });
@@ -115,20 +115,4 @@ export function superviseChild(options: SuperviseChildOptions): SupervisedChild 
 /** "exit code 1" or "signal SIGKILL", for messages. */
 export function describeExit(exit: ServiceExit): string {
   return exit.signal ? `signal ${exit.signal}` : `exit code ${String(exit.code)}`;
-}
-
-/** Children started here that have not exited yet. */
-const liveChildren = new Set<ChildProcess>();
-let exitHookRegistered = false;
-
-/**
- * Whatever way this process ends (a failed test file, an uncaught error),
- * no supervised child outlives it.
- */
-function registerExitHook(): void {
-  if (exitHookRegistered) return;
-  exitHookRegistered = true;
-  process.once('exit', () => {
-    for (const child of liveChildren) child.kill('SIGKILL');
-  });
 }

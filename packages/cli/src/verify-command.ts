@@ -1,5 +1,5 @@
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import { UsageError, parseCommandArgs, type CliContext, type Command } from './command.js';
+import { UsageError, parseCommandArgs, soleArgument, type CliContext, type Command } from './command.js';
 import { callerToken, parseServiceUrl, serviceClient } from './service-client.js';
 import { DEFAULT_SERVICE_PORTS } from './service-names.js';
 import { classifyReadFailure } from './verify-failure.js';
@@ -86,9 +86,7 @@ export async function verifyJob(reader: JournalReader, jobId: string, eventsUrl:
 
 function parseOrUsage(args: readonly string[]): { jobId: string; eventsUrl: string; token: string | undefined } {
   const parsed = parseCommandArgs(args, { 'events-url': { type: 'string' }, token: { type: 'string' } }, 'any');
-  const [jobId, ...extra] = parsed.positionals;
-  if (jobId === undefined || jobId === '') throw new UsageError('a job id is required');
-  if (extra.length > 0) throw new UsageError(`one job id at a time (also got ${extra.join(' ')})`);
+  const jobId = soleArgument(parsed.positionals, 'a job id is required', 'job id');
   const eventsUrl = parseServiceUrl(parsed.values['events-url'] ?? DEFAULT_EVENTS_URL, '--events-url');
   const token = parsed.values.token;
   if (token === '') throw new UsageError('--token must not be empty');

@@ -12,6 +12,7 @@ import { chownTree, ensureTraversable, resolvePostgresIdentity } from './os-iden
 import { findPostgresBinaries } from './postgres-binaries.js';
 import { startPostmaster, type Postmaster } from './postmaster.js';
 import { clearStalePostmasterPid } from './stale-postmaster-pid.js';
+import { stopAtExit } from './stop-at-exit.js';
 
 const HOST = '127.0.0.1';
 const LOG_TAIL_LINES = 60;
@@ -162,14 +163,12 @@ async function start(
 
   const adminUrl = `postgres://postgres:${encodeURIComponent(password)}@${HOST}:${port}/postgres`;
   let stopping: Promise<void> | undefined;
-  const running: RunningServer = {
-    emergencyStop: () => {
-      postmaster.signal('SIGINT');
-      if (!options.persistent) rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
-  liveServers.add(running);
-  registerExitHook();
+  // Postgres runs in its own process group, so nothing stops it when this process ends without
+  // calling `stop()`: then it is asked for a fast shutdown, and a non-persistent dataDir is deleted.
+  const withdrawExitStop = stopAtExit(() => {
+    postmaster.signal('SIGINT');
+    if (!options.persistent) rmSync(dataDir, { recursive: true, force: true });
+  });
   return {
     adminUrl,
     port,
@@ -180,7 +179,7 @@ async function start(
     stop: () => {
       stopping ??= (async () => {
         await postmaster.stop();
-        liveServers.delete(running);
+        withdrawExitStop();
         if (!options.persistent) await rm(dataDir, { recursive: true, force: true });
       })();
       return stopping;
@@ -222,26 +221,4 @@ async function isNonEmptyDir(dir: string): Promise<boolean> {
     (entries) => entries.length > 0,
     () => false,
   );
-}
-
-interface RunningServer {
-  emergencyStop(): void;
-}
-
-/** Servers started by this process and not yet stopped. */
-const liveServers = new Set<RunningServer>();
-let exitHookRegistered = false;
-
-/**
- * Postgres runs in its own process group, so nothing stops it when this
- * process ends without calling `stop()` (an uncaught error, `process.exit`).
- * This hook asks each server for a fast shutdown as the process exits and
- * deletes non-persistent data directories.
- */
-function registerExitHook(): void {
-  if (exitHookRegistered) return;
-  exitHookRegistered = true;
-  process.once('exit', () => {
-    for (const server of liveServers) server.emergencyStop();
-  });
 }

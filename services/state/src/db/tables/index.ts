@@ -15,24 +15,17 @@ import type {
   WorkerOperationsTable,
 } from './workers.js';
 
-export type { IdempotencyRecordsTable } from './idempotency-records.js';
-export type { JobChangesTable } from './job-changes.js';
-export type { JobEventsTable } from './job-events.js';
-export type { JobQuarantineTable } from './job-quarantine.js';
-export type { DeletionStateName, DeletionsTable, JobDependenciesTable, JobLifecycleName, JobsTable, LostAttemptPolicyName, RetentionPoliciesTable, SettledStatusName } from './jobs.js';
-export type { JobSignalsTable, SignalStateName } from './signals.js';
-export type { ScheduleOverlapName, ScheduleStateName, SchedulesTable } from './schedules.js';
-export type { EffectCancellationName, EffectStateName, JobEffectsTable } from './effects.js';
+// Every type of each table's module, and the JSON and int8 column types the queries use.
+export type * from './idempotency-records.js';
+export type * from './job-changes.js';
+export type * from './job-events.js';
+export type * from './job-quarantine.js';
+export type * from './jobs.js';
+export type * from './signals.js';
+export type * from './schedules.js';
+export type * from './effects.js';
+export type * from './workers.js';
 export type { Int8Column, JsonObject, JsonValue } from './json.js';
-export type {
-  AttemptStatusName,
-  AttemptsTable,
-  QueueKeysTable,
-  QueueSettingsTable,
-  WorkerIncarnationsTable,
-  WorkerNamesTable,
-  WorkerOperationsTable,
-} from './workers.js';
 
 /** The state service's database, as kysely sees it. */
 export interface Database {
