@@ -13,8 +13,9 @@ import {
   type SubmitJobInit,
 } from './support/admission-audit.js';
 import { clientFor, settle, type Settled } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
+import { startCluster, type DocketCluster } from './support/cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
+import { startClusterWithSql, stopClustersWithSql } from './support/cluster-with-sql.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { openSql } from './support/sql.js';
 
@@ -34,19 +35,14 @@ let cluster: DocketCluster;
 let sql: pg.Client;
 
 beforeAll(async () => {
-  const databaseUrl = await createMigratedTestDatabase('admission batch failure');
-  cluster = await startCluster({ databaseUrl });
-  sql = await openSql(databaseUrl);
+  ({ cluster, sql } = await startClusterWithSql(startCluster, { databaseUrl: await createMigratedTestDatabase('admission batch failure') }));
 });
 
 afterEach(async () => {
   await sql.query('drop trigger if exists poison_guard on jobs');
 });
 
-afterAll(async () => {
-  await sql?.end();
-  await stopAll();
-});
+afterAll(stopClustersWithSql);
 
 /**
  * Refuses, at COMMIT, every transaction that inserts a job labelled

@@ -17,8 +17,9 @@ import {
 } from './support/admission-audit.js';
 import { clientFor, settle, type Settled } from './support/clients.js';
 import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
+import { startClusterWithSql, stopClustersWithSql } from './support/cluster-with-sql.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { openSql } from './support/sql.js';
 
@@ -43,20 +44,15 @@ let sql: pg.Client;
 let token: string;
 
 beforeAll(async () => {
-  const databaseUrl = await createMigratedTestDatabase('admission batches');
-  cluster = await startInProcessCluster({
-    databaseUrl,
+  ({ cluster, sql } = await startClusterWithSql(startInProcessCluster, {
+    databaseUrl: await createMigratedTestDatabase('admission batches'),
     replicas: { state: 2, admission: 2 },
     env: { state: { DOCKET_ADMIT_BATCH_MAX: String(BATCH_MAX) } },
-  });
-  sql = await openSql(databaseUrl);
+  }));
   token = await cluster.tokenFor(OWNER, 'user');
 });
 
-afterAll(async () => {
-  await sql?.end();
-  await stopInProcessClusters();
-});
+afterAll(stopClustersWithSql);
 
 type Kind = 'new' | 'duplicate' | 'conflict' | 'replay' | 'invalid';
 

@@ -8,26 +8,22 @@ import { JobSchema } from '@docket/proto/docket/common/v1/job_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
+import { startCluster, type DocketCluster } from './support/cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
+import { startClusterWithSql, stopClustersWithSql } from './support/cluster-with-sql.js';
 import { newIdempotencyKey } from './support/keys.js';
-import { admissionFootprint, openSql, storedJob } from './support/sql.js';
+import { admissionFootprint, storedJob } from './support/sql.js';
 
 let cluster: DocketCluster;
 let sql: pg.Client;
 let alice: string;
 
 beforeAll(async () => {
-  const databaseUrl = await createMigratedTestDatabase('admission idempotency');
-  cluster = await startCluster({ databaseUrl });
-  sql = await openSql(databaseUrl);
+  ({ cluster, sql } = await startClusterWithSql(startCluster, { databaseUrl: await createMigratedTestDatabase('admission idempotency') }));
   alice = await cluster.tokenFor('alice', 'user');
 });
 
-afterAll(async () => {
-  await sql?.end();
-  await stopAll();
-});
+afterAll(stopClustersWithSql);
 
 const admissionAs = (token: string) => clientFor(AdmissionService, cluster.admission.url, token);
 

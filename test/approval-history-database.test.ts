@@ -4,12 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApprovalDecision } from '@docket/proto/docket/common/v1/approval_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { failureOf } from './support/clients.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
-import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
-import { attemptOf, newOperationId } from './support/raw-worker.js';
+import { ExecutionHarness } from './support/raw-worker-harness.js';
 
 /*
  * DOCKET_APPROVAL_DATABASE_URL puts the approval history in a database of
@@ -17,37 +15,30 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * every journal read checks them there.
  */
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 let historyUrl: string;
 
 beforeAll(async () => {
   historyUrl = await createTestDatabase('approval history db');
-  cluster = await startInProcessCluster({ databaseUrl: await createTestDatabase('approval jobs db'), env: { state: { DOCKET_APPROVAL_DATABASE_URL: historyUrl } } });
-  harness = await ExecutionHarness.open(cluster, 'history-owner');
+  harness = await ExecutionHarness.start(startInProcessCluster, 'history-owner', {
+    databaseUrl: await createTestDatabase('approval jobs db'),
+    env: { state: { DOCKET_APPROVAL_DATABASE_URL: historyUrl } },
+  });
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 describe('a separate approval database', () => {
   it('holds the burned decision; the job database holds no history at all', async () => {
-    const queue = freshQueue('separate');
-    const worker = await harness.worker();
-    await worker.register(`separate-${queue}`, [queue], 1);
-    const job = await harness.submit({ queue });
-    const [assignment] = await worker.claim({ waitMs: 3_000 });
-    const { approvalId } = await worker.expectOk('requestApproval', { attempt: attemptOf(assignment!), operationId: newOperationId(), prompt: 'ok?' });
-    const { job: decided } = await harness.admission.decideApproval({ idempotencyKey: newIdempotencyKey('d'), jobId: job.id, approvalId, decision: ApprovalDecision.ALLOW });
+    const { jobId, approvalId } = await harness.jobAwaitingApproval('separate', 'ok?');
+    const { job: decided } = await harness.admission.decideApproval({ idempotencyKey: newIdempotencyKey('d'), jobId, approvalId, decision: ApprovalDecision.ALLOW });
     expect(decided?.status).toBe(JobStatus.QUEUED);
 
     const history = new pg.Client({ connectionString: historyUrl });
     await history.connect();
     try {
       const { rows } = await history.query('select job_id, decision from docket_approval_history.decisions where approval_id = $1', [approvalId]);
-      expect(rows).toEqual([{ job_id: job.id, decision: 'ALLOW' }]);
+      expect(rows).toEqual([{ job_id: jobId, decision: 'ALLOW' }]);
       // Every read checks there: removing the burn (as a superuser) makes the journal DATA_LOSS.
       await history.query(`begin; set local session_replication_role = replica; delete from docket_approval_history.decisions where approval_id = '${approvalId}'; commit;`);
     } finally {
@@ -55,7 +46,7 @@ describe('a separate approval database', () => {
     }
     const { rows: local } = await harness.sql.query("select count(*) as n from pg_tables where schemaname = 'docket_approval_history'");
     expect(Number(local[0]?.n)).toBe(0);
-    const lost = await failureOf(harness.journal(job.id));
+    const lost = await failureOf(harness.journal(jobId));
     expect([lost.code, lost.reason, lost.metadata['anchor']]).toEqual([Code.DataLoss, 'JOURNAL_CORRUPT', 'approval_history']);
   });
 });

@@ -6,11 +6,10 @@ import { ApprovalDecision } from '@docket/proto/docket/common/v1/approval_pb.js'
 import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
-import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
+import { ExecutionHarness } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from './support/raw-worker.js';
 
 /*
@@ -21,21 +20,16 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * the job tables.
  */
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({
+  harness = await ExecutionHarness.start(startInProcessCluster, 'approval-owner', {
     databaseUrl: await createMigratedTestDatabase('approvals'),
     env: { state: { DOCKET_LEASE_MS: '2000' }, execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' } },
   });
-  harness = await ExecutionHarness.open(cluster, 'approval-owner');
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 const HISTORY = 'docket_approval_history.decisions';
 
@@ -49,9 +43,7 @@ function jsonbAsText(value: unknown): unknown {
 }
 
 async function waitingJob(label: string) {
-  const queue = freshQueue(label);
-  const worker = await harness.worker();
-  await worker.register(`${label}-${queue}`, [queue], 2);
+  const { worker, queue } = await harness.workerOnFreshQueue(label, 2);
   const job = await harness.submit({ queue, input: { amount: 5 } });
   const [assignment] = await worker.claim({ waitMs: 3_000 });
   expect(assignment?.envelope?.lastApproval).toBeUndefined();
@@ -84,9 +76,7 @@ describe('RequestApproval', () => {
   });
 
   it('is refused while the job is CANCELLING, and changes nothing', async () => {
-    const queue = freshQueue('cancelling');
-    const worker = await harness.worker();
-    await worker.register(`cancelling-${queue}`, [queue], 1);
+    const { worker, queue } = await harness.workerOnFreshQueue('cancelling');
     const job = await harness.submit({ queue });
     const [assignment] = await worker.claim({ waitMs: 3_000 });
     await harness.admission.cancelJob({ idempotencyKey: newIdempotencyKey('cancel'), jobId: job.id });
@@ -199,7 +189,7 @@ describe('the approval history', () => {
   it('refuses UPDATE, DELETE and TRUNCATE from the state service role', async () => {
     const { jobId, approvalId } = await waitingJob('append-only');
     await decide(jobId, approvalId, ApprovalDecision.ALLOW);
-    const state = new pg.Client({ connectionString: cluster.databaseUrl });
+    const state = new pg.Client({ connectionString: harness.cluster.databaseUrl });
     await state.connect();
     try {
       for (const statement of [
@@ -222,7 +212,7 @@ describe('the approval history', () => {
     const role = `docket_state_${Math.random().toString(36).slice(2, 10)}`;
     await harness.sql.query(`create role ${role} login password 'state-role-secret'`);
     await harness.sql.query(`grant usage on schema docket_approval_history to ${role}; grant select, insert on ${HISTORY} to ${role}`);
-    const url = new URL(cluster.databaseUrl);
+    const url = new URL(harness.cluster.databaseUrl);
     url.username = role;
     url.password = 'state-role-secret';
     const ordinary = new pg.Client({ connectionString: url.toString() });
@@ -249,7 +239,7 @@ describe('the approval history', () => {
     await decide(jobId, approvalId, ApprovalDecision.ALLOW);
     await harness.journal(jobId);
     await harness.sql.query(`begin; set local session_replication_role = replica; delete from ${HISTORY} where approval_id = '${approvalId}'; commit;`);
-    const events = clientFor((await import('@docket/proto/docket/events/v1/event_service_pb.js')).EventService, cluster.events.url, harness.ownerToken);
+    const events = clientFor((await import('@docket/proto/docket/events/v1/event_service_pb.js')).EventService, harness.cluster.events.url, harness.ownerToken);
     for (const afterSequence of [0n, 1n]) {
       const lost = await failureOf(events.readJobEvents({ jobId, afterSequence, pageSize: 1 }));
       expect([lost.code, lost.reason]).toEqual([Code.DataLoss, 'JOURNAL_CORRUPT']);
@@ -261,7 +251,7 @@ describe('the approval history', () => {
 describe('ownership', () => {
   it("another user's DecideApproval, SendSignal and ReconcileSignals are NOT_FOUND, exactly like a missing job's", async () => {
     const { jobId, approvalId } = await waitingJob('foreign');
-    const stranger = clientFor(AdmissionService, cluster.admission.url, await cluster.tokenFor('someone-else', 'user'));
+    const stranger = clientFor(AdmissionService, harness.cluster.admission.url, await harness.cluster.tokenFor('someone-else', 'user'));
     const missing = 'job_doesnotexist000000000000';
     const calls = (id: string) => [
       stranger.decideApproval({ idempotencyKey: newIdempotencyKey('x'), jobId: id, approvalId, decision: ApprovalDecision.ALLOW }),

@@ -6,8 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import type { Assignment } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { failureOf } from './support/clients.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.js';
@@ -24,24 +23,19 @@ import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.
 const LEASE_MS = 60_000;
 const FAST_RETRY = { maxAttempts: 3, initialBackoff: durationFromMs(1), maxBackoff: durationFromMs(1) };
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({
+  harness = await ExecutionHarness.start(startInProcessCluster, 'limits-owner', {
     databaseUrl: await createMigratedTestDatabase('attempt limits'),
     env: {
       state: { DOCKET_LEASE_MS: String(LEASE_MS) },
       execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' },
     },
   });
-  harness = await ExecutionHarness.open(cluster, 'limits-owner');
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 async function claimOne(worker: RawWorker, jobId: string): Promise<Assignment> {
   const [assignment] = await worker.claim({ maxJobs: 1, waitMs: 5_000 });

@@ -7,8 +7,7 @@ import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { MaintenanceTask, StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from './support/raw-worker.js';
@@ -23,7 +22,6 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * loop run an operation to the end through kill -9s.
  */
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 let admin: Client<typeof AdmissionService>;
 let execution: Client<typeof ExecutionService>;
@@ -31,20 +29,16 @@ let state: Client<typeof StateService>;
 let keys = 0;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({
+  harness = await ExecutionHarness.start(startInProcessCluster, 'bulk-owner', {
     databaseUrl: await createMigratedTestDatabase('bulk operations'),
     env: { execution: { DOCKET_BULK_INTERVAL_MS: '3600000' } },
   });
-  harness = await ExecutionHarness.open(cluster, 'bulk-owner');
   admin = await harness.queueAdmin();
-  execution = clientFor(ExecutionService, cluster.execution.url, harness.workerToken);
-  state = clientFor(StateService, cluster.state.url, cluster.serviceToken);
+  execution = harness.executionClient();
+  state = clientFor(StateService, harness.cluster.state.url, harness.cluster.serviceToken);
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 const key = (label: string) => `bulk-${label}-${(keys += 1)}-${Date.now()}`;
 

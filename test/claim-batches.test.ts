@@ -9,9 +9,8 @@ import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { ExecutionService, type Assignment } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { inParallel } from './support/admission-audit.js';
-import { clientFor, settle, type Settled } from './support/clients.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { settle, type Settled } from './support/clients.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from './support/raw-worker.js';
@@ -28,24 +27,19 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * as if it were not there.
  */
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 let executions: Client<typeof ExecutionService>[];
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({
+  harness = await ExecutionHarness.start(startInProcessCluster, 'claim-batch-owner', {
     databaseUrl: await createMigratedTestDatabase('claim batches'),
     replicas: { execution: 2 },
     env: { execution: { DOCKET_RETRY_INTERVAL_MS: '50' } },
   });
-  harness = await ExecutionHarness.open(cluster, 'claim-batch-owner');
-  executions = cluster.replicas.execution.map((replica) => clientFor(ExecutionService, replica.url, harness.workerToken));
+  executions = harness.cluster.replicas.execution.map((_, replica) => harness.executionClient(replica));
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 const FAST_RETRY = { maxAttempts: 5, initialBackoff: durationFromMs(1), maxBackoff: durationFromMs(1) };
 

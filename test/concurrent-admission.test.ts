@@ -3,24 +3,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { clientFor } from './support/clients.js';
 import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
+import { startClusterWithSql, stopClustersWithSql } from './support/cluster-with-sql.js';
 import { newIdempotencyKey } from './support/keys.js';
-import { openSql } from './support/sql.js';
 
 let cluster: DocketServices;
 let sql: pg.Client;
 
 beforeAll(async () => {
-  const databaseUrl = await createMigratedTestDatabase('concurrent admission');
-  cluster = await startInProcessCluster({ databaseUrl, replicas: { state: 2, admission: 2 } });
-  sql = await openSql(databaseUrl);
+  ({ cluster, sql } = await startClusterWithSql(startInProcessCluster, {
+    databaseUrl: await createMigratedTestDatabase('concurrent admission'),
+    replicas: { state: 2, admission: 2 },
+  }));
 });
 
-afterAll(async () => {
-  await sql?.end();
-  await stopInProcessClusters();
-});
+afterAll(stopClustersWithSql);
 
 describe('concurrent duplicates', () => {
   it('200 submissions of one key over two admission and two state processes create one job and one event', async () => {

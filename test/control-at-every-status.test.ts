@@ -7,9 +7,8 @@ import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { LostAttemptPolicy } from '@docket/proto/docket/common/v1/retry_policy_pb.js';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { ExecutionService, type ReportOutcomeRequestSchema } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { clientFor, settle } from './support/clients.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { settle } from './support/clients.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
@@ -28,20 +27,15 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * nothing.
  */
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 let worker: Client<typeof ExecutionService>;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({ databaseUrl: await createMigratedTestDatabase('control at every status') });
-  harness = await ExecutionHarness.open(cluster, 'every-status-owner');
-  worker = clientFor(ExecutionService, cluster.execution.url, harness.workerToken);
+  harness = await ExecutionHarness.start(startInProcessCluster, 'every-status-owner', { databaseUrl: await createMigratedTestDatabase('control at every status') });
+  worker = harness.executionClient();
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 type Status = 'QUEUED' | 'RUNNING' | 'RUNNING_PAUSE_REQUESTED' | 'PAUSED' | 'RETRY_WAIT' | 'CANCELLING' | 'SUCCEEDED' | 'FAILED' | 'CANCELLED' | 'INTERRUPTED';
 type Action = 'cancel' | 'pause' | 'resume';

@@ -7,8 +7,7 @@ import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { ExecutionService, type Assignment } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { clientFor, failureOf, seenInStatus } from './support/clients.js';
 import { runDocket } from './support/docket-cli.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { ExecutionHarness, freshQueue, type SubmitInit } from './support/raw-worker-harness.js';
@@ -24,20 +23,15 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * every hash link.
  */
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 let execution: Client<typeof ExecutionService>;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({ databaseUrl: await createMigratedTestDatabase('dependencies') });
-  harness = await ExecutionHarness.open(cluster, 'dependencies-owner');
-  execution = clientFor(ExecutionService, cluster.execution.url, harness.workerToken);
+  harness = await ExecutionHarness.start(startInProcessCluster, 'dependencies-owner', { databaseUrl: await createMigratedTestDatabase('dependencies') });
+  execution = harness.executionClient();
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 /** Submits a job and returns it as admitted. */
 function submit(queue: string, init: Omit<SubmitInit, 'queue'> = {}): Promise<Job> {
@@ -257,7 +251,7 @@ describe('admitting a child', () => {
   it('refuses a missing or foreign parent (NOT_FOUND), a repeated one (INVALID_FIELD) and more than 100 (LIMIT_EXCEEDED), creating nothing', async () => {
     const queue = freshQueue('deps-refuse');
     const mine = await submit(queue);
-    const stranger = clientFor(AdmissionService, cluster.admission.url, await cluster.tokenFor('deps-stranger', 'user'));
+    const stranger = clientFor(AdmissionService, harness.cluster.admission.url, await harness.cluster.tokenFor('deps-stranger', 'user'));
     const request = harness.submitRequest({ queue, dependsOn: [mine.id] });
     expect(await failureOf(stranger.submitJob(request))).toMatchObject({ code: Code.NotFound, reason: 'NOT_FOUND' });
     expect(await failureOf(harness.admission.submitJob(harness.submitRequest({ queue, dependsOn: ['job_aaaaaaaaaaaaaaaaaaaaaaaaaa'] })))).toMatchObject({ code: Code.NotFound });
@@ -316,7 +310,7 @@ describe('docket submit --after and docket list --parent', () => {
     const queue = freshQueue('deps-cli');
     const parent = await submit(queue);
     const env = { DOCKET_TOKEN: harness.ownerToken };
-    const url = ['--url', cluster.admission.url];
+    const url = ['--url', harness.cluster.admission.url];
     const printed = await runDocket(['submit', '--queue', queue, '--after', parent.id, ...url], env);
     expect(printed.code).toBe(0);
     const [, childId] = /^submitted (job_\S+) to \S+: WAITING\n$/.exec(printed.stdout) ?? [];

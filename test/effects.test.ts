@@ -9,11 +9,10 @@ import {
   EffectState,
   type Effect,
 } from '@docket/proto/docket/common/v1/effect_pb.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
-import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
+import { ExecutionHarness } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId, type AttemptRefInit, type RawWorker, type RequestOf } from './support/raw-worker.js';
 
 /*
@@ -30,29 +29,22 @@ import { attemptOf, newOperationId, type AttemptRefInit, type RawWorker, type Re
 // at 1.5 s such a case was answered STALE_AUTHORITY under load.
 const LEASE_MS = 5_000;
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({
+  harness = await ExecutionHarness.start(startInProcessCluster, 'effect-owner', {
     databaseUrl: await createMigratedTestDatabase('effects'),
     env: { state: { DOCKET_LEASE_MS: String(LEASE_MS) }, execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' } },
   });
-  harness = await ExecutionHarness.open(cluster, 'effect-owner');
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 const digestOf = (input: unknown) => createHash('sha256').update(JSON.stringify(input)).digest('hex');
 
 /** A worker holding a fresh job. */
 async function holder(label: string, retry = false): Promise<{ worker: RawWorker; attempt: AttemptRefInit; jobId: string; queue: string }> {
-  const queue = freshQueue(label);
-  const worker = await harness.worker();
-  await worker.register(`${label}-${queue}`, [queue], 1);
+  const { worker, queue } = await harness.workerOnFreshQueue(label);
   const job = await harness.submit({
     queue,
     ...(retry ? { retryPolicy: { maxAttempts: 3, initialBackoff: durationFromMs(1), maxBackoff: durationFromMs(1) } } : {}),

@@ -6,10 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serviceEnvironment } from '@docket/cli';
 import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import { ExecutionService, type Assignment } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { clientFor } from './support/clients.js';
 import { startService, stopAll, type ServiceProcess } from './support/cluster.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from './support/raw-worker.js';
@@ -28,26 +26,23 @@ const BULK_JOBS = 1_800;
 const LIMITED_JOBS = 200;
 const QUEUE_LIMIT = 3;
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({
+  harness = await ExecutionHarness.start(startInProcessCluster, 'claims-owner', {
     databaseUrl: await createMigratedTestDatabase('execution claims'),
     replicas: { state: 2, execution: 2 },
   });
-  harness = await ExecutionHarness.open(cluster, 'claims-owner');
 });
 
 afterAll(async () => {
   await harness?.close();
   await stopAll();
-  await stopInProcessClusters();
 });
 
 /** An in-process worker client on execution replica `replica`, with its own HTTP/2 connection. */
 function executionClient(replica: number | ServiceProcess, interceptors: Interceptor[] = []): Client<typeof ExecutionService> {
-  const service = typeof replica === 'number' ? cluster.replicas.execution[replica]! : replica;
+  const service = typeof replica === 'number' ? harness.cluster.replicas.execution[replica]! : replica;
   const bearer: Interceptor = (next) => (request) => {
     request.header.set('authorization', `Bearer ${harness.workerToken}`);
     return next(request);
@@ -194,9 +189,10 @@ describe('a claim', () => {
   let slowRecheck: ServiceProcess;
 
   beforeAll(async () => {
-    const settings = { authSecret: cluster.secret, cursorSecret: cluster.cursorSecret, serviceAuthSecret: cluster.serviceAuthSecret, databaseUrl: cluster.databaseUrl };
+    const { secret: authSecret, cursorSecret, serviceAuthSecret, databaseUrl } = harness.cluster;
+    const settings = { authSecret, cursorSecret, serviceAuthSecret, databaseUrl };
     slowRecheck = await startService('execution', {
-      ...serviceEnvironment('execution', settings, '127.0.0.1:0', cluster.replicas.state[1]!.url),
+      ...serviceEnvironment('execution', settings, '127.0.0.1:0', harness.cluster.replicas.state[1]!.url),
       DOCKET_CLAIM_RECHECK_MS: '60000',
       DOCKET_BACKGROUND_LOOPS: 'off',
     });
@@ -310,7 +306,7 @@ describe('a claim', () => {
 
   it('that waits in vain answers with no assignments when its wait is over', async () => {
     const queue = freshQueue('empty');
-    const client = clientFor(ExecutionService, cluster.execution.url, harness.workerToken);
+    const client = harness.executionClient();
     const incarnation = await register(client, 'idle', [queue], 1);
     const started = performance.now();
     const { assignments } = await client.claimJobs({ workerIncarnation: incarnation, maxJobs: 1, wait: durationFromMs(700), operationId: newOperationId() });

@@ -5,7 +5,7 @@ import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import type { Assignment } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { failureOf } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
+import { startCluster, type DocketCluster } from './support/cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
@@ -22,24 +22,19 @@ import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.
 /** Short enough to wait out, long enough that a loaded machine does not lose a lease between two calls of a test. */
 const LEASE_MS = 3_000;
 
-let cluster: DocketCluster;
-let harness: ExecutionHarness;
+let harness: ExecutionHarness<DocketCluster>;
 
 beforeAll(async () => {
-  cluster = await startCluster({
+  harness = await ExecutionHarness.start(startCluster, 'control-owner', {
     databaseUrl: await createMigratedTestDatabase('execution control'),
     env: {
       state: { DOCKET_LEASE_MS: String(LEASE_MS) },
       execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' },
     },
   });
-  harness = await ExecutionHarness.open(cluster, 'control-owner');
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopAll();
-});
+afterAll(() => harness?.close());
 
 const cancel = (jobId: string, idempotencyKey = newIdempotencyKey('cancel')) => harness.admission.cancelJob({ idempotencyKey, jobId });
 const pause = (jobId: string) => harness.admission.pauseJob({ idempotencyKey: newIdempotencyKey('pause'), jobId });
@@ -47,9 +42,7 @@ const resume = (jobId: string) => harness.admission.resumeJob({ idempotencyKey: 
 
 /** A worker on a fresh queue holding a freshly submitted job. */
 async function runningJob(label: string) {
-  const queue = freshQueue(label);
-  const worker = await harness.worker();
-  await worker.register(`${label}-${queue}`, [queue], 5);
+  const { worker, queue } = await harness.workerOnFreshQueue(label, 5);
   const job = await harness.submit({ queue, retryPolicy: { maxAttempts: 3, initialBackoff: durationFromMs(1), maxBackoff: durationFromMs(1) } });
   const [assignment] = await worker.claim({ waitMs: 3_000 });
   expect(assignment?.envelope?.jobId).toBe(job.id);
@@ -232,7 +225,7 @@ describe('PauseJob and ResumeJob', () => {
     expect((await outcome(worker, assignment, 'paused')).ok).toBe(true);
 
     for (const name of ['state', 'admission', 'execution', 'events'] as const) {
-      for (const service of [...cluster.replicas[name]]) await service.restart();
+      for (const service of [...harness.cluster.replicas[name]]) await service.restart();
     }
     expect((await harness.admission.getJob({ jobId })).job?.status).toBe(JobStatus.PAUSED);
     const after = await harness.worker();

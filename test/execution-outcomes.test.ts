@@ -6,8 +6,7 @@ import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { LostAttemptPolicy } from '@docket/proto/docket/common/v1/retry_policy_pb.js';
 import type { Assignment } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { until } from './support/polling.js';
@@ -30,32 +29,19 @@ import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.
 const LEASE_MS = 30_000;
 const FAST_RETRY = { initialBackoff: durationFromMs(1), maxBackoff: durationFromMs(1) };
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({
+  harness = await ExecutionHarness.start(startInProcessCluster, 'outcomes-owner', {
     databaseUrl: await createMigratedTestDatabase('execution outcomes'),
     env: {
       state: { DOCKET_LEASE_MS: String(LEASE_MS) },
       execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' },
     },
   });
-  harness = await ExecutionHarness.open(cluster, 'outcomes-owner');
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
-
-/** A registered raw worker on a fresh queue. */
-async function workerOnFreshQueue(label: string, maxConcurrency = 10): Promise<{ worker: RawWorker; queue: string }> {
-  const queue = freshQueue(label);
-  const worker = await harness.worker();
-  await worker.register(`${label}-${queue}`, [queue], maxConcurrency);
-  return { worker, queue };
-}
+afterAll(() => harness?.close());
 
 /** Claims until every one of `jobIds` is held; assignments by job id. */
 async function claimEach(worker: RawWorker, jobIds: readonly string[]): Promise<Map<string, Assignment>> {
@@ -83,7 +69,7 @@ const RETRYABLE = [FailureClass.TRANSIENT, FailureClass.CAPACITY, FailureClass.I
 
 describe('failure classes', () => {
   it('fail the job at once when permanent, whatever attempts remain', async () => {
-    const { worker, queue } = await workerOnFreshQueue('permanent');
+    const { worker, queue } = await harness.workerOnFreshQueue('permanent', 10);
     const jobs = await Promise.all(PERMANENT.map((cls) => harness.submit({ queue, input: { cls }, retryPolicy: { maxAttempts: 5, ...FAST_RETRY } })));
     const held = await claimEach(worker, jobs.map((job) => job.id));
     for (const [index, cls] of PERMANENT.entries()) {
@@ -101,7 +87,7 @@ describe('failure classes', () => {
   });
 
   it('retry when retryable, counting attempts, and fail once max_attempts is spent', async () => {
-    const { worker, queue } = await workerOnFreshQueue('retryable');
+    const { worker, queue } = await harness.workerOnFreshQueue('retryable', 10);
     const jobs = await Promise.all(RETRYABLE.map((cls) => harness.submit({ queue, input: { cls }, retryPolicy: { maxAttempts: 2, ...FAST_RETRY } })));
     const ids = jobs.map((job) => job.id);
     const first = await claimEach(worker, ids);
@@ -133,7 +119,7 @@ describe('failure classes', () => {
   });
 
   it('that only the service assigns, or none at all, are refused from a worker and change nothing', async () => {
-    const { worker, queue } = await workerOnFreshQueue('service-classes');
+    const { worker, queue } = await harness.workerOnFreshQueue('service-classes', 10);
     const job = await harness.submit({ queue });
     const [assignment] = (await claimEach(worker, [job.id])).values();
     const before = await harness.footprint(job.id);
@@ -151,7 +137,7 @@ describe('retry backoff', () => {
     const initialMs = 100;
     const maxMs = 300;
     const attempts = 4;
-    const { worker, queue } = await workerOnFreshQueue('backoff', 20);
+    const { worker, queue } = await harness.workerOnFreshQueue('backoff', 20);
     const jobs = await Promise.all(
       Array.from({ length: 8 }, (_, index) =>
         harness.submit({ queue, input: { index }, retryPolicy: { maxAttempts: attempts, initialBackoff: durationFromMs(initialMs), maxBackoff: durationFromMs(maxMs) } }),
@@ -276,7 +262,7 @@ describe('a crashed worker whose name registers again', () => {
 
 describe('operation ids', () => {
   it('replay the first answer for the same request and refuse a different one with OPERATION_MISMATCH', async () => {
-    const { worker, queue } = await workerOnFreshQueue('operations');
+    const { worker, queue } = await harness.workerOnFreshQueue('operations', 10);
     const job = await harness.submit({ queue });
     const [assignment] = (await claimEach(worker, [job.id])).values();
     const attempt = attemptOf(assignment!);
@@ -312,21 +298,17 @@ describe('operation ids', () => {
 });
 
 describe('leases by the database clock', () => {
-  let quiet: DocketServices;
   let quietHarness: ExecutionHarness;
 
   beforeAll(async () => {
     // No background loops anywhere: an expired lease stays unsettled.
-    quiet = await startInProcessCluster({
+    quietHarness = await ExecutionHarness.start(startInProcessCluster, 'lease-owner', {
       databaseUrl: await createMigratedTestDatabase('execution outcomes no reaper'),
       env: { state: { DOCKET_LEASE_MS: '1000' }, execution: { DOCKET_BACKGROUND_LOOPS: 'off' } },
     });
-    quietHarness = await ExecutionHarness.open(quiet, 'lease-owner');
   });
 
-  afterAll(async () => {
-    await quietHarness?.close();
-  });
+  afterAll(() => quietHarness?.close());
 
   it('renew extends a live lease, but never revives an expired one, even before the reaper settles it', async () => {
     const queue = freshQueue('lease');

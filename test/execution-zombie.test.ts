@@ -2,8 +2,7 @@ import { Code } from '@connectrpc/connect';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import type { Assignment } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId, type AttemptRefInit, type RawAnswer, type RawWorker } from './support/raw-worker.js';
@@ -35,11 +34,10 @@ const LANES = 2;
 const BATCH = 10;
 const LEASE_MS = 4_000;
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({
+  harness = await ExecutionHarness.start(startInProcessCluster, 'zombie-owner', {
     databaseUrl: await createMigratedTestDatabase('execution zombie'),
     replicas: { execution: 2 },
     env: {
@@ -47,13 +45,9 @@ beforeAll(async () => {
       execution: { DOCKET_REAPER_INTERVAL_MS: '50', DOCKET_RETRY_INTERVAL_MS: '50' },
     },
   });
-  harness = await ExecutionHarness.open(cluster, 'zombie-owner');
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 /** What one scenario observed. */
 interface ZombieScenario {

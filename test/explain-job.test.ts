@@ -7,8 +7,7 @@ import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { ExecutionService, type Assignment } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { clientFor } from './support/clients.js';
 import { runDocket } from './support/docket-cli.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from './support/raw-worker.js';
@@ -21,22 +20,17 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * the explanation to what a claim then does.
  */
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 let admin: Client<typeof AdmissionService>;
 let execution: Client<typeof ExecutionService>;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({ databaseUrl: await createMigratedTestDatabase('explain job') });
-  harness = await ExecutionHarness.open(cluster, 'explain-owner');
+  harness = await ExecutionHarness.start(startInProcessCluster, 'explain-owner', { databaseUrl: await createMigratedTestDatabase('explain job') });
   admin = await harness.queueAdmin();
-  execution = clientFor(ExecutionService, cluster.execution.url, harness.workerToken);
+  execution = harness.executionClient();
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 /** The reasons' codes, in order, and their details as plain JSON. */
 async function explain(jobId: string): Promise<{ codes: ExplainCode[]; details: Record<string, unknown>[]; answer: ExplainJobResponse }> {
@@ -204,7 +198,7 @@ describe('ExplainJob', () => {
 
   it('refuses a malformed id, and answers NOT_FOUND for another owner\'s job exactly as for a missing one', async () => {
     const job = await harness.submit({ queue: freshQueue('explain-owner') });
-    const stranger = clientFor(AdmissionService, cluster.admission.url, await cluster.tokenFor('explain-stranger', 'user'));
+    const stranger = clientFor(AdmissionService, harness.cluster.admission.url, await harness.cluster.tokenFor('explain-stranger', 'user'));
     const refusal = (error: unknown) => {
       const connect = ConnectError.from(error);
       return { code: connect.code, message: connect.rawMessage };
@@ -223,7 +217,7 @@ describe('docket explain', () => {
     const queue = freshQueue('cli-explain');
     await harness.submit({ queue });
     const job = await harness.submit({ queue });
-    const url = ['--url', cluster.admission.url];
+    const url = ['--url', harness.cluster.admission.url];
     const printed = await runDocket(['explain', job.id, ...url], { DOCKET_TOKEN: harness.ownerToken });
     expect(printed).toMatchObject({
       code: 0,
@@ -242,7 +236,7 @@ describe('docket explain', () => {
         { code: 'EXPLAIN_CODE_AHEAD_IN_QUEUE', details: { jobs_ahead: 1, at_least: false } },
       ],
     });
-    const stranger = await runDocket(['explain', job.id, ...url], { DOCKET_TOKEN: await cluster.tokenFor('explain-cli-stranger', 'user') });
+    const stranger = await runDocket(['explain', job.id, ...url], { DOCKET_TOKEN: await harness.cluster.tokenFor('explain-cli-stranger', 'user') });
     expect(stranger.code).toBe(1);
     expect(stranger.stderr).toContain('not_found');
   });

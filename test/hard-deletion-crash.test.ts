@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeletionState } from '@docket/proto/docket/common/v1/deletion_pb.js';
 import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
+import { startCluster, type DocketCluster } from './support/cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
@@ -19,21 +19,16 @@ import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 const EVENTS = 100_000;
 const BATCH = 500;
 
-let cluster: DocketCluster;
-let harness: ExecutionHarness;
+let harness: ExecutionHarness<DocketCluster>;
 
 beforeAll(async () => {
-  cluster = await startCluster({
+  harness = await ExecutionHarness.start(startCluster, 'crash-owner', {
     databaseUrl: await createMigratedTestDatabase('hard deletion crash'),
     env: { execution: { DOCKET_DELETION_INTERVAL_MS: '50', DOCKET_MAINTENANCE_BATCH: String(BATCH) } },
   });
-  harness = await ExecutionHarness.open(cluster, 'crash-owner');
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopAll();
-});
+afterAll(() => harness?.close());
 
 /** The resident set size of a process, in MiB (Linux). */
 function rssMiB(pid: number): number {
@@ -66,20 +61,20 @@ describe('hard deletion of a large job', () => {
       const target = EVENTS - kill * 25_000;
       const deadline = performance.now() + 60_000;
       while ((await remainingEvents(job.id)) > target) {
-        rss.push(rssMiB(cluster.state.process.pid!));
+        rss.push(rssMiB(harness.cluster.state.process.pid!));
         if (performance.now() > deadline) throw new Error(`the runner did not get below ${target} events`);
         // Real time: the poll interval of this wait for the runner's progress.
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
-      await cluster.state.kill();
-      await cluster.state.restart();
+      await harness.cluster.state.kill();
+      await harness.cluster.state.restart();
       // Reconnect the admission client's stale channel by one call, tolerating the restart.
       await harness.admission.getDeletion({ deletionId: deletion!.deletionId }).catch(() => undefined);
     }
     const deadline = performance.now() + 120_000;
     for (;;) {
       const { deletion: now } = await harness.admission.getDeletion({ deletionId: deletion!.deletionId }).catch(() => ({ deletion: undefined }));
-      if (cluster.state.process.pid) rss.push(rssMiB(cluster.state.process.pid));
+      if (harness.cluster.state.process.pid) rss.push(rssMiB(harness.cluster.state.process.pid));
       if (now?.state === DeletionState.COMPLETED) {
         expect(now.attemptCount).toBeGreaterThanOrEqual(1);
         break;

@@ -9,8 +9,7 @@ import { EventService, ResyncReason } from '@docket/proto/docket/events/v1/event
 import { MaintenanceTask, StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
 import { runDocket } from './support/docket-cli.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { until } from './support/polling.js';
@@ -24,11 +23,10 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * database clock, and feed pruning, all through the real services.
  */
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({
+  harness = await ExecutionHarness.start(startInProcessCluster, 'deletion-owner', {
     databaseUrl: await createMigratedTestDatabase('job deletion'),
     env: {
       state: { DOCKET_LEASE_MS: '2000' },
@@ -36,13 +34,9 @@ beforeAll(async () => {
       execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100', DOCKET_DELETION_INTERVAL_MS: '100', DOCKET_RETENTION_INTERVAL_MS: '200' },
     },
   });
-  harness = await ExecutionHarness.open(cluster, 'deletion-owner');
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 const key = (label: string) => newIdempotencyKey(label);
 const softDelete = (jobId: string) => harness.admission.softDeleteJob({ idempotencyKey: key('soft'), jobId });
@@ -50,7 +44,7 @@ const restore = (jobId: string) => harness.admission.restoreJob({ idempotencyKey
 const hardDelete = (jobId: string, idempotencyKey = key('hard')) => harness.admission.hardDeleteJob({ idempotencyKey, jobId });
 
 async function admin() {
-  return clientFor(AdmissionService, cluster.admission.url, await cluster.tokenFor('deletion-admin', 'admin'));
+  return clientFor(AdmissionService, harness.cluster.admission.url, await harness.cluster.tokenFor('deletion-admin', 'admin'));
 }
 
 /** The SubmitJob requests of the jobs {@link endedJob} made, by job id, to replay them. */
@@ -122,7 +116,7 @@ describe('the dead-letter view', () => {
 describe('the CLI', () => {
   it('docket delete --hard starts a deletion that docket deletion --wait follows to COMPLETED; docket retry refuses a hard-deleted job', async () => {
     const jobId = await endedJob();
-    const auth = ['--url', cluster.admission.url, '--token', harness.ownerToken];
+    const auth = ['--url', harness.cluster.admission.url, '--token', harness.ownerToken];
     const deleted = await runDocket(['delete', jobId, '--hard', ...auth]);
     expect(deleted.code, deleted.stderr).toBe(0);
     const deletionId = /deletion (del_\w+)/.exec(deleted.stdout)?.[1];
@@ -138,9 +132,7 @@ describe('the CLI', () => {
 
 describe('RetryJob', () => {
   it('runs a FAILED job again with a fresh attempt budget and a higher fence; the chain continues and verifies', async () => {
-    const queue = freshQueue('retry');
-    const worker = await harness.worker();
-    await worker.register(`retry-${queue}`, [queue], 1);
+    const { worker, queue } = await harness.workerOnFreshQueue('retry');
     const job = await harness.submit({ queue, retryPolicy: { maxAttempts: 1, initialBackoff: durationFromMs(1), maxBackoff: durationFromMs(1) } });
     const [first] = await worker.claim({ waitMs: 3_000 });
     await worker.expectOk('reportOutcome', { attempt: attemptOf(first!), operationId: newOperationId(), outcome: { case: 'failure', value: { failureClass: FailureClass.INVALID_INPUT, message: 'bad input' } } });
@@ -201,7 +193,7 @@ describe('HardDeleteJob', () => {
   it("another user's job and deletion are NOT_FOUND, exactly like missing ones", async () => {
     const jobId = await endedJob();
     const { deletion } = await hardDelete(jobId);
-    const stranger = clientFor(AdmissionService, cluster.admission.url, await cluster.tokenFor('someone-else', 'user'));
+    const stranger = clientFor(AdmissionService, harness.cluster.admission.url, await harness.cluster.tokenFor('someone-else', 'user'));
     const missingJob = 'job_doesnotexist000000000000';
     const calls = (id: string) => [
       stranger.softDeleteJob({ idempotencyKey: key('x'), jobId: id }),
@@ -219,23 +211,18 @@ describe('HardDeleteJob', () => {
 
 describe('blocked by a missing dependency', () => {
   it('a deletion whose approval history is unreachable is BLOCKED with a redacted reason, and resumes when it returns', async () => {
-    const queue = freshQueue('blocked');
-    const worker = await harness.worker();
-    await worker.register(`blocked-${queue}`, [queue], 1);
-    const job = await harness.submit({ queue });
-    const [assignment] = await worker.claim({ waitMs: 3_000 });
-    const { approvalId } = await worker.expectOk('requestApproval', { attempt: attemptOf(assignment!), operationId: newOperationId(), prompt: 'go?' });
-    await harness.admission.decideApproval({ idempotencyKey: key('deny'), jobId: job.id, approvalId, decision: 2 });
+    const { jobId, approvalId } = await harness.jobAwaitingApproval('blocked', 'go?');
+    await harness.admission.decideApproval({ idempotencyKey: key('deny'), jobId, approvalId, decision: 2 });
     await harness.sql.query('alter table docket_approval_history.decisions rename to decisions_away');
     try {
-      const { deletion } = await hardDelete(job.id);
+      const { deletion } = await hardDelete(jobId);
       const blocked = await deletionUntil(deletion!.deletionId, DeletionState.BLOCKED);
       expect(blocked.blockedReason).toBe('APPROVAL_HISTORY_UNAVAILABLE');
-      expect(Number((await footprint(job.id))['job_events'])).toBeGreaterThan(0); // nothing erased while blocked
+      expect(Number((await footprint(jobId))['job_events'])).toBeGreaterThan(0); // nothing erased while blocked
     } finally {
       await harness.sql.query('alter table docket_approval_history.decisions_away rename to decisions');
     }
-    const { job: tombstone } = await harness.admission.getJob({ jobId: job.id });
+    const { job: tombstone } = await harness.admission.getJob({ jobId });
     await deletionUntil(tombstone!.deletionId, DeletionState.COMPLETED, 30_000);
     const burned = await harness.sql.query('select decision from docket_approval_history.decisions where approval_id = $1', [approvalId]);
     expect(burned.rows).toEqual([{ decision: 'DENY' }]); // the burn outlives the job
@@ -247,7 +234,7 @@ describe('feed pruning', () => {
     const [old, recent] = [await endedJob(), await endedJob()];
     await harness.sql.query("update job_changes set changed_at = now() - interval '2 days' where job_id = $1", [old]);
     await harness.sql.query("update job_changes set changed_at = now() - interval '12 hours' where job_id = $1", [recent]);
-    const state = clientFor(StateService, cluster.state.url, cluster.serviceToken);
+    const state = clientFor(StateService, harness.cluster.state.url, harness.cluster.serviceToken);
     // What the execution service asks for with a 1 s cursor lifetime: that lifetime plus one day.
     await state.runMaintenance({ task: MaintenanceTask.PRUNE_FEED, limit: 1000, olderThan: durationFromMs((1 + 86_400) * 1000) });
     expect((await footprint(old))['job_changes']).toBe(0);
@@ -255,7 +242,7 @@ describe('feed pruning', () => {
     const tooShort = await failureOf(state.runMaintenance({ task: MaintenanceTask.PRUNE_FEED, limit: 10, olderThan: durationFromMs(60_000) }));
     expect([tooShort.code, tooShort.reason]).toEqual([Code.InvalidArgument, 'INVALID_FIELD']);
 
-    const events = clientFor(EventService, cluster.events.url, harness.ownerToken);
+    const events = clientFor(EventService, harness.cluster.events.url, harness.ownerToken);
     const first = await events.watchJobs({})[Symbol.asyncIterator]().next();
     const cursor = (first.value as { cursor: string }).cursor;
     // Real time: the cursor really has to expire; its expiry (1 s, the shortest the setting allows) was sealed before we got it.

@@ -8,10 +8,11 @@ import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { StateService, type NewEventSchema } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
 import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
+import { startClusterWithSql, stopClustersWithSql } from './support/cluster-with-sql.js';
 import { JobWriter, submitJobs } from './support/job-writer.js';
-import { openSql, storedJob } from './support/sql.js';
+import { storedJob, type StoredEventRow } from './support/sql.js';
 
 /*
  * Transition with events (SPEC sections 4 and 6), against the state
@@ -30,17 +31,12 @@ let state: Client<typeof StateService>;
 let ownerToken: string;
 
 beforeAll(async () => {
-  const databaseUrl = await createMigratedTestDatabase('journal integrity');
-  cluster = await startInProcessCluster({ databaseUrl });
-  sql = await openSql(databaseUrl);
+  ({ cluster, sql } = await startClusterWithSql(startInProcessCluster, { databaseUrl: await createMigratedTestDatabase('journal integrity') }));
   state = clientFor(StateService, cluster.state.url, cluster.serviceToken);
   ownerToken = await cluster.tokenFor(OWNER, 'user');
 });
 
-afterAll(async () => {
-  await sql?.end();
-  await stopInProcessClusters();
-});
+afterAll(stopClustersWithSql);
 
 /** A new QUEUED job of the owner's, whose journal is `[job.admitted]`. */
 async function newJob(): Promise<string> {
@@ -67,23 +63,13 @@ interface JobRowView {
   request_digest: string;
 }
 
-interface EventRowView {
-  job_id: string;
-  sequence: string;
-  type: string;
-  payload: { [k: string]: JsonValue };
-  occurred_at: Date;
-  previous_hash: string;
-  hash: string;
-}
-
-async function rowsOf(jobId: string): Promise<{ job: JobRowView; events: EventRowView[] }> {
+async function rowsOf(jobId: string): Promise<{ job: JobRowView; events: StoredEventRow[] }> {
   const { job, events } = await storedJob(sql, jobId);
-  return { job: job as JobRowView, events: events as EventRowView[] };
+  return { job: job as JobRowView, events };
 }
 
 /** The stored journal verifies from genesis and ends at the job row's count and head. */
-function expectChainIntact(job: JobRowView, events: readonly EventRowView[]): void {
+function expectChainIntact(job: JobRowView, events: readonly StoredEventRow[]): void {
   expect(events.map((event) => BigInt(event.sequence))).toEqual(events.map((_, index) => BigInt(index + 1)));
   const verdict = verifyChainSegment(
     events.map((event) => ({

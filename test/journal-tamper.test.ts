@@ -1,16 +1,17 @@
 import { Code } from '@connectrpc/connect';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GENESIS_HASH, computeEventHash, type JsonValue } from '@docket/contracts';
+import { GENESIS_HASH, computeEventHash } from '@docket/contracts';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { docketVerify as runDocketVerify } from './support/docket-cli.js';
 import { clientFor, failureOf } from './support/clients.js';
 import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
+import { startClusterWithSql, stopClustersWithSql } from './support/cluster-with-sql.js';
 import { JobWriter, submitJobs } from './support/job-writer.js';
-import { openSql } from './support/sql.js';
+import { storedEvents } from './support/sql.js';
 
 /*
  * Damage no API allows, made directly in the database, must be seen by
@@ -30,18 +31,13 @@ let adminToken: string;
 let writer: JobWriter;
 
 beforeAll(async () => {
-  const databaseUrl = await createMigratedTestDatabase('journal tamper');
-  cluster = await startInProcessCluster({ databaseUrl });
-  sql = await openSql(databaseUrl);
+  ({ cluster, sql } = await startClusterWithSql(startInProcessCluster, { databaseUrl: await createMigratedTestDatabase('journal tamper') }));
   ownerToken = await cluster.tokenFor(OWNER, 'user');
   adminToken = await cluster.tokenFor('tamper-admin', 'admin');
   writer = new JobWriter(cluster.state.url, cluster.serviceToken, OWNER);
 });
 
-afterAll(async () => {
-  await sql?.end();
-  await stopInProcessClusters();
-});
+afterAll(stopClustersWithSql);
 
 /** A new job of the owner's with a journal of {@link JOURNAL_LENGTH} events. */
 async function sixEventJournal(): Promise<string> {
@@ -65,18 +61,6 @@ function docketVerify(jobId: string) {
   return runDocketVerify(cluster.events.url, adminToken, jobId);
 }
 
-interface EventRow {
-  sequence: string;
-  type: string;
-  payload: { [k: string]: JsonValue };
-  occurred_at: Date;
-  previous_hash: string;
-  hash: string;
-}
-
-async function eventRows(jobId: string): Promise<EventRow[]> {
-  return (await sql.query<EventRow>('select * from job_events where job_id = $1 order by sequence', [jobId])).rows;
-}
 
 async function headOf(jobId: string): Promise<{ event_count: string; head_hash: string; request_digest: string }> {
   return (await sql.query('select event_count, head_hash, request_digest from jobs where id = $1', [jobId])).rows[0];
@@ -132,7 +116,7 @@ const tamperings: Record<string, Tampering> = {
       const donor = await sixEventJournal();
       await writer.append(donor, 1);
       await graft(donor, jobId, JOURNAL_LENGTH + 1);
-      const [grafted] = (await eventRows(jobId)).slice(-1);
+      const [grafted] = (await storedEvents(sql, jobId)).slice(-1);
       await sql.query('update jobs set event_count = $2, head_hash = $3 where id = $1', [jobId, JOURNAL_LENGTH + 1, grafted!.hash]);
       return JOURNAL_LENGTH + 1;
     },
@@ -198,7 +182,7 @@ describe('the limit of an unkeyed chain', () => {
     await sql.query('delete from job_events where job_id = $1 and sequence = 5', [jobId]);
     await sql.query('update job_events set sequence = 5 where job_id = $1 and sequence = 6', [jobId]);
     let previousHash = GENESIS_HASH;
-    for (const row of await eventRows(jobId)) {
+    for (const row of await storedEvents(sql, jobId)) {
       const hash = computeEventHash({
         jobId,
         requestDigest,
@@ -239,7 +223,7 @@ describe('the limit of an unkeyed chain', () => {
 
   it('does NOT detect the newest events dropped together with the count and head, which needs no hash recomputed', async () => {
     const jobId = await sixEventJournal();
-    const kept = (await eventRows(jobId))[3]!;
+    const kept = (await storedEvents(sql, jobId))[3]!;
     await sql.query('delete from job_events where job_id = $1 and sequence > 4', [jobId]);
     await sql.query('update jobs set event_count = 4, head_hash = $2 where id = $1', [jobId, kept.hash]);
 

@@ -5,8 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionService, ExplainCode, WorkerState, type Worker } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 import { newOperationId } from './support/raw-worker.js';
@@ -22,25 +21,20 @@ import { runDocket } from './support/docket-cli.js';
 
 const LEASE_MS = 2_000;
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 let admin: Client<typeof AdmissionService>;
 let execution: Client<typeof ExecutionService>;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({
+  harness = await ExecutionHarness.start(startInProcessCluster, 'workers-owner', {
     databaseUrl: await createMigratedTestDatabase('list workers'),
     env: { state: { DOCKET_LEASE_MS: String(LEASE_MS) } },
   });
-  harness = await ExecutionHarness.open(cluster, 'workers-owner');
   admin = await harness.queueAdmin();
-  execution = clientFor(ExecutionService, cluster.execution.url, harness.workerToken);
+  execution = harness.executionClient();
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 async function workersOf(queue: string): Promise<Worker[]> {
   return (await admin.listWorkers({ queue })).workers;
@@ -114,7 +108,7 @@ describe('ListWorkers', () => {
     const { nextPageToken } = await admin.listWorkers({ queue, pageSize: 1 });
     const otherQueue = await failureOf(admin.listWorkers({ queue: 'elsewhere', pageSize: 1, pageToken: nextPageToken }));
     expect(otherQueue).toMatchObject({ code: Code.InvalidArgument, reason: 'CURSOR_INVALID' });
-    const otherAdmin = clientFor(AdmissionService, cluster.admission.url, await cluster.tokenFor('another-admin', 'admin'));
+    const otherAdmin = clientFor(AdmissionService, harness.cluster.admission.url, await harness.cluster.tokenFor('another-admin', 'admin'));
     expect(await failureOf(otherAdmin.listWorkers({ queue, pageSize: 1, pageToken: nextPageToken }))).toMatchObject({ reason: 'CURSOR_INVALID' });
   });
 
@@ -133,8 +127,8 @@ describe('docket workers', () => {
     const queue = freshQueue('cli-workers');
     const first = await register(`cli-${queue}`, [queue], 4);
     const second = await register(`cli-${queue}`, [queue], 4);
-    const url = ['--url', cluster.admission.url];
-    const env = { DOCKET_TOKEN: await cluster.tokenFor('workers-cli-admin', 'admin') };
+    const url = ['--url', harness.cluster.admission.url];
+    const env = { DOCKET_TOKEN: await harness.cluster.tokenFor('workers-cli-admin', 'admin') };
     const listed = await runDocket(['workers', '--queue', queue, ...url], env);
     expect(listed.code).toBe(0);
     const time = '\\d{4}-\\d\\d-\\d\\dT[0-9:.]+Z';

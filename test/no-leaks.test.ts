@@ -12,8 +12,9 @@ import { EventService, WatchJobsResponseSchema } from '@docket/proto/docket/even
 import { toJson } from '@bufbuild/protobuf';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { clientFor, failureOf, type SeenFailure } from './support/clients.js';
-import { REPO_ROOT, startCluster, stopAll, type DocketCluster, type ServiceProcess } from './support/cluster.js';
+import { REPO_ROOT, startCluster, type DocketCluster, type ServiceProcess } from './support/cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
+import { startClusterWithSql, stopClustersWithSql } from './support/cluster-with-sql.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { openSql } from './support/sql.js';
 
@@ -35,16 +36,12 @@ const failures: SeenFailure[] = [];
 
 beforeAll(async () => {
   databaseUrl = await createMigratedTestDatabase('no leaks');
-  cluster = await startCluster({ databaseUrl });
-  sql = await openSql(databaseUrl);
+  ({ cluster, sql } = await startClusterWithSql(startCluster, { databaseUrl }));
   alice = await cluster.tokenFor('alice', 'user');
   secrets.push(alice, cluster.secret, cluster.serviceToken, cluster.cursorSecret, databaseUrl);
 });
 
-afterAll(async () => {
-  await sql?.end();
-  await stopAll();
-});
+afterAll(stopClustersWithSql);
 
 /** State processes replaced by a restart in this file: their log lines are scanned too. */
 const retired: ServiceProcess[] = [];

@@ -5,8 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { failureOf } from './support/clients.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { runDocket } from './support/docket-cli.js';
 import { until } from './support/polling.js';
@@ -19,20 +18,15 @@ import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.
  * the database clock, counted from the attempts table.
  */
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 let admin: Client<typeof AdmissionService>;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({ databaseUrl: await createMigratedTestDatabase('queue policy') });
-  harness = await ExecutionHarness.open(cluster, 'queue-owner');
+  harness = await ExecutionHarness.start(startInProcessCluster, 'queue-owner', { databaseUrl: await createMigratedTestDatabase('queue policy') });
   admin = await harness.queueAdmin();
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 async function workerOn(queue: string, maxConcurrency = 4): Promise<RawWorker> {
   const worker = await harness.worker();
@@ -143,8 +137,8 @@ describe('SetQueuePolicy and GetQueue', () => {
 describe('docket queue', () => {
   it('sets, pauses, resumes and reads a queue as an admin, and is refused for a user', async () => {
     const queue = freshQueue('cli-queue');
-    const env = { DOCKET_TOKEN: await cluster.tokenFor('queue-cli-admin', 'admin') };
-    const url = ['--url', cluster.admission.url];
+    const env = { DOCKET_TOKEN: await harness.cluster.tokenFor('queue-cli-admin', 'admin') };
+    const url = ['--url', harness.cluster.admission.url];
     expect(await runDocket(['queue', 'set', queue, '--max-concurrency', '5', '--rate', '10/1s', ...url], env)).toMatchObject({
       code: 0,
       stdout: `${queue}: max concurrency 5, rate 10/1s, running\n`,

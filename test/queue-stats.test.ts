@@ -6,9 +6,8 @@ import type { AdmissionService, GetQueueStatsResponse } from '@docket/proto/dock
 import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { clientFor, failureOf } from './support/clients.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { failureOf } from './support/clients.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { until } from './support/polling.js';
 import { runDocket } from './support/docket-cli.js';
@@ -23,22 +22,17 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * moved the deltas.
  */
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 let admin: Client<typeof AdmissionService>;
 let execution: Client<typeof ExecutionService>;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({ databaseUrl: await createMigratedTestDatabase('queue stats') });
-  harness = await ExecutionHarness.open(cluster, 'stats-owner');
+  harness = await ExecutionHarness.start(startInProcessCluster, 'stats-owner', { databaseUrl: await createMigratedTestDatabase('queue stats') });
   admin = await harness.queueAdmin();
-  execution = clientFor(ExecutionService, cluster.execution.url, harness.workerToken);
+  execution = harness.executionClient();
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 /** The queue's jobs by status, counted in the jobs table. */
 async function truth(queue: string): Promise<{ status: JobStatus; jobs: bigint }[]> {
@@ -174,8 +168,8 @@ describe('docket queue stats', () => {
     const queue = freshQueue('cli-stats');
     await Promise.all(Array.from({ length: 3 }, () => harness.submit({ queue })));
     await work(queue, 2, 'success');
-    const url = ['--url', cluster.admission.url];
-    const env = { DOCKET_TOKEN: await cluster.tokenFor('stats-cli-admin', 'admin') };
+    const url = ['--url', harness.cluster.admission.url];
+    const env = { DOCKET_TOKEN: await harness.cluster.tokenFor('stats-cli-admin', 'admin') };
     const printed = await runDocket(['queue', 'stats', queue, '--window', '10m', '--bucket', '5m', ...url], env);
     expect(printed.code).toBe(0);
     const [head, ...buckets] = printed.stdout.trimEnd().split('\n');

@@ -18,8 +18,9 @@ import { EventService, type StreamJobEventsResponse, type WatchJobsResponse } fr
 import { ExecutionService, type Assignment } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { Health, HealthCheckResponse_ServingStatus } from '@docket/proto/grpc/health/v1/health_pb.js';
 import { GrpcJsChannel, seenByGrpcJs } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster, type ServiceName } from './support/cluster.js';
+import { startCluster, type DocketCluster, type ServiceName } from './support/cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
+import { startClusterWithSql, stopClustersWithSql } from './support/cluster-with-sql.js';
 import { runDocket } from './support/docket-cli.js';
 import { freePort } from './support/free-port.js';
 import { JobWriter } from './support/job-writer.js';
@@ -29,7 +30,6 @@ import { freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from './support/raw-worker.js';
 import { jobCountOf, scheduledJobs } from './support/schedule-firings.js';
 import { REPO_ROOT } from './support/service-process.js';
-import { openSql } from './support/sql.js';
 import { StreamReader } from './support/stream-probe.js';
 import { checkPythonClient, generatePythonStubs, removePythonStubs } from './support/python-client-check.js';
 import { isProcessAlive } from './support/process-alive.js';
@@ -61,17 +61,15 @@ const channels: GrpcJsChannel[] = [];
 const streamFailures: ServiceError[] = [];
 
 beforeAll(async () => {
-  const databaseUrl = await createMigratedTestDatabase('replicas behind nginx');
-  cluster = await startCluster({
-    databaseUrl,
+  ({ cluster, sql } = await startClusterWithSql(startCluster, {
+    databaseUrl: await createMigratedTestDatabase('replicas behind nginx'),
     replicas: COUNTS,
     front: 'nginx',
     env: {
       events: { DOCKET_HEARTBEAT_MS: String(HEARTBEAT_MS) },
       execution: { DOCKET_DELETION_INTERVAL_MS: '100', DOCKET_SCHEDULE_INTERVAL_MS: '250' },
     },
-  });
-  sql = await openSql(databaseUrl);
+  }));
   pythonStubs = await generatePythonStubs();
   userToken = await cluster.tokenFor('front-user', 'user');
   workerToken = await cluster.tokenFor('front-worker', 'worker');
@@ -81,8 +79,7 @@ afterAll(async () => {
   await removePythonStubs(pythonStubs);
   expect(streamFailures).toEqual([]);
   for (const channel of channels) channel.close();
-  await sql?.end();
-  await stopAll();
+  await stopClustersWithSql();
 });
 
 /** A grpc-js channel (one HTTP/2 connection) to the front's address of `name`. */

@@ -15,12 +15,12 @@ import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
 import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
+import { startClusterWithSql, stopClustersWithSql } from './support/cluster-with-sql.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { until } from './support/polling.js';
 import { jobCountOf, scheduledJobs } from './support/schedule-firings.js';
-import { openSql } from './support/sql.js';
 
 /*
  * Schedules (SPEC section 13) through the real services: CreateSchedule,
@@ -40,18 +40,16 @@ let bob: Client<typeof AdmissionService>;
 let admin: Client<typeof AdmissionService>;
 
 beforeAll(async () => {
-  const databaseUrl = await createMigratedTestDatabase('schedules');
-  cluster = await startInProcessCluster({ databaseUrl, env: { execution: { DOCKET_SCHEDULE_INTERVAL_MS: '200' } } });
-  sql = await openSql(databaseUrl);
+  ({ cluster, sql } = await startClusterWithSql(startInProcessCluster, {
+    databaseUrl: await createMigratedTestDatabase('schedules'),
+    env: { execution: { DOCKET_SCHEDULE_INTERVAL_MS: '200' } },
+  }));
   alice = clientFor(AdmissionService, cluster.admission.url, await cluster.tokenFor('sched-alice', 'user'));
   bob = clientFor(AdmissionService, cluster.admission.url, await cluster.tokenFor('sched-bob', 'user'));
   admin = clientFor(AdmissionService, cluster.admission.url, await cluster.tokenFor('sched-admin', 'admin'));
 });
 
-afterAll(async () => {
-  await sql?.end();
-  await stopInProcessClusters();
-});
+afterAll(stopClustersWithSql);
 
 /** A schedule every `intervalMs` into a queue of its own, overridable. */
 function everyInterval(intervalMs: number, overrides: ScheduleInit = {}): Schedule {

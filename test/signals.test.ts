@@ -5,8 +5,7 @@ import { SignalReconcileAction } from '@docket/proto/docket/admission/v1/admissi
 import { SignalState, type Signal } from '@docket/proto/docket/common/v1/signal_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { failureOf } from './support/clients.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { docketVerify } from './support/docket-cli.js';
 import { newIdempotencyKey } from './support/keys.js';
@@ -23,21 +22,16 @@ import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.
 
 const LEASE_MS = 1_500;
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({
+  harness = await ExecutionHarness.start(startInProcessCluster, 'signal-owner', {
     databaseUrl: await createMigratedTestDatabase('signals'),
     env: { state: { DOCKET_LEASE_MS: String(LEASE_MS) }, execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' } },
   });
-  harness = await ExecutionHarness.open(cluster, 'signal-owner');
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 const send = (jobId: string, name: string, payload: Record<string, number> = {}, idempotencyKey = newIdempotencyKey('signal')) =>
   harness.admission.sendSignal({ idempotencyKey, jobId, name, payload });
@@ -91,9 +85,7 @@ describe('SendSignal', () => {
 
 describe('delivery and acknowledgement', () => {
   it('hands pending signals out in the envelope and in renewals until acknowledged, fenced', async () => {
-    const queue = freshQueue('deliver');
-    const worker = await harness.worker();
-    await worker.register(`deliver-${queue}`, [queue], 1);
+    const { worker, queue } = await harness.workerOnFreshQueue('deliver');
     const job = await harness.submit({ queue });
     await send(job.id, 'one');
     const assignment = await claimOne(worker);
@@ -187,15 +179,13 @@ describe('a lost attempt', () => {
       ['signal.received', '6', ''],
       ['signal.delivered', '6', '6'],
     ]);
-    const verified = await docketVerify(cluster.events.url, await cluster.tokenFor('signal-owner', 'user'), job.id);
+    const verified = await docketVerify(harness.cluster.events.url, await harness.cluster.tokenFor('signal-owner', 'user'), job.id);
     expect(verified.stdout).toMatch(/^intact: /);
     expect(verified.code).toBe(0);
   });
 
   it('an outcome that ends the attempt leaves unacknowledged signals UNKNOWN too', async () => {
-    const queue = freshQueue('outcome');
-    const worker = await harness.worker();
-    await worker.register(`outcome-${queue}`, [queue], 1);
+    const { worker, queue } = await harness.workerOnFreshQueue('outcome');
     const job = await harness.submit({ queue });
     await send(job.id, 'late-news');
     const assignment = await claimOne(worker);

@@ -14,11 +14,11 @@ import {
   type SubmitJobInit,
 } from './support/admission-audit.js';
 import { clientFor, settle, type Settled } from './support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from './support/cluster.js';
+import { startCluster, type DocketCluster } from './support/cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
+import { startClusterWithSql, stopClustersWithSql } from './support/cluster-with-sql.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { until } from './support/polling.js';
-import { openSql } from './support/sql.js';
 
 /*
  * A state process killed with SIGKILL while its admission batches are in
@@ -41,16 +41,14 @@ let sql: pg.Client;
 let token: string;
 
 beforeAll(async () => {
-  const databaseUrl = await createMigratedTestDatabase('state crash admission');
-  cluster = await startCluster({ databaseUrl, replicas: { state: 2, admission: 2 } });
-  sql = await openSql(databaseUrl);
+  ({ cluster, sql } = await startClusterWithSql(startCluster, {
+    databaseUrl: await createMigratedTestDatabase('state crash admission'),
+    replicas: { state: 2, admission: 2 },
+  }));
   token = await cluster.tokenFor(OWNER, 'user');
 });
 
-afterAll(async () => {
-  await sql?.end();
-  await stopAll();
-});
+afterAll(stopClustersWithSql);
 
 describe('kill -9 of a state process while admission batches are in flight', () => {
   const requests: SubmitJobInit[] = Array.from({ length: TOTAL }, (_, index) => ({

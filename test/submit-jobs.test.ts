@@ -14,10 +14,11 @@ import { clientFor, failureOf, grpcJsUnary } from './support/clients.js';
 import { runDocket } from './support/docket-cli.js';
 import type { DocketServices } from './support/docket-services.js';
 import { createMigratedTestDatabase } from './support/database.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startClusterWithSql, stopClustersWithSql } from './support/cluster-with-sql.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { freshQueue } from './support/raw-worker-harness.js';
-import { admissionFootprint, openSql } from './support/sql.js';
+import { admissionFootprint } from './support/sql.js';
 
 /*
  * AdmissionService/SubmitJobs (SPEC section 14): 1 to 1,000 items, one
@@ -32,16 +33,11 @@ let admission: ReturnType<typeof clientFor<typeof AdmissionService>>;
 const owners = new Map<string, ReturnType<typeof clientFor<typeof AdmissionService>>>();
 
 beforeAll(async () => {
-  const databaseUrl = await createMigratedTestDatabase('submit jobs');
-  cluster = await startInProcessCluster({ databaseUrl });
-  sql = await openSql(databaseUrl);
+  ({ cluster, sql } = await startClusterWithSql(startInProcessCluster, { databaseUrl: await createMigratedTestDatabase('submit jobs') }));
   admission = clientFor(AdmissionService, cluster.admission.url, await cluster.tokenFor('batch-owner', 'user'));
 });
 
-afterAll(async () => {
-  await sql?.end();
-  await stopInProcessClusters();
-});
+afterAll(stopClustersWithSql);
 
 async function ownerClient(subject: string): Promise<ReturnType<typeof clientFor<typeof AdmissionService>>> {
   const known = owners.get(subject);

@@ -3,8 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { runDocket } from './support/docket-cli.js';
 import { newIdempotencyKey } from './support/keys.js';
@@ -19,18 +18,13 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
  * submission's key replays that submission's own answer.
  */
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({ databaseUrl: await createMigratedTestDatabase('unique while active') });
-  harness = await ExecutionHarness.open(cluster, 'unique-owner');
+  harness = await ExecutionHarness.start(startInProcessCluster, 'unique-owner', { databaseUrl: await createMigratedTestDatabase('unique while active') });
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 /** Jobs stored with `key` in `queue`, with their statuses. */
 async function storedWithKey(queue: string, key: string): Promise<{ id: string; status: string }[]> {
@@ -89,8 +83,8 @@ describe('unique_while_active', () => {
     const queue = freshQueue('unique-scope');
     const otherQueue = freshQueue('unique-scope');
     const unique = { key: 'nightly' };
-    const bobToken = await cluster.tokenFor('unique-bob', 'user');
-    const bob = clientFor(AdmissionService, cluster.admission.url, bobToken);
+    const bobToken = await harness.cluster.tokenFor('unique-bob', 'user');
+    const bob = clientFor(AdmissionService, harness.cluster.admission.url, bobToken);
     const mine = (await harness.admission.submitJob(harness.submitRequest({ queue, uniqueWhileActive: unique }))).job!;
     const bobs = await bob.submitJob(harness.submitRequest({ queue, uniqueWhileActive: unique }));
     const elsewhere = await harness.admission.submitJob(harness.submitRequest({ queue: otherQueue, uniqueWhileActive: unique }));
@@ -132,11 +126,11 @@ describe('unique_while_active', () => {
   it('is one flag of docket submit, which says when it was deduplicated', async () => {
     const queue = freshQueue('unique-cli');
     const env = { DOCKET_TOKEN: harness.ownerToken };
-    const first = await runDocket(['submit', '--url', cluster.admission.url, '--queue', queue, '--unique-key', 'cli-key', '--attempt-timeout', '10m'], env);
+    const first = await runDocket(['submit', '--url', harness.cluster.admission.url, '--queue', queue, '--unique-key', 'cli-key', '--attempt-timeout', '10m'], env);
     expect(first).toMatchObject({ code: 0 });
     const jobId = /^submitted (job_\w+) to /.exec(first.stdout)?.[1];
     expect(jobId).toBeDefined();
-    const second = await runDocket(['submit', '--url', cluster.admission.url, '--queue', queue, '--unique-key', 'cli-key'], env);
+    const second = await runDocket(['submit', '--url', harness.cluster.admission.url, '--queue', queue, '--unique-key', 'cli-key'], env);
     expect(second).toMatchObject({ code: 0 });
     expect(second.stdout).toBe(`deduplicated ${jobId} to ${queue}: QUEUED (an active job holds this unique key: that job, nothing created)\n`);
     expect((await harness.admission.getJob({ jobId: jobId! })).job).toMatchObject({ uniqueWhileActiveKey: 'cli-key', attemptTimeout: { seconds: 600n } });

@@ -14,8 +14,9 @@ import {
 } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { clientFor, failureOf } from './support/clients.js';
 import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
+import { startClusterWithSql, stopClustersWithSql } from './support/cluster-with-sql.js';
 import { JobWriter, submitJobs } from './support/job-writer.js';
 import { openSql } from './support/sql.js';
 import { StreamReader } from './support/stream-probe.js';
@@ -35,18 +36,14 @@ let writeAsBob: JobWriter;
 
 beforeAll(async () => {
   databaseUrl = await createMigratedTestDatabase('watch jobs');
-  cluster = await startInProcessCluster({ databaseUrl, env: { events: { DOCKET_HEARTBEAT_MS: String(HEARTBEAT_MS) } } });
-  sql = await openSql(databaseUrl);
+  ({ cluster, sql } = await startClusterWithSql(startInProcessCluster, { databaseUrl, env: { events: { DOCKET_HEARTBEAT_MS: String(HEARTBEAT_MS) } } }));
   alice = await cluster.tokenFor('alice', 'user');
   bob = await cluster.tokenFor('bob', 'user');
   writeAsAlice = new JobWriter(cluster.state.url, cluster.serviceToken, 'alice');
   writeAsBob = new JobWriter(cluster.state.url, cluster.serviceToken, 'bob');
 });
 
-afterAll(async () => {
-  await sql?.end();
-  await stopInProcessClusters();
-});
+afterAll(stopClustersWithSql);
 
 /** A WatchJobs subscription the test reads frame by frame, and cancels at the end. */
 class Feed {

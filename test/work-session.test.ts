@@ -14,8 +14,7 @@ import { anyUnpack } from '@bufbuild/protobuf/wkt';
 import { createRegistry, fromBinary, toBinary } from '@bufbuild/protobuf';
 import * as grpc from '@grpc/grpc-js';
 import { clientFor } from './support/clients.js';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { attemptOf, newOperationId } from './support/raw-worker.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
@@ -33,23 +32,18 @@ import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 
 const LEASE_MS = 2_000;
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 let execution: Client<typeof ExecutionService>;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({
+  harness = await ExecutionHarness.start(startInProcessCluster, 'work-session-owner', {
     databaseUrl: await createMigratedTestDatabase('work session'),
     env: { state: { DOCKET_LEASE_MS: String(LEASE_MS) }, execution: { DOCKET_REAPER_INTERVAL_MS: '200' } },
   });
-  harness = await ExecutionHarness.open(cluster, 'work-session-owner');
-  execution = clientFor(ExecutionService, cluster.execution.url, harness.workerToken);
+  execution = harness.executionClient();
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 type WorkCall = MessageInitShape<typeof WorkRequestSchema>['call'];
 
@@ -228,11 +222,11 @@ describe('the worker session (ExecutionService/Work)', () => {
   });
 
   it('is refused to a user token (PERMISSION_DENIED) and without a token (UNAUTHENTICATED)', async () => {
-    const asUser = new RawSession(clientFor(ExecutionService, cluster.execution.url, harness.ownerToken));
+    const asUser = new RawSession(clientFor(ExecutionService, harness.cluster.execution.url, harness.ownerToken));
     asUser.send(1n, claim('wkr_x', 'q', 0));
     const userEnd = await asUser.ended;
     expect(userEnd !== 'ok' && userEnd.code).toBe(Code.PermissionDenied);
-    const anonymous = new RawSession(clientFor(ExecutionService, cluster.execution.url));
+    const anonymous = new RawSession(clientFor(ExecutionService, harness.cluster.execution.url));
     anonymous.send(1n, claim('wkr_x', 'q', 0));
     const anonymousEnd = await anonymous.ended;
     expect(anonymousEnd !== 'ok' && anonymousEnd.code).toBe(Code.Unauthenticated);
@@ -275,7 +269,7 @@ describe('the worker session with the reference gRPC implementation', () => {
     const queue = freshQueue('session-grpc-js');
     const incarnation = await register('session-grpc-js', queue);
     const job = await harness.submit({ queue });
-    const client = new grpc.Client(new URL(cluster.execution.url).host, grpc.credentials.createInsecure());
+    const client = new grpc.Client(new URL(harness.cluster.execution.url).host, grpc.credentials.createInsecure());
     const metadata = new grpc.Metadata();
     metadata.set('authorization', `Bearer ${harness.workerToken}`);
     const call = client.makeBidiStreamRequest(
@@ -311,13 +305,12 @@ describe('the worker session with the reference gRPC implementation', () => {
 
 describe('how a worker session ends', () => {
   it('at its longest age, and on drain: every call read is answered (a waiting claim at once, empty), then OK', async () => {
-    const ending = await startInProcessCluster({
+    const ending = await ExecutionHarness.start(startInProcessCluster, 'work-session-ends', {
       databaseUrl: await createMigratedTestDatabase('work session ends'),
       env: { execution: { DOCKET_WORK_SESSION_MAX_AGE_MS: '1500' } },
     });
-    const endingHarness = await ExecutionHarness.open(ending, 'work-session-ends');
     try {
-      const client = clientFor(ExecutionService, ending.execution.url, endingHarness.workerToken);
+      const client = clientFor(ExecutionService, ending.cluster.execution.url, ending.workerToken);
       const queue = freshQueue('session-ends');
       const incarnation = (await client.registerWorker({ workerName: 'session-ends', queues: [queue], maxConcurrency: 4 })).workerIncarnation;
 
@@ -333,14 +326,13 @@ describe('how a worker session ends', () => {
       const drained = new RawSession(client);
       drained.send(1n, claim(incarnation, queue, 30_000));
       await new Promise((resolve) => setTimeout(resolve, 200)); // Real time: the claim is read and waiting before the drain begins.
-      const stopped = ending.replicas.execution[0]!.stop();
+      const stopped = ending.cluster.replicas.execution[0]!.stop();
       const drainedClaim = await drained.answer(1n);
       expect(drainedClaim.result.case === 'claimJobs' && drainedClaim.result.value.assignments).toEqual([]);
       expect(await drained.ended).toBe('ok');
       await stopped;
     } finally {
-      await endingHarness.close();
-      await ending.stop();
+      await ending.close();
     }
   });
 });

@@ -6,7 +6,7 @@ import { ApprovalDecision } from '@docket/proto/docket/common/v1/approval_pb.js'
 import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import { createWorker, retryableFailure, type JobHandler, type JobSignal, type Worker } from '@docket/worker-sdk';
+import { retryableFailure, type JobHandler, type JobSignal } from '@docket/worker-sdk';
 import { clientFor } from './support/clients.js';
 import type { DocketServices } from './support/docket-services.js';
 import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
@@ -14,6 +14,7 @@ import { createMigratedTestDatabase } from './support/database.js';
 import { readWholeJournal } from './support/job-writer.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { freshQueue } from './support/raw-worker-harness.js';
+import { startSdkWorker, stopSdkWorkers } from './support/sdk-workers.js';
 
 /*
  * The worker SDK's human-in-the-loop helpers on a real cluster: a handler
@@ -29,7 +30,6 @@ let cluster: DocketServices;
 let admission: Client<typeof AdmissionService>;
 let ownerToken: string;
 let workerToken: string;
-const workers: Worker[] = [];
 
 beforeAll(async () => {
   cluster = await startInProcessCluster({
@@ -41,16 +41,12 @@ beforeAll(async () => {
   workerToken = await cluster.tokenFor('loop-worker', 'worker');
 });
 
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((worker) => worker.stop()));
-});
+afterEach(stopSdkWorkers);
 
 afterAll(stopInProcessClusters);
 
 async function startWorker(queue: string, handler: JobHandler): Promise<void> {
-  const worker = createWorker({ url: cluster.execution.url, token: workerToken, name: `loop-${queue}`, queues: [queue], concurrency: 1, claimWaitMs: 5_000, signalPollMs: 100, handler });
-  workers.push(worker);
-  await worker.start();
+  await startSdkWorker({ url: cluster.execution.url, token: workerToken, name: `loop-${queue}`, queues: [queue], concurrency: 1, claimWaitMs: 5_000, signalPollMs: 100, handler });
 }
 
 /** Polls GetJob every 25 ms until `accept` holds; fails after `timeoutMs`. */

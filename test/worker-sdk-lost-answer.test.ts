@@ -5,8 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { WorkResponseSchema, type WorkRequest, type WorkResponse } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { createWorker, type Worker } from '@docket/worker-sdk';
-import type { DocketServices } from './support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
+import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
 
@@ -24,19 +23,16 @@ import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
  * again, same operation id, on a new session.
  */
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 let worker: Worker | undefined;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({ databaseUrl: await createMigratedTestDatabase('worker sdk lost answer') });
-  harness = await ExecutionHarness.open(cluster, 'lost-answer-owner');
+  harness = await ExecutionHarness.start(startInProcessCluster, 'lost-answer-owner', { databaseUrl: await createMigratedTestDatabase('worker sdk lost answer') });
 });
 
 afterAll(async () => {
   await worker?.stop();
   await harness?.close();
-  await stopInProcessClusters();
 });
 
 /** One call the SDK sent: its RPC, its operation id, and what the service answered (before any drop). */
@@ -135,7 +131,7 @@ describe.each([
       return next(request);
     };
     const transport = createGrpcTransport({
-      baseUrl: cluster.execution.url,
+      baseUrl: harness.cluster.execution.url,
       interceptors: [bearer, losing(new Set(['SaveCheckpoint', 'ReportOutcome']), sent)],
     });
     worker = createWorker({

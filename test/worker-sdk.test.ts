@@ -9,7 +9,6 @@ import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import {
   abortKindOf,
-  createWorker,
   permanentFailure,
   retryableFailure,
   type JobContext,
@@ -23,6 +22,7 @@ import type { DocketServices } from './support/docket-services.js';
 import { startInProcessCluster, stopInProcessClusters } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
+import { startSdkWorker, stopSdkWorkers } from './support/sdk-workers.js';
 
 /*
  * The worker SDK against real processes (SPEC sections 4 and 5): a
@@ -43,7 +43,6 @@ let cluster: DocketServices;
 let admission: Client<typeof AdmissionService>;
 let events: Client<typeof EventService>;
 let workerToken: string;
-const workers: Worker[] = [];
 
 beforeAll(async () => {
   cluster = await startInProcessCluster({
@@ -56,15 +55,13 @@ beforeAll(async () => {
   workerToken = await cluster.tokenFor('sdk-worker', 'worker');
 });
 
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((worker) => worker.stop()));
-});
+afterEach(stopSdkWorkers);
 
 afterAll(stopInProcessClusters);
 
 /** A started worker on `queue` (its name is the queue's), stopped after the test. */
-async function startWorker(queue: string, handler: JobHandler, options: Partial<WorkerOptions> = {}): Promise<Worker> {
-  const worker = createWorker({
+function startWorker(queue: string, handler: JobHandler, options: Partial<WorkerOptions> = {}): Promise<Worker> {
+  return startSdkWorker({
     url: cluster.execution.url,
     token: workerToken,
     name: `sdk-${queue}`,
@@ -74,9 +71,6 @@ async function startWorker(queue: string, handler: JobHandler, options: Partial<
     handler,
     ...options,
   });
-  workers.push(worker);
-  await worker.start();
-  return worker;
 }
 
 async function submit(queue: string, input: JsonObject = {}, extra: { maxAttempts?: number } = {}): Promise<string> {

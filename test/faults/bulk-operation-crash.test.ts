@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BulkOperationState } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
-import { startCluster, stopAll, type DocketCluster } from '../support/cluster.js';
+import { startCluster, type DocketCluster } from '../support/cluster.js';
 import { createMigratedTestDatabase } from '../support/database.js';
 import { newIdempotencyKey } from '../support/keys.js';
 import { ExecutionHarness, freshQueue } from '../support/raw-worker-harness.js';
@@ -18,21 +18,16 @@ import { attemptOf, newOperationId } from '../support/raw-worker.js';
 
 const JOBS = 200;
 
-let cluster: DocketCluster;
-let harness: ExecutionHarness;
+let harness: ExecutionHarness<DocketCluster>;
 
 beforeAll(async () => {
-  cluster = await startCluster({
+  harness = await ExecutionHarness.start(startCluster, 'bulk-crash-owner', {
     databaseUrl: await createMigratedTestDatabase('bulk operation crash'),
     env: { execution: { DOCKET_BULK_INTERVAL_MS: '50', DOCKET_MAINTENANCE_BATCH: '20' } },
   });
-  harness = await ExecutionHarness.open(cluster, 'bulk-crash-owner');
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopAll();
-});
+afterAll(() => harness?.close());
 
 async function handled(operationId: string): Promise<number> {
   const { rows } = await harness.sql.query<{ n: string }>('select count(*) as n from bulk_operation_items where operation_id = $1 and outcome is not null', [operationId]);
@@ -74,8 +69,8 @@ describe('a bulk operation through SIGKILLs of the state process', () => {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       expect(await handled(operation!.id)).toBeLessThan(JOBS);
-      await cluster.state.kill();
-      await cluster.state.restart();
+      await harness.cluster.state.kill();
+      await harness.cluster.state.restart();
     }
     const deadline = performance.now() + 60_000;
     for (;;) {

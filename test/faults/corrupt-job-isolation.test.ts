@@ -1,13 +1,12 @@
 import { durationFromMs } from '@bufbuild/protobuf/wkt';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
-import { createWorker, type Worker } from '@docket/worker-sdk';
-import type { DocketServices } from '../support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from '../support/in-process-cluster.js';
+import { startInProcessCluster } from '../support/in-process-cluster.js';
 import { createMigratedTestDatabase } from '../support/database.js';
 import { until } from '../support/polling.js';
 import { ExecutionHarness, freshQueue } from '../support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from '../support/raw-worker.js';
+import { startSdkWorker, stopSdkWorkers } from '../support/sdk-workers.js';
 
 /*
  * One job whose journal no longer verifies (its stored last event's hash
@@ -27,29 +26,21 @@ const OWNER = 'corrupt-isolation-owner';
 /** Backoff long enough that a job settled into RETRY_WAIT stays there unless the test moves its `not_before`. */
 const PARKED = { maxAttempts: 5, initialBackoff: durationFromMs(600_000), maxBackoff: durationFromMs(600_000) };
 
-let cluster: DocketServices;
 let harness: ExecutionHarness;
-const workers: Worker[] = [];
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({
+  harness = await ExecutionHarness.start(startInProcessCluster, OWNER, {
     databaseUrl: await createMigratedTestDatabase('corrupt job isolation'),
     env: {
       state: { DOCKET_LEASE_MS: String(LEASE_MS) },
       execution: { DOCKET_REAPER_INTERVAL_MS: '200', DOCKET_RETRY_INTERVAL_MS: '200' },
     },
   });
-  harness = await ExecutionHarness.open(cluster, OWNER);
 });
 
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((worker) => worker.stop()));
-});
+afterEach(stopSdkWorkers);
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 /** Breaks the job's journal the way a damaged disk or a bad manual edit would: its last stored event's hash no longer matches the job's head. */
 async function corruptJournal(jobId: string): Promise<void> {
@@ -72,14 +63,14 @@ async function statuses(jobIds: readonly string[]): Promise<string[]> {
 
 /** The state service's `docket_jobs_quarantined_total{task}`, 0 when absent. */
 async function quarantinedCount(task: string): Promise<number> {
-  const text = await (await fetch(`${cluster.state.url}/metrics`)).text();
+  const text = await (await fetch(`${harness.cluster.state.url}/metrics`)).text();
   const line = text.split('\n').find((sample) => sample.startsWith('docket_jobs_quarantined_total{') && sample.includes(`task="${task}"`));
   return line === undefined ? 0 : Number(line.split(' ').at(-1));
 }
 
 /** The state's log lines that report the job as quarantined: exactly one, carrying the job id, the task and the error class, and nothing of its data. */
 function expectOneReport(jobId: string, task: string, secrets: readonly string[]): void {
-  const reports = cluster.state.logs.filter((line) => line.includes('job quarantined') && line.includes(jobId));
+  const reports = harness.cluster.state.logs.filter((line) => line.includes('job quarantined') && line.includes(jobId));
   expect(reports).toHaveLength(1);
   const report = JSON.parse(reports[0]!) as Record<string, unknown>;
   expect(report).toMatchObject({ jobId, task, errorClass: 'JOURNAL_CORRUPT' });
@@ -156,8 +147,8 @@ describe('a corrupt journal on one job', () => {
     const others = await Promise.all([1, 2, 3].map(() => harness.submit({ queue })));
 
     const handled: string[] = [];
-    const worker = createWorker({
-      url: cluster.execution.url,
+    const worker = await startSdkWorker({
+      url: harness.cluster.execution.url,
       token: harness.workerToken,
       name: `sdk-${queue}`,
       queues: [queue],
@@ -168,8 +159,6 @@ describe('a corrupt journal on one job', () => {
         return { done: true };
       },
     });
-    workers.push(worker);
-    await worker.start();
 
     const otherIds = others.map((job) => job.id);
     await until(async () => (await statuses(otherIds)).every((status) => status === 'SUCCEEDED'), 'the healthy jobs succeed', 30_000, 50);

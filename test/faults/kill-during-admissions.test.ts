@@ -15,10 +15,10 @@ import {
   type SubmitJobInit,
 } from '../support/admission-audit.js';
 import { clientFor, seenByConnect, settle, type SeenFailure } from '../support/clients.js';
-import { startCluster, stopAll, type DocketCluster, type ServiceName } from '../support/cluster.js';
+import { startCluster, type DocketCluster, type ServiceName } from '../support/cluster.js';
 import { createMigratedTestDatabase } from '../support/database.js';
+import { startClusterWithSql, stopClustersWithSql } from '../support/cluster-with-sql.js';
 import { newIdempotencyKey } from '../support/keys.js';
-import { openSql } from '../support/sql.js';
 
 /*
  * kill -9 of every service at random moments during concurrent admissions
@@ -223,9 +223,7 @@ describe(`kill -9 of every service during ${KEYS * CALLS_PER_KEY} concurrent adm
       .join('; ');
 
   beforeAll(async () => {
-    const databaseUrl = await createMigratedTestDatabase('kill during admissions');
-    cluster = await startCluster({ databaseUrl });
-    sql = await openSql(databaseUrl);
+    ({ cluster, sql } = await startClusterWithSql(startCluster, { databaseUrl: await createMigratedTestDatabase('kill during admissions') }));
     // One URL throughout: a restarted admission listens on the same port.
     admission = clientFor(AdmissionService, cluster.admission.url, await cluster.tokenFor(OWNER, 'user'));
 
@@ -280,10 +278,7 @@ describe(`kill -9 of every service during ${KEYS * CALLS_PER_KEY} concurrent adm
     }
   }, LOAD_MS * 3 + 90_000);
 
-  afterAll(async () => {
-    await sql?.end();
-    await stopAll();
-  });
+  afterAll(stopClustersWithSql);
 
   const failedCalls = () => records.flatMap((record, index) => (record.outcome.ok ? [] : [{ index, record }]));
   const bound = async () => bindingsByKey(await expectAdmissionsWhole(sql, OWNER));

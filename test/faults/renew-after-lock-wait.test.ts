@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DocketServices } from '../support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from '../support/in-process-cluster.js';
+import { startInProcessCluster } from '../support/in-process-cluster.js';
 import { createMigratedTestDatabase } from '../support/database.js';
 import { until } from '../support/polling.js';
 import { ExecutionHarness, freshQueue } from '../support/raw-worker-harness.js';
@@ -15,21 +14,16 @@ import { attemptOf, newOperationId } from '../support/raw-worker.js';
  */
 
 const LEASE_MS = 2_000;
-let cluster: DocketServices;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  cluster = await startInProcessCluster({
+  harness = await ExecutionHarness.start(startInProcessCluster, 'renew-lock-owner', {
     databaseUrl: await createMigratedTestDatabase('renew after lock wait'),
     env: { state: { DOCKET_LEASE_MS: String(LEASE_MS) }, execution: { DOCKET_BACKGROUND_LOOPS: 'off' } },
   });
-  harness = await ExecutionHarness.open(cluster, 'renew-lock-owner');
 });
 
-afterAll(async () => {
-  await harness?.close();
-  await stopInProcessClusters();
-});
+afterAll(() => harness?.close());
 
 describe('a renewal that waits for the job lock past its lease', () => {
   it('is refused with STALE_AUTHORITY and leaves the lease where it was; one that does not wait is accepted', async () => {

@@ -6,12 +6,12 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionService, ScheduleOverlap, ScheduleSchema } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { clientFor } from '../support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from '../support/cluster.js';
+import { startCluster, type DocketCluster } from '../support/cluster.js';
 import { createMigratedTestDatabase } from '../support/database.js';
+import { startClusterWithSql, stopClustersWithSql } from '../support/cluster-with-sql.js';
 import { newIdempotencyKey } from '../support/keys.js';
 import { until } from '../support/polling.js';
 import { jobCountOf, scheduledJobs, type ScheduledJob } from '../support/schedule-firings.js';
-import { openSql } from '../support/sql.js';
 
 /*
  * Issue 13's evidence for schedules: a schedule firing every second for
@@ -42,16 +42,15 @@ let sql: pg.Client;
 let client: Client<typeof AdmissionService>;
 
 beforeAll(async () => {
-  const databaseUrl = await createMigratedTestDatabase('schedule-replicas');
-  cluster = await startCluster({ databaseUrl, replicas: { state: 2, execution: 3 }, env: { execution: { DOCKET_SCHEDULE_INTERVAL_MS: '250' } } });
-  sql = await openSql(databaseUrl);
+  ({ cluster, sql } = await startClusterWithSql(startCluster, {
+    databaseUrl: await createMigratedTestDatabase('schedule-replicas'),
+    replicas: { state: 2, execution: 3 },
+    env: { execution: { DOCKET_SCHEDULE_INTERVAL_MS: '250' } },
+  }));
   client = clientFor(AdmissionService, cluster.admission.url, await cluster.tokenFor(OWNER, 'user'));
 });
 
-afterAll(async () => {
-  await sql?.end();
-  await stopAll();
-});
+afterAll(stopClustersWithSql);
 
 /** The whole-second ticks in (fromMs, toMs]. */
 function ticksBetween(fromMs: number, toMs: number): number[] {

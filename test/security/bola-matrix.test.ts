@@ -10,11 +10,11 @@ import { failureOfStatus } from '@docket/client-kit';
 import type pg from 'pg';
 import { seenByConnect, transportFor, type SeenFailure } from '../support/clients.js';
 import type { DocketServices } from '../support/docket-services.js';
-import { startInProcessCluster, stopInProcessClusters } from '../support/in-process-cluster.js';
+import { startInProcessCluster } from '../support/in-process-cluster.js';
 import { createMigratedTestDatabase } from '../support/database.js';
+import { startClusterWithSql, stopClustersWithSql } from '../support/cluster-with-sql.js';
 import { newIdempotencyKey } from '../support/keys.js';
 import { newOperationId } from '../support/raw-worker.js';
-import { openSql } from '../support/sql.js';
 
 /*
  * The BOLA matrix of SPEC section 9 (issue 11): every public RPC, enumerated
@@ -454,13 +454,12 @@ const qualified = (service: DescService, method: DescMethod) => `${service.name}
 
 beforeAll(async () => {
   // No background loops: no reaper settles the held attempt and no deletion runner finishes the deletion mid-matrix.
-  cluster = await startInProcessCluster({
+  ({ cluster, sql } = await startClusterWithSql(startInProcessCluster, {
     databaseUrl: await createMigratedTestDatabase('bola matrix'),
     // The holder's attempt, claimed once here and never renewed, must stay live through the
     // whole matrix, which takes well over the default 30 s lease on a loaded machine.
     env: { state: { DOCKET_LEASE_MS: '600000' }, execution: { DOCKET_BACKGROUND_LOOPS: 'off' } },
-  });
-  sql = await openSql(cluster.databaseUrl);
+  }));
   tokens.owner = await cluster.tokenFor('bola-owner', 'user');
   tokens.other = await cluster.tokenFor('bola-other', 'user');
   tokens.admin = await cluster.tokenFor('bola-admin', 'admin');
@@ -505,10 +504,7 @@ beforeAll(async () => {
   held.intruderAttempt = { attemptId: own!.authority!.attemptId, fence: own!.authority!.fence, workerIncarnation: held.intruderIncarnation };
 }, 60_000);
 
-afterAll(async () => {
-  await sql?.end();
-  await stopInProcessClusters();
-});
+afterAll(stopClustersWithSql);
 
 describe('the matrix covers every public RPC', () => {
   it('has a case for every method of the admission, events and execution descriptors, and none for a method that does not exist', () => {

@@ -14,10 +14,11 @@ import { AdmissionService, ListJobsRequestSchema, SubmitJobRequestSchema } from 
 import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { clientFor, failureOf, seenByConnect, settle, type Protocol, type SeenFailure } from '../support/clients.js';
-import { startCluster, stopAll, type DocketCluster } from '../support/cluster.js';
+import { startCluster, type DocketCluster } from '../support/cluster.js';
 import { createMigratedTestDatabase } from '../support/database.js';
+import { startClusterWithSql, stopClustersWithSql } from '../support/cluster-with-sql.js';
 import { newIdempotencyKey } from '../support/keys.js';
-import { admissionFootprint, openSql } from '../support/sql.js';
+import { admissionFootprint } from '../support/sql.js';
 
 /*
  * Bounded inputs (SPEC section 9, issue 11 item 2), on real processes: what
@@ -34,16 +35,11 @@ let sql: pg.Client;
 let alice: string;
 
 beforeAll(async () => {
-  const databaseUrl = await createMigratedTestDatabase('bounded inputs');
-  cluster = await startCluster({ databaseUrl });
-  sql = await openSql(databaseUrl);
+  ({ cluster, sql } = await startClusterWithSql(startCluster, { databaseUrl: await createMigratedTestDatabase('bounded inputs') }));
   alice = await cluster.tokenFor('alice', 'user');
 });
 
-afterAll(async () => {
-  await sql?.end();
-  await stopAll();
-});
+afterAll(stopClustersWithSql);
 
 /** The resident set of a process, in bytes, from /proc. */
 function residentBytes(pid: number): number {

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Code } from '@connectrpc/connect';
-import { SignJWT, exportJWK, exportSPKI, generateKeyPair, type CryptoKey, type JWK } from 'jose';
+import { SignJWT, exportJWK, exportSPKI } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '@docket/auth';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
@@ -13,6 +13,7 @@ import { startService, stopAll } from '../support/cluster.js';
 import type { DocketServices } from '../support/docket-services.js';
 import { startInProcessCluster, stopInProcessClusters } from '../support/in-process-cluster.js';
 import { createMigratedTestDatabase } from '../support/database.js';
+import { newIssuerKey, type IssuerKey } from '../support/issuer-key.js';
 import { newIdempotencyKey } from '../support/keys.js';
 
 /*
@@ -27,19 +28,6 @@ import { newIdempotencyKey } from '../support/keys.js';
 const AUDIENCE = 'docket-jwks-test';
 const ISSUER = 'https://issuer.jwks-test.example';
 
-interface IssuerKey {
-  readonly alg: 'EdDSA' | 'RS256';
-  readonly kid: string;
-  readonly privateKey: CryptoKey;
-  readonly publicKey: CryptoKey;
-  readonly publicJwk: JWK;
-}
-
-async function issuerKey(alg: IssuerKey['alg'], kid: string): Promise<IssuerKey> {
-  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true, ...(alg === 'EdDSA' ? { crv: 'Ed25519' } : {}) });
-  return { alg, kid, privateKey, publicKey, publicJwk: { ...(await exportJWK(publicKey)), kid } };
-}
-
 let cluster: DocketServices;
 let dir: string;
 let ed25519: IssuerKey;
@@ -47,7 +35,7 @@ let rsa: IssuerKey;
 let stranger: IssuerKey;
 
 beforeAll(async () => {
-  [ed25519, rsa, stranger] = await Promise.all([issuerKey('EdDSA', 'issuer-ed'), issuerKey('RS256', 'issuer-rsa'), issuerKey('EdDSA', 'stranger')]);
+  [ed25519, rsa, stranger] = await Promise.all([newIssuerKey('EdDSA', 'issuer-ed'), newIssuerKey('RS256', 'issuer-rsa'), newIssuerKey('EdDSA', 'stranger')]);
   dir = await mkdtemp(join(tmpdir(), 'docket-jwks-'));
   const jwksFile = join(dir, 'jwks.json');
   await writeFile(jwksFile, JSON.stringify({ keys: [ed25519.publicJwk, rsa.publicJwk] }));

@@ -7,11 +7,12 @@ import { AdmissionService, SubmitJobRequestSchema, type SubmitJobRequest } from 
 import type { LostAttemptPolicy, RetryPolicySchema } from '@docket/proto/docket/common/v1/retry_policy_pb.js';
 import type { Event } from '@docket/proto/docket/common/v1/event_pb.js';
 import type { Job, OnParentFailure } from '@docket/proto/docket/common/v1/job_pb.js';
+import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { clientFor } from './clients.js';
-import type { DocketServices } from './docket-services.js';
+import type { ClusterShape, DocketServices } from './docket-services.js';
 import { readWholeJournal } from './job-writer.js';
 import { newIdempotencyKey } from './keys.js';
-import { RawWorker } from './raw-worker.js';
+import { RawWorker, attemptOf, newOperationId } from './raw-worker.js';
 
 /** A job row as the execution tests read it. */
 export interface JobRow {
@@ -72,13 +73,16 @@ export function freshQueue(label: string): string {
 /**
  * What the execution tests share: a cluster, one job owner, direct SQL
  * connections for what the API does not show (attempts, leases), and raw
- * worker processes, all closed by {@link close}.
+ * worker processes, all closed by {@link close} (the cluster too, when the
+ * harness started it: {@link start}).
  */
-export class ExecutionHarness {
+export class ExecutionHarness<Cluster extends DocketServices = DocketServices> {
   readonly #workers = new Set<RawWorker>();
+  /** The cluster {@link start} started for this harness, stopped by {@link close}. */
+  #ownCluster: Cluster | undefined;
 
   private constructor(
-    readonly cluster: DocketServices,
+    readonly cluster: Cluster,
     readonly sql: pg.Pool,
     readonly owner: string,
     readonly ownerToken: string,
@@ -87,11 +91,35 @@ export class ExecutionHarness {
   ) {}
 
   /** Opens the harness on a running cluster; jobs belong to `owner`, workers authenticate as `worker-<owner>`. */
-  static async open(cluster: DocketServices, owner = 'execution-owner'): Promise<ExecutionHarness> {
+  static async open<Cluster extends DocketServices>(cluster: Cluster, owner = 'execution-owner'): Promise<ExecutionHarness<Cluster>> {
     const ownerToken = await cluster.tokenFor(owner, 'user');
     const workerToken = await cluster.tokenFor(`worker-${owner}`, 'worker');
     const sql = new pg.Pool({ connectionString: cluster.databaseUrl, max: 4 });
     return new ExecutionHarness(cluster, sql, owner, ownerToken, workerToken, clientFor(AdmissionService, cluster.admission.url, ownerToken));
+  }
+
+  /**
+   * A test file's own cluster with the harness on it: starts the four
+   * services with `start` (`startInProcessCluster`, or `startCluster` for
+   * processes) as `shape` says (database, replicas, environment), then opens
+   * the harness for `owner` (see {@link open}). {@link close} stops the
+   * cluster after the harness's workers and connections; if the harness
+   * cannot be opened, the cluster is stopped before the error is thrown.
+   */
+  static async start<Shape extends ClusterShape, Cluster extends DocketServices>(
+    start: (shape: Shape) => Promise<Cluster>,
+    owner: string,
+    shape: Shape,
+  ): Promise<ExecutionHarness<Cluster>> {
+    const cluster = await start(shape);
+    try {
+      const harness = await ExecutionHarness.open(cluster, owner);
+      harness.#ownCluster = cluster;
+      return harness;
+    } catch (error) {
+      await cluster.stop();
+      throw error;
+    }
   }
 
   /** The SubmitJob request for `init`: a fresh key unless one is given, an empty input unless one is given. */
@@ -113,6 +141,39 @@ export class ExecutionHarness {
     const worker = await RawWorker.start(execution.url, this.workerToken);
     this.#workers.add(worker);
     return worker;
+  }
+
+  /** A Connect client of execution replica `replica` (default 0) that calls as the harness's worker from the test's own process (a raw worker is a process of its own). */
+  executionClient(replica = 0): Client<typeof ExecutionService> {
+    const execution = this.cluster.replicas.execution[replica];
+    if (!execution) throw new Error(`no execution replica ${replica}`);
+    return clientFor(ExecutionService, execution.url, this.workerToken);
+  }
+
+  /**
+   * A raw worker registered as `<label>-<queue>` on a fresh queue of its
+   * own (see {@link freshQueue}), serving up to `maxConcurrency` jobs.
+   */
+  async workerOnFreshQueue(label: string, maxConcurrency = 1): Promise<{ worker: RawWorker; queue: string }> {
+    const queue = freshQueue(label);
+    const worker = await this.worker();
+    await worker.register(`${label}-${queue}`, [queue], maxConcurrency);
+    return { worker, queue };
+  }
+
+  /**
+   * A job that waits on an approval: submitted to a fresh queue, claimed by
+   * a worker of its own (see {@link workerOnFreshQueue}), whose attempt
+   * asked RequestApproval with `prompt` and so ended; the job is PAUSED
+   * until the approval is decided.
+   */
+  async jobAwaitingApproval(label: string, prompt: string): Promise<{ jobId: string; approvalId: string }> {
+    const { worker, queue } = await this.workerOnFreshQueue(label);
+    const job = await this.submit({ queue });
+    const [assignment] = await worker.claim({ waitMs: 3_000 });
+    if (assignment === undefined) throw new Error(`no worker of ${queue} claimed ${job.id}`);
+    const { approvalId } = await worker.expectOk('requestApproval', { attempt: attemptOf(assignment), operationId: newOperationId(), prompt });
+    return { jobId: job.id, approvalId };
   }
 
   /** The job's row. */
@@ -166,9 +227,10 @@ export class ExecutionHarness {
     return clientFor(AdmissionService, this.cluster.admission.url, await this.cluster.tokenFor('queue-admin', 'admin'));
   }
 
-  /** Ends every raw worker and the SQL connection. */
+  /** Ends every raw worker and the SQL connection, then stops the cluster if {@link start} started it. */
   async close(): Promise<void> {
     await Promise.all([...this.#workers].map((worker) => worker.close()));
     await this.sql.end();
+    await this.#ownCluster?.stop();
   }
 }

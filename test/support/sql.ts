@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { JsonValue } from '@docket/contracts';
 
 /**
  * A direct connection to a test database, for assertions about what is
@@ -10,11 +11,26 @@ export async function openSql(url: string): Promise<pg.Client> {
   return client;
 }
 
+/** One stored journal event, a `job_events` row as node-postgres reads it (bigints as strings). */
+export interface StoredEventRow {
+  readonly job_id: string;
+  readonly sequence: string;
+  readonly type: string;
+  readonly payload: { [k: string]: JsonValue };
+  readonly occurred_at: Date;
+  readonly previous_hash: string;
+  readonly hash: string;
+}
+
+/** The job's stored journal, in order. */
+export async function storedEvents(sql: pg.Client, jobId: string): Promise<StoredEventRow[]> {
+  return (await sql.query<StoredEventRow>('select * from job_events where job_id = $1 order by sequence', [jobId])).rows;
+}
+
 /** Everything stored about one job: its row and its journal, in order. */
-export async function storedJob(sql: pg.Client, jobId: string): Promise<{ job: unknown; events: unknown[] }> {
+export async function storedJob(sql: pg.Client, jobId: string): Promise<{ job: unknown; events: StoredEventRow[] }> {
   const job = await sql.query('select * from jobs where id = $1', [jobId]);
-  const events = await sql.query('select * from job_events where job_id = $1 order by sequence', [jobId]);
-  return { job: job.rows[0], events: events.rows };
+  return { job: job.rows[0], events: await storedEvents(sql, jobId) };
 }
 
 /** Row counts of the tables admission writes, to prove that nothing was written. */

@@ -1,6 +1,7 @@
 import { createPrivateKey } from 'node:crypto';
-import { SignJWT, exportJWK, exportSPKI, generateKeyPair, type CryptoKey, type JWK } from 'jose';
+import { SignJWT, exportJWK, exportSPKI } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { newIssuerKey, type IssuerKey } from '../../../test/support/issuer-key.js';
 import { createBearerVerifier } from './bearer-verifier.js';
 import { publicKeySetFromJwks, type PublicKeySet } from './public-key-set.js';
 import { mintToken, verifyBearer, verifyToken, type TokenRules } from './tokens.js';
@@ -14,40 +15,27 @@ import { mintToken, verifyBearer, verifyToken, type TokenRules } from './tokens.
 
 const SECRET = 'public-key-tokens-secret-long-enough-for-hs256';
 
-interface Signer {
-  readonly alg: 'EdDSA' | 'RS256';
-  readonly kid: string;
-  readonly privateKey: CryptoKey;
-  readonly publicKey: CryptoKey;
-  readonly jwk: JWK;
-}
-
-async function newSigner(alg: Signer['alg'], kid: string): Promise<Signer> {
-  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true, ...(alg === 'EdDSA' ? { crv: 'Ed25519' } : {}) });
-  return { alg, kid, privateKey, publicKey, jwk: { ...(await exportJWK(publicKey)), kid } };
-}
-
-let ed25519: Signer;
-let rsa: Signer;
+let ed25519: IssuerKey;
+let rsa: IssuerKey;
 /** Keys of the same types that are not in the set. */
-let strangerEd25519: Signer;
-let strangerRsa: Signer;
+let strangerEd25519: IssuerKey;
+let strangerRsa: IssuerKey;
 let keySet: PublicKeySet;
 
 beforeAll(async () => {
   [ed25519, rsa, strangerEd25519, strangerRsa] = await Promise.all([
-    newSigner('EdDSA', 'issuer-ed-1'),
-    newSigner('RS256', 'issuer-rsa-1'),
-    newSigner('EdDSA', 'stranger-ed'),
-    newSigner('RS256', 'stranger-rsa'),
+    newIssuerKey('EdDSA', 'issuer-ed-1'),
+    newIssuerKey('RS256', 'issuer-rsa-1'),
+    newIssuerKey('EdDSA', 'stranger-ed'),
+    newIssuerKey('RS256', 'stranger-rsa'),
   ]);
-  keySet = publicKeySetFromJwks({ keys: [ed25519.jwk, rsa.jwk] });
+  keySet = publicKeySetFromJwks({ keys: [ed25519.publicJwk, rsa.publicJwk] });
 });
 
 const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 
 /** Signs `claims` as `signer`, with header `alg` and `kid` overridable to forge. */
-function signAs(signer: Signer, claims: Record<string, unknown>, header: Record<string, unknown> = {}): Promise<string> {
+function signAs(signer: IssuerKey, claims: Record<string, unknown>, header: Record<string, unknown> = {}): Promise<string> {
   return new SignJWT(claims).setProtectedHeader({ alg: signer.alg, kid: signer.kid, typ: 'JWT', ...header }).sign(signer.privateKey);
 }
 
@@ -134,11 +122,11 @@ describe('forged and confused tokens', () => {
       'no kid': await new SignJWT(claims).setProtectedHeader({ alg: 'EdDSA', typ: 'JWT' }).sign(ed25519.privateKey),
       'an embedded jwk of the forger, under the kid of a key in the set': await signAs(strangerEd25519, claims, {
         kid: ed25519.kid,
-        jwk: strangerEd25519.jwk,
+        jwk: strangerEd25519.publicJwk,
       }),
       'HS256 keyed with the RSA public key PEM (key confusion)': await hs256(claims, pem, { kid: rsa.kid }),
-      'HS256 keyed with the RSA public JWK (key confusion)': await hs256(claims, JSON.stringify(rsa.jwk), { kid: rsa.kid }),
-      'HS256 keyed with the raw Ed25519 public key (key confusion)': await hs256(claims, Buffer.from(ed25519.jwk.x!, 'base64url'), {
+      'HS256 keyed with the RSA public JWK (key confusion)': await hs256(claims, JSON.stringify(rsa.publicJwk), { kid: rsa.kid }),
+      'HS256 keyed with the raw Ed25519 public key (key confusion)': await hs256(claims, Buffer.from(ed25519.publicJwk.x!, 'base64url'), {
         kid: ed25519.kid,
       }),
       'alg none naming a key of the set, with a signature part': unsigned(claims, ed25519.kid, 'AAAA'),
@@ -158,7 +146,7 @@ describe('forged and confused tokens', () => {
   });
 
   it('refuses a token signed by a key that a verifier with another key set accepts', async () => {
-    const otherSet = publicKeySetFromJwks({ keys: [strangerEd25519.jwk] });
+    const otherSet = publicKeySetFromJwks({ keys: [strangerEd25519.publicJwk] });
     const token = await signAs(strangerEd25519, valid());
     expect(await verifyBearer(`Bearer ${token}`, { publicKeys: otherSet })).toMatchObject({ ok: true });
     expect(await verifyBearer(`Bearer ${token}`, { publicKeys: keySet })).toEqual({ ok: false, refusal: 'invalid' });

@@ -20,8 +20,7 @@ import { JobSchema, type Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { ProgressSchema } from '@docket/proto/docket/common/v1/progress_pb.js';
 import { EventService, type StreamJobEventsResponseSchema } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import { ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
-import { UsageError, type CliContext } from './command.js';
+import { UsageError } from './command.js';
 import { getJob, parseGetArguments } from './get-command.js';
 import { describeClientFailure } from './job-client.js';
 import { formatJob, formatJobTable } from './job-summary.js';
@@ -34,6 +33,8 @@ import { changeJob, parseTransitionArguments } from './transition-commands.js';
 import { DEFAULT_EVENTS_URL } from './verify-command.js';
 import { parseWatchArguments, watchJob } from './watch-command.js';
 import { formatProgressBar } from './watch-output.js';
+import { capture } from './testing/captured-context.js';
+import { refusal } from './testing/service-refusal.js';
 
 /*
  * The commands on @docket/client (submit, get, list, watch, cancel, pause,
@@ -47,23 +48,6 @@ const USER_KEY = 'my-own-key-0123456789';
 const KEY_GRAMMAR = /^[A-Za-z0-9._~-]{16,128}$/;
 const DIGEST = 'cd'.repeat(32);
 const ADMISSION = { name: 'admission', url: DEFAULT_ADMISSION_URL } as const;
-
-function capture(options: { terminal?: boolean } = {}): CliContext & { output: () => { out: string; err: string } } {
-  let out = '';
-  let err = '';
-  return {
-    env: {},
-    cwd: '/nonexistent',
-    out: (text) => (out += text),
-    err: (text) => (err += text),
-    ...(options.terminal === undefined ? {} : { outIsTerminal: options.terminal }),
-    output: () => ({ out, err }),
-  };
-}
-
-function refusal(code: Code, reason: string, message: string): ConnectError {
-  return new ConnectError(message, code, undefined, [{ desc: ErrorInfoSchema, value: { reason, domain: 'docket' } }]);
-}
 
 const at = (iso: string) => timestampFromDate(new Date(iso));
 

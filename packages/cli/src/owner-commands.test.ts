@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import { Code, ConnectError, createClient, createRouterTransport } from '@connectrpc/connect';
+import { Code, createClient, createRouterTransport, type ConnectError } from '@connectrpc/connect';
 import { describe, expect, it } from 'vitest';
 import {
   AdmissionService,
@@ -21,9 +21,8 @@ import { DeletionSchema, DeletionState } from '@docket/proto/docket/common/v1/de
 import { JobSchema } from '@docket/proto/docket/common/v1/job_pb.js';
 import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { SignalState } from '@docket/proto/docket/common/v1/signal_pb.js';
-import { ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
 import { decideApproval, parseDecisionArguments } from './approval-commands.js';
-import { UsageError, type CliContext } from './command.js';
+import { UsageError } from './command.js';
 import { deleteJob, parseDeleteArguments, parseRestoreArguments, restoreJob } from './delete-commands.js';
 import { formatDeletion, parseDeletionArguments, showDeletion } from './deletion-command.js';
 import { parseLegalHoldArguments, setLegalHold } from './legal-hold-commands.js';
@@ -32,22 +31,14 @@ import { parseRetentionArguments, setRetentionPolicy } from './retention-command
 import { parseRetryArguments, retryJob } from './retry-command.js';
 import { runCli } from './run-cli.js';
 import { parseReconcileArguments, parseSignalArguments, reconcileSignals, sendSignal } from './signal-commands.js';
+import { capture } from './testing/captured-context.js';
+import { refusal } from './testing/service-refusal.js';
 
 const JOB = 'job_01jdv2x0000000000000000000';
 const APPROVAL = 'apr_01jdv2x0000000000000000000';
 const DELETION = 'del_01jdv2x0000000000000000000';
 const USER_KEY = 'my-own-key-0123456789';
 const KEY_GRAMMAR = /^[A-Za-z0-9._~-]{16,128}$/;
-
-function capture(): CliContext & { output: () => { out: string; err: string } } {
-  let out = '';
-  let err = '';
-  return { env: {}, cwd: '/nonexistent', out: (text) => (out += text), err: (text) => (err += text), output: () => ({ out, err }) };
-}
-
-function refusal(code: Code, reason: string, message: string): ConnectError {
-  return new ConnectError(message, code, undefined, [{ desc: ErrorInfoSchema, value: { reason, domain: 'docket' } }]);
-}
 
 /**
  * An in-memory AdmissionService recording what it was asked; `fail` makes

@@ -1,5 +1,5 @@
 import { create } from '@bufbuild/protobuf';
-import { Code, ConnectError, createClient, createRouterTransport } from '@connectrpc/connect';
+import { Code, createClient, createRouterTransport, type ConnectError } from '@connectrpc/connect';
 import { describe, expect, it } from 'vitest';
 import {
   AdmissionService,
@@ -9,19 +9,14 @@ import {
   type CreateScheduleRequest,
   type PauseScheduleRequest,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
-import { ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
-import { UsageError, type CliContext } from './command.js';
+import { UsageError } from './command.js';
 import { runCli } from './run-cli.js';
 import { formatSchedule, parseScheduleArguments, runScheduleAction } from './schedule-commands.js';
+import { capture } from './testing/captured-context.js';
+import { refusal } from './testing/service-refusal.js';
 
 const SCHEDULE = 'sch_01jdv2x0000000000000000000';
 const USER_KEY = 'my-own-key-0123456789';
-
-function capture(): CliContext & { output: () => { out: string; err: string } } {
-  let out = '';
-  let err = '';
-  return { env: {}, cwd: '/nonexistent', out: (text) => (out += text), err: (text) => (err += text), output: () => ({ out, err }) };
-}
 
 /** An in-memory AdmissionService that records the schedule calls it was sent. */
 function fakeAdmission(fail?: ConnectError) {
@@ -139,9 +134,9 @@ describe('runScheduleAction', () => {
   });
 
   it('prints a refusal with its code and reason and exits 1', async () => {
-    const refusal = new ConnectError('invalid schedule.cron', Code.InvalidArgument, undefined, [{ desc: ErrorInfoSchema, value: { reason: 'INVALID_FIELD', domain: 'docket' } }]);
+    const invalid = refusal(Code.InvalidArgument, 'INVALID_FIELD', 'invalid schedule.cron');
     const context = capture();
-    const code = await runScheduleAction(fakeAdmission(refusal).client, parseScheduleArguments(['create', '--cron', 'nope', '--queue', 'q', '--key', USER_KEY]), context);
+    const code = await runScheduleAction(fakeAdmission(invalid).client, parseScheduleArguments(['create', '--cron', 'nope', '--queue', 'q', '--key', USER_KEY]), context);
     expect(code).toBe(1);
     expect(context.output().err).toMatch(/^docket schedule create: invalid_argument INVALID_FIELD: invalid schedule.cron/);
   });

@@ -5,10 +5,10 @@ import { Code, ConnectError, createClient, createRouterTransport } from '@connec
 import { describe, expect, it } from 'vitest';
 import { EventSchema, type Event } from '@docket/proto/docket/common/v1/event_pb.js';
 import { EventService, type ReadJobEventsRequest } from '@docket/proto/docket/events/v1/event_service_pb.js';
-import { ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
-import type { CliContext } from './command.js';
 import { runCli } from './run-cli.js';
 import { verifyJob } from './verify-command.js';
+import { capture } from './testing/captured-context.js';
+import { refusal } from './testing/service-refusal.js';
 
 const JOB = 'job_01jdv2x0000000000000000000';
 const URL_SHOWN = 'http://events.test:7403';
@@ -51,24 +51,7 @@ function servePages(events: Event[], latestSequence = BigInt(events.length)) {
 }
 
 function journalCorrupt(sequence: string | undefined): ConnectError {
-  return new ConnectError('the job journal failed verification', Code.DataLoss, undefined, [
-    {
-      desc: ErrorInfoSchema,
-      value: { reason: 'JOURNAL_CORRUPT', domain: 'docket', metadata: sequence === undefined ? {} : { sequence } },
-    },
-  ]);
-}
-
-function capture(): CliContext & { output: () => { out: string; err: string } } {
-  let out = '';
-  let err = '';
-  return {
-    env: {},
-    cwd: '/nonexistent',
-    out: (text) => (out += text),
-    err: (text) => (err += text),
-    output: () => ({ out, err }),
-  };
+  return refusal(Code.DataLoss, 'JOURNAL_CORRUPT', 'the job journal failed verification', sequence === undefined ? {} : { sequence });
 }
 
 describe('verifyJob', () => {

@@ -2,10 +2,10 @@ import { Code, type Interceptor } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCluster, stopAll, type DocketCluster } from '../../../test/support/cluster.js';
+import { startCluster, type DocketCluster } from '../../../test/support/cluster.js';
 import { createMigratedTestDatabase } from '../../../test/support/database.js';
+import { startClusterWithSql, stopClustersWithSql } from '../../../test/support/cluster-with-sql.js';
 import { JobWriter, readWholeJournal } from '../../../test/support/job-writer.js';
-import { openSql } from '../../../test/support/sql.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { ResyncReason } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { createClient } from './create-client.js';
@@ -29,9 +29,10 @@ let client: DocketClient;
 let writer: JobWriter;
 
 beforeAll(async () => {
-  const databaseUrl = await createMigratedTestDatabase('client sdk');
-  cluster = await startCluster({ databaseUrl, env: { events: { DOCKET_HEARTBEAT_MS: '500', DOCKET_SHUTDOWN_GRACE_MS: '2000' } } });
-  sql = await openSql(databaseUrl);
+  ({ cluster, sql } = await startClusterWithSql(startCluster, {
+    databaseUrl: await createMigratedTestDatabase('client sdk'),
+    env: { events: { DOCKET_HEARTBEAT_MS: '500', DOCKET_SHUTDOWN_GRACE_MS: '2000' } },
+  }));
   token = await cluster.tokenFor(OWNER, 'user');
   client = createClient({ admissionUrl: cluster.admission.url, eventsUrl: cluster.events.url, token });
   writer = new JobWriter(cluster.state.url, cluster.serviceToken, OWNER);
@@ -39,8 +40,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   client?.close();
-  await sql?.end();
-  await stopAll();
+  await stopClustersWithSql();
 });
 
 async function jobCount(queue: string): Promise<number> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isDocketError } from './errors.js';
+import { refusalOf } from '../../../test/support/docket-refusal.js';
 import { canonicalJson } from './canonical-json.js';
 import { RETRY_DEFAULTS, validateJobSpec, type JobSpecInput } from './job-spec.js';
 import { LIMITS } from './limits.js';
@@ -16,15 +16,8 @@ const valid: JobSpecInput = {
   lostAttemptPolicy: 'UNSPECIFIED',
 };
 
-function refusal(spec: Partial<JobSpecInput>) {
-  try {
-    validateJobSpec({ ...valid, ...spec });
-  } catch (error) {
-    if (isDocketError(error)) return { reason: error.reason, fields: error.fieldViolations.map((v) => v.field) };
-    throw error;
-  }
-  throw new Error('accepted');
-}
+/** What validateJobSpec refuses in `valid` changed by `spec`. */
+const refusal = (spec: Partial<JobSpecInput>) => refusalOf(() => validateJobSpec({ ...valid, ...spec }));
 
 describe('validateJobSpec', () => {
   it('applies the service defaults', () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { invalidFieldRefusal } from '../../../test/support/docket-refusal.js';
 import { coerceEventPageSize, coerceListPageSize } from './page-size.js';
 
 describe.each([
@@ -16,13 +17,7 @@ describe.each([
 
   it('refuses negative and non-integer sizes as INVALID_FIELD on page_size', () => {
     for (const bad of [-1, -(2 ** 31), 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
-      expect(() => coerce(bad)).toThrow(
-        expect.objectContaining({
-          name: 'DocketError',
-          reason: 'INVALID_FIELD',
-          fieldViolations: [expect.objectContaining({ field: 'page_size' })],
-        }),
-      );
+      expect(() => coerce(bad)).toThrow(invalidFieldRefusal('page_size'));
     }
   });
 

@@ -1,18 +1,13 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { invalidFieldRefusal } from '../../../test/support/docket-refusal.js';
 import { computeRequestDigest, isRequestDigest, parseRequestDigest } from './request-digest.js';
 
 const lowerHex64 = fc.string({ unit: fc.constantFrom(...'0123456789abcdef'.split('')), minLength: 64, maxLength: 64 });
 
 function expectInvalid(value: string): void {
-  expect(() => parseRequestDigest(value)).toThrow(
-    expect.objectContaining({
-      name: 'DocketError',
-      reason: 'INVALID_FIELD',
-      fieldViolations: [expect.objectContaining({ field: 'request_digest' })],
-    }),
-  );
+  expect(() => parseRequestDigest(value)).toThrow(invalidFieldRefusal('request_digest'));
 }
 
 describe('parseRequestDigest', () => {

@@ -9,7 +9,8 @@ import type { DocketServices } from '../../../test/support/docket-services.js';
 import { startInProcessCluster, stopInProcessClusters } from '../../../test/support/in-process-cluster.js';
 import { createMigratedTestDatabase } from '../../../test/support/database.js';
 import { newIdempotencyKey } from '../../../test/support/keys.js';
-import { createWorker, type Worker } from './create-worker.js';
+import { startSdkWorker, stopSdkWorkers } from '../../../test/support/sdk-workers.js';
+import type { Worker } from './create-worker.js';
 import { delay } from '@docket/contracts';
 import type { JobHandler } from './job-context.js';
 import { startDelayingProxy, type DelayingProxy, type ProxiedCall } from './testing/delaying-proxy.js';
@@ -37,7 +38,6 @@ let proxy: DelayingProxy;
 let admission: Client<typeof AdmissionService>;
 let events: Client<typeof EventService>;
 let workerToken: string;
-const workers: Worker[] = [];
 
 beforeAll(async () => {
   cluster = await startInProcessCluster({
@@ -52,7 +52,7 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  await Promise.all(workers.splice(0).map((worker) => worker.stop()));
+  await stopSdkWorkers();
   proxy.delay('ReportOutcome', 0);
 });
 
@@ -62,11 +62,8 @@ afterAll(async () => {
 });
 
 /** A started worker on `queue` that reaches the execution service through the proxy. */
-async function startWorker(queue: string, handler: JobHandler, options: Partial<WorkerOptions> = {}): Promise<Worker> {
-  const worker = createWorker({ url: proxy.url, token: workerToken, name: `flow-${queue}`, queues: [queue], concurrency: 2, claimWaitMs: 5_000, workSession: false, handler, ...options });
-  workers.push(worker);
-  await worker.start();
-  return worker;
+function startWorker(queue: string, handler: JobHandler, options: Partial<WorkerOptions> = {}): Promise<Worker> {
+  return startSdkWorker({ url: proxy.url, token: workerToken, name: `flow-${queue}`, queues: [queue], concurrency: 2, claimWaitMs: 5_000, workSession: false, handler, ...options });
 }
 
 /** Admits `count` jobs on `queue`, one after another; their ids in order. */

@@ -2,22 +2,29 @@ import type { JsonObject } from '@bufbuild/protobuf';
 import { Code } from '@connectrpc/connect';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { abortKindOf } from './abort-reason.js';
-import { createWorker, type Worker } from './create-worker.js';
+import { createWorker } from './create-worker.js';
 import { delay } from '@docket/contracts';
 import { permanentFailure } from './job-failure.js';
 import type { JobHandler } from './job-context.js';
 import { FakeExecution } from './testing/fake-execution.js';
-import type { WorkerOptions } from './worker-options.js';
+import { startWorker, stopWorkers } from './testing/fake-workers.js';
+import { aborted, until } from './testing/waits.js';
 
-const workers: Worker[] = [];
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((worker) => worker.stop()));
-});
+afterEach(stopWorkers);
 
-function startWorker(fake: FakeExecution, handler: JobHandler, options: Partial<WorkerOptions> = {}): Worker {
-  const worker = createWorker({ transport: fake.transport(), name: 'unit', queues: ['default'], concurrency: 2, claimWaitMs: 200, handler, ...options });
-  workers.push(worker);
-  return worker;
+/** A handler that waits until its attempt's signal aborts, keeps the abort's kind, then returns `result`. */
+function abortProbe(result?: JsonObject): { handler: JobHandler; readonly kind: string | undefined } {
+  let kind: string | undefined;
+  return {
+    handler: async (ctx) => {
+      await aborted(ctx.signal);
+      kind = abortKindOf(ctx.signal);
+      return result;
+    },
+    get kind() {
+      return kind;
+    },
+  };
 }
 
 /** A handler that takes `ms()` per job and counts how many jobs run at once. */
@@ -35,16 +42,6 @@ function concurrencyProbe(ms: () => number): { handler: JobHandler; readonly mos
       return most;
     },
   };
-}
-
-/** Polls `condition` every 10 ms until it holds; fails after `ms`. */
-async function until(condition: () => boolean, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    // Real time: the poll interval of this wait.
-    await delay(10);
-  }
 }
 
 describe('createWorker against an in-memory execution service', () => {
@@ -121,17 +118,13 @@ describe('createWorker against an in-memory execution service', () => {
   it('aborts the handler with reason cancel when a renewal reports cancel_requested, and reports cancelled', async () => {
     const fake = new FakeExecution();
     const job = fake.submit();
-    let seen: string | undefined;
-    const worker = startWorker(fake, async (ctx) => {
-      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
-      seen = abortKindOf(ctx.signal);
-      return { finished: false };
-    });
+    const probe = abortProbe({ finished: false });
+    const worker = startWorker(fake, probe.handler);
     await worker.start();
     await until(() => job.status === 'RUNNING');
     fake.cancel(job);
     await until(() => fake.outcomes.length === 1);
-    expect(seen).toBe('cancel');
+    expect(probe.kind).toBe('cancel');
     expect(fake.outcomes[0]?.outcome.case).toBe('cancelled');
   });
 
@@ -142,7 +135,7 @@ describe('createWorker against an in-memory execution service', () => {
     const worker = startWorker(fake, async (ctx) => {
       seen.push({ fence: ctx.fence, checkpoint: ctx.checkpoint });
       if (ctx.checkpoint) return { resumedAt: ctx.checkpoint['at'] };
-      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+      await aborted(ctx.signal);
       expect(abortKindOf(ctx.signal)).toBe('pause');
       await ctx.saveCheckpoint({ at: 5 });
     });
@@ -157,18 +150,14 @@ describe('createWorker against an in-memory execution service', () => {
   it('stops quietly on STALE_AUTHORITY: the signal aborts with lost and nothing is reported', async () => {
     const fake = new FakeExecution();
     const job = fake.submit();
-    let seen: string | undefined;
-    const worker = startWorker(fake, async (ctx) => {
-      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
-      seen = abortKindOf(ctx.signal);
-      return { done: true };
-    });
+    const probe = abortProbe({ done: true });
+    const worker = startWorker(fake, probe.handler);
     await worker.start();
     await until(() => job.status === 'RUNNING');
     job.attempt!.fence = 99n; // another attempt took over
-    await until(() => seen !== undefined);
+    await until(() => probe.kind !== undefined);
     await until(() => worker.running === 0);
-    expect(seen).toBe('lost');
+    expect(probe.kind).toBe('lost');
     expect(fake.countOf('ReportOutcome')).toBe(0);
   });
 
@@ -245,17 +234,14 @@ describe('createWorker against an in-memory execution service', () => {
   it('exits when its incarnation is superseded, aborting running handlers with lost', async () => {
     const fake = new FakeExecution();
     const job = fake.submit();
-    let seen: string | undefined;
-    const worker = startWorker(fake, async (ctx) => {
-      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
-      seen = abortKindOf(ctx.signal);
-    });
+    const probe = abortProbe();
+    const worker = startWorker(fake, probe.handler);
     await worker.start();
     await until(() => job.status === 'RUNNING');
     fake.supersede();
     const exit = await worker.done;
     expect(exit).toMatchObject({ reason: 'superseded', error: { reason: 'STALE_INCARNATION' }, abandoned: 0 });
-    expect(seen).toBe('lost');
+    expect(probe.kind).toBe('lost');
     expect(fake.countOf('ReportOutcome')).toBe(0);
   });
 
@@ -286,7 +272,7 @@ describe('createWorker against an in-memory execution service', () => {
     fake.submit();
     let seen: string | undefined;
     const worker = startWorker(fake, async (ctx) => {
-      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+      await aborted(ctx.signal);
       seen = abortKindOf(ctx.signal);
       throw ctx.signal.reason;
     });

@@ -1,15 +1,15 @@
 import { Code } from '@connectrpc/connect';
 import { afterEach, describe, expect, it } from 'vitest';
 import { abortKindOf } from './abort-reason.js';
-import { createWorker, type Worker } from './create-worker.js';
 import { delay } from '@docket/contracts';
 import type { EffectRecord } from './effect-record.js';
 import type { EffectSteps } from './effect-runner.js';
-import type { JobContext, JobHandler } from './job-context.js';
+import type { JobContext } from './job-context.js';
 import type { JobSignal } from './signal-inbox.js';
 import { FakeExecution } from './testing/fake-execution.js';
+import { startWorker, stopWorkers } from './testing/fake-workers.js';
+import { aborted, until } from './testing/waits.js';
 import type { WorkerLogger } from './worker-logger.js';
-import type { WorkerOptions } from './worker-options.js';
 
 /*
  * The handler-facing coordination helpers through a real worker against
@@ -18,10 +18,7 @@ import type { WorkerOptions } from './worker-options.js';
  * effect journal lets a replacement attempt finish what a lost one began.
  */
 
-const workers: Worker[] = [];
-afterEach(async () => {
-  await Promise.all(workers.splice(0).map((worker) => worker.stop()));
-});
+afterEach(stopWorkers);
 
 /** A logger that keeps each line's `event` field. */
 function eventLog(): WorkerLogger & { events: string[] } {
@@ -29,25 +26,6 @@ function eventLog(): WorkerLogger & { events: string[] } {
   const keep = (_message: string, fields?: Readonly<Record<string, unknown>>) => events.push(String(fields?.['event']));
   return { events, debug: keep, info: keep, warn: keep, error: keep };
 }
-
-function startWorker(fake: FakeExecution, handler: JobHandler, options: Partial<WorkerOptions> = {}): Worker {
-  const worker = createWorker({ transport: fake.transport(), name: 'unit', queues: ['default'], concurrency: 2, claimWaitMs: 200, handler, ...options });
-  workers.push(worker);
-  return worker;
-}
-
-/** Polls `condition` every 10 ms until it holds; fails after `ms`. */
-async function until(condition: () => boolean, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    // Real time: the poll interval of this wait.
-    await delay(10);
-  }
-}
-
-/** Resolves when `signal` aborts. */
-const aborted = (signal: AbortSignal) => new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
 
 describe('requestApproval', () => {
   it('ends the attempt: no outcome, no more renewals, helpers refuse; ALLOW runs a new attempt from the checkpoint', async () => {

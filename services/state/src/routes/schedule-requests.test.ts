@@ -1,23 +1,13 @@
 import { create } from '@bufbuild/protobuf';
 import { durationFromMs } from '@bufbuild/protobuf/wkt';
 import { describe, expect, it } from 'vitest';
-import { isDocketError } from '@docket/contracts';
 import { ScheduleOverlap, ScheduleSchema, ScheduleState } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { HandleScheduleCallRequestSchema } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import { refusalOf } from '../../../../test/support/docket-refusal.js';
 import { DEFAULT_CATCH_UP_WINDOW_MS, parseNewSchedule, parseScheduleCall } from './schedule-requests.js';
 
 const NOW = new Date('2026-12-01T12:00:00.000Z');
 const interval = (ms: number) => ({ case: 'interval' as const, value: durationFromMs(ms) });
-
-function refusal(parse: () => unknown): { reason: string; fields: string[] } {
-  try {
-    parse();
-  } catch (error) {
-    if (isDocketError(error)) return { reason: error.reason, fields: error.fieldViolations.map((v) => v.field) };
-    throw error;
-  }
-  throw new Error('expected a refusal');
-}
 
 describe('parseNewSchedule', () => {
   it('applies the defaults: SKIP, a one-hour window, active, a fresh id', () => {
@@ -42,19 +32,19 @@ describe('parseNewSchedule', () => {
   });
 
   it("names a template's problems under schedule.job_template, keeping SubmitJob's reason", () => {
-    expect(refusal(() => parseNewSchedule(create(ScheduleSchema, { trigger: interval(60_000), jobTemplate: { queue: 'UPPER' } }), NOW))).toEqual({
+    expect(refusalOf(() => parseNewSchedule(create(ScheduleSchema, { trigger: interval(60_000), jobTemplate: { queue: 'UPPER' } }), NOW))).toEqual({
       reason: 'INVALID_FIELD',
       fields: ['schedule.job_template.queue'],
     });
     const huge = { blob: 'x'.repeat(300 * 1024) };
-    expect(refusal(() => parseNewSchedule(create(ScheduleSchema, { trigger: interval(60_000), jobTemplate: { queue: 'reports', input: huge } }), NOW))).toEqual({
+    expect(refusalOf(() => parseNewSchedule(create(ScheduleSchema, { trigger: interval(60_000), jobTemplate: { queue: 'reports', input: huge } }), NOW))).toEqual({
       reason: 'LIMIT_EXCEEDED',
       fields: ['schedule.job_template.input'],
     });
   });
 
   it('refuses a catch-up window that is not whole milliseconds', () => {
-    expect(refusal(() => parseNewSchedule(create(ScheduleSchema, { trigger: interval(60_000), jobTemplate: { queue: 'q' }, catchUpWindow: { seconds: 1n, nanos: 500 } }), NOW)).fields).toEqual([
+    expect(refusalOf(() => parseNewSchedule(create(ScheduleSchema, { trigger: interval(60_000), jobTemplate: { queue: 'q' }, catchUpWindow: { seconds: 1n, nanos: 500 } }), NOW)).fields).toEqual([
       'schedule.catch_up_window',
     ]);
   });
@@ -72,17 +62,17 @@ describe('parseScheduleCall', () => {
       idempotencyTtl: durationFromMs(86_400_000),
       request: { case: 'pauseSchedule', value: { idempotencyKey: 'order-key-000001', scheduleId: 'sch_abcdefgh' } },
     });
-    expect(refusal(() => parseScheduleCall(request)).reason).toBe('INVALID_FIELD');
+    expect(refusalOf(() => parseScheduleCall(request)).reason).toBe('INVALID_FIELD');
   });
 
   it('reads a list page and refuses an out-of-range size', () => {
     const list = (pageSize: number) => create(HandleScheduleCallRequestSchema, { caller, request: { case: 'listSchedules', value: { pageSize } } });
     expect(parseScheduleCall(list(50))).toMatchObject({ case: 'list', pageSize: 50, after: undefined });
-    expect(refusal(() => parseScheduleCall(list(0))).fields).toEqual(['page_size']);
+    expect(refusalOf(() => parseScheduleCall(list(0))).fields).toEqual(['page_size']);
   });
 
   it('refuses a malformed schedule id', () => {
     const request = create(HandleScheduleCallRequestSchema, { caller, request: { case: 'getSchedule', value: { scheduleId: 'no spaces' } } });
-    expect(refusal(() => parseScheduleCall(request)).fields).toEqual(['schedule_id']);
+    expect(refusalOf(() => parseScheduleCall(request)).fields).toEqual(['schedule_id']);
   });
 });
