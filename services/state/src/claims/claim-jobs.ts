@@ -11,7 +11,9 @@ import {
 import {
   lockClaimableJobs,
   lockKeyedClaimableJobs,
-  lockQueuesCountHeld,
+  claimQueuesStatement,
+  lockedQueuesOf,
+  type LockedQueues,
   nextRunAfter,
   readQueueRoom,
   serveQueueKeys,
@@ -19,9 +21,9 @@ import {
   type QueueRoom,
 } from '../db/queries/claims.js';
 import type { JobRow } from '../db/queries/jobs.js';
-import { claimContextOpening, operationKeyOf } from '../db/queries/worker-call-reads.js';
+import { claimContextOf, claimContextStatement, operationKeyOf, type ClaimContext } from '../db/queries/worker-call-reads.js';
 import type { IncarnationRow } from '../db/queries/workers.js';
-import { inWriteTransaction } from '../db/write-transaction.js';
+import { inWriteTransaction, type Opening } from '../db/write-transaction.js';
 import { readOutstandingSignals } from '../db/queries/signals.js';
 import { readParentResults } from '../db/queries/dependencies.js';
 import { staleIncarnation } from '../attempts/attempt-authority.js';
@@ -73,10 +75,12 @@ export function parseClaim(subject: string, request: ClaimJobsRequest): ClaimCom
 
 /**
  * Decides a batch of claims in one transaction with a fixed number of
- * statements, whatever the number of claims or jobs. The incarnations'
- * rows are locked (a registration superseding one waits for the claim, or
- * the claim finds it superseded: STALE_INCARNATION); a recorded operation
- * id replays its assignments. Then the limited queues' advisory locks are
+ * statements, whatever the number of claims or jobs (three round trips in
+ * the common case: the opening reads travel with BEGIN, the write with
+ * COMMIT). The incarnations' rows are locked (a registration superseding
+ * one waits for the claim, or the claim finds it superseded:
+ * STALE_INCARNATION); a recorded operation id replays its assignments.
+ * Then, in the next statement, the limited queues' advisory locks are
  * taken (in name order) and the incarnations' running jobs and the queues'
  * free slots counted, so neither an incarnation's own limit nor a queue's
  * deployment-wide `max_concurrency` is ever exceeded; claimable jobs are
@@ -132,9 +136,15 @@ interface DecidedClaims {
 }
 
 async function decideClaims(pool: pg.Pool, settings: ExecutionSettings, claims: readonly ClaimCommand[]): Promise<DecidedClaims> {
-  const opening = claimContextOpening(claims.map(operationKey), claims.map((claim) => claim.request.workerIncarnation));
+  const opening: Opening<ClaimContext & LockedQueues> = {
+    statements: [
+      claimContextStatement(claims.map(operationKey), claims.map((claim) => claim.request.workerIncarnation)),
+      claimQueuesStatement(claims.map((claim) => ({ incarnation: claim.request.workerIncarnation, queues: claim.request.queues }))),
+    ],
+    read: ([context, queues]) => ({ ...claimContextOf(context), ...lockedQueuesOf(queues) }),
+  };
   return inWriteTransaction(pool, async (client, now, _clockNow, context) => {
-    const { incarnations, operations: recorded } = context;
+    const { incarnations, operations: recorded, held } = context;
     const writes = new JobWriteSet();
     const decidedHere = new Map<string, { rpc: string; request_digest: string; response: Buffer }>();
 
@@ -151,11 +161,10 @@ async function decideClaims(pool: pg.Pool, settings: ExecutionSettings, claims: 
     });
     const fresh = open.flatMap((item) => (item.ok && !recorded.has(operationKeyOf(operationKey(item.value.claim))) ? [item.value] : []));
 
-    // 2. How much each may take, counted under the locks.
-    const locked = await lockQueuesCountHeld(client, fresh.flatMap((item) => item.queues), fresh.map((item) => item.incarnation.id));
-    const room = await readQueueRoom(client, locked.limited);
+    // 2. How much each may take, counted under the locks (the opening's second read).
+    const room = await readQueueRoom(client, context.limited);
     const remaining = new Map([...room].flatMap(([queue, { remaining: left }]) => (left === undefined ? [] : [[queue, left] as const])));
-    const free = new Map(fresh.map((item) => [item.incarnation.id, item.incarnation.max_concurrency - (locked.held.get(item.incarnation.id) ?? 0)]));
+    const free = new Map(fresh.map((item) => [item.incarnation.id, item.incarnation.max_concurrency - (held.get(item.incarnation.id) ?? 0)]));
 
     // 3. The candidates, one locking read per distinct set of queues.
     const taken: string[] = [];

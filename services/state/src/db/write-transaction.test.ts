@@ -104,7 +104,7 @@ describe('inWriteTransaction', () => {
        on conflict (id) do update set note = excluded.note returning id`,
     );
 
-    const probeOpening = (id: number): Opening<ProbeRow, ProbeRow[]> => ({ statement: READ, values: [[String(id)]], read: (rows) => rows });
+    const probeOpening = (id: number): Opening<ProbeRow[]> => ({ statements: [{ statement: READ, values: [[String(id)]] }], read: ([rows]) => (rows ?? []) as ProbeRow[] });
 
     /** One batch: the read sent with BEGIN, the write with COMMIT; what it read, and how many queries it sent. */
     async function batch(on: pg.Pool, id: number, note: string): Promise<{ read: unknown[]; sent: number }> {

@@ -45,21 +45,29 @@ export interface TravellingStatement<Row> {
   run(client: pg.ClientBase, values: readonly unknown[]): Promise<Row[]>;
 }
 
-/**
- * A statement that travels with a transaction's BEGIN, in its round trip
- * (its values cannot depend on the transaction's clock), and what its rows
- * mean to the body: the first read of a claim or report batch.
- */
-export interface Opening<Row, Opened> {
-  readonly statement: TravellingStatement<Row>;
+/** One statement of an {@link Opening}, with its values. */
+export interface OpeningStatement {
+  readonly statement: TravellingStatement<unknown>;
   readonly values: readonly unknown[];
-  readonly read: (rows: Row[]) => Opened;
+}
+
+/**
+ * The statements that travel with a transaction's BEGIN, in its round trip
+ * (their values cannot depend on the transaction's clock), and what their
+ * rows mean to the body: the first reads of a claim or report batch. Each
+ * is a statement of its own, so each reads in a snapshot taken after the
+ * one before it finished, with the locks that one took held.
+ */
+export interface Opening<Opened> {
+  readonly statements: readonly OpeningStatement[];
+  /** The body's reading of the statements' rows, in order. */
+  readonly read: (rows: readonly unknown[][]) => Opened;
 }
 
 /** Options for {@link inWriteTransaction}. */
-export interface WriteTransactionOptions<T, Opened, Row> {
-  /** The first statement, sent with BEGIN; its reading is the body's fourth argument. */
-  readonly opening?: Opening<Row, Opened>;
+export interface WriteTransactionOptions<T, Opened> {
+  /** The first statements, sent with BEGIN; their reading is the body's fourth argument. */
+  readonly opening?: Opening<Opened>;
   /** The job ids a result admitted, reported to the commit recorder. */
   readonly acknowledgedJobIds?: (result: T) => readonly string[];
 }
@@ -71,8 +79,8 @@ const openTransactions = new WeakMap<pg.ClientBase, { committed: boolean }>();
  * Runs `body` in one READ COMMITTED transaction on a pooled connection and
  * commits it. BEGIN, the statement timeout and the transaction's clock
  * travel in one round trip (a simple-protocol query of three statements),
- * with the `opening` statement as a fourth when the connection holds it
- * prepared (`EXECUTE`, its values as literals); `now` is the transaction's
+ * with the `opening` statements after them when the connection holds them
+ * prepared (`EXECUTE`, their values as literals); `now` is the transaction's
  * `now()` truncated to milliseconds, the one clock for every time the
  * transaction writes (exact through JavaScript `Date` and through the hash
  * chain's millisecond encoding). The statement timeout is the caller's
@@ -101,10 +109,10 @@ const openTransactions = new WeakMap<pg.ClientBase, { committed: boolean }>();
  * error event while checked out) is discarded rather than returned to the
  * pool.
  */
-export async function inWriteTransaction<T, Opened = undefined, Row = unknown>(
+export async function inWriteTransaction<T, Opened = undefined>(
   pool: pg.Pool,
   body: (client: pg.PoolClient, now: Date, clockNow: () => Date, opened: NoInfer<Opened>) => Promise<T>,
-  options: WriteTransactionOptions<T, Opened, Row> = {},
+  options: WriteTransactionOptions<T, Opened> = {},
 ): Promise<T> {
   const recorder = recorders.get(pool);
   const client = await pool.connect();
@@ -120,19 +128,22 @@ export async function inWriteTransaction<T, Opened = undefined, Row = unknown>(
   try {
     recorder?.assertServing();
     const { opening } = options;
-    const openingTravels = opening !== undefined && opening.statement.isPreparedOn(client);
+    const statements = opening?.statements ?? [];
+    const openingTravels = statements.length > 0 && statements.every(({ statement }) => statement.isPreparedOn(client));
     const sentAt = performance.now();
     const begin = beginWithClock(statementTimeoutMs(), recorder !== undefined);
-    const opened = (await client.query(openingTravels ? `${begin}; ${opening.statement.executeText(opening.values)}` : begin)) as unknown as pg.QueryResult<
-      { now: Date } & Partial<WalReadingRow>
-    >[];
+    const text = openingTravels ? [begin, ...statements.map(({ statement, values }) => statement.executeText(values))].join('; ') : begin;
+    const opened = (await client.query(text)) as unknown as pg.QueryResult<{ now: Date } & Partial<WalReadingRow>>[];
     const clock = opened[2]?.rows[0];
     const now = clock?.now;
     if (!now) throw new Error('now() returned no row');
     recorder?.recordReading(sentAt, clock.lsn ?? null, clock.synchronous === true);
     // +1 ms: now was truncated to milliseconds.
     const clockNow = (): Date => new Date(now.getTime() + 1 + Math.ceil(performance.now() - sentAt));
-    const openingRows = opening === undefined ? [] : openingTravels ? ((opened[3]?.rows ?? []) as Row[]) : await opening.statement.run(client, opening.values);
+    const openingRows: unknown[][] = [];
+    for (const [index, { statement, values }] of statements.entries()) {
+      openingRows.push(openingTravels ? (opened[3 + index]?.rows ?? []) : await statement.run(client, values));
+    }
     const result = await body(client, now, clockNow, (opening === undefined ? undefined : opening.read(openingRows)) as Opened);
     if (!transaction.committed) await client.query('commit');
     recorder?.recordAcknowledged(clock.synchronous === true, options.acknowledgedJobIds?.(result) ?? []);

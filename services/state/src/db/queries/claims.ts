@@ -1,44 +1,66 @@
 import type pg from 'pg';
 import type { Queryable } from '../database.js';
+import { jsonParameter } from '../json-parameter.js';
 import { PreparedStatement } from '../prepared-statement.js';
+import type { OpeningStatement } from '../write-transaction.js';
 import { claimOrder, holdsASlot, isClaimable, rateTokensNow } from './claimability.js';
 import type { JobRow } from './jobs.js';
 
-const LOCK_QUEUES_COUNT_HELD = new PreparedStatement<{ limited: string[] | null; held: Record<string, number> | null }>(
-  'docket_lock_queues_count_held',
+const LOCK_CLAIM_QUEUES = new PreparedStatement<{ limited: string[] | null; held: Record<string, bigint | number> | null }>(
+  'docket_lock_claim_queues',
   `select
      (select json_agg(queue) from (
         select queue, pg_advisory_xact_lock(hashtextextended('docket.queue:' || queue, 0)) as locked
-        from (select queue from queue_settings where queue = any($1::text[]) order by queue) ordered) limited) as limited,
+        from (select queue from queue_settings
+              where queue in (
+                select q.queue from json_to_recordset($1::json) as c(incarnation text, queues text[])
+                join worker_incarnations w on w.id = c.incarnation
+                cross join lateral unnest(case when cardinality(c.queues) = 0 then w.queues else c.queues end) as q(queue))
+              order by queue) ordered) limited) as limited,
      (select json_object_agg(current_worker_incarnation, held) from (
         select current_worker_incarnation, count(*) as held from jobs
         where current_worker_incarnation = any($2::text[]) and ${holdsASlot('jobs')}
         group by current_worker_incarnation) h) as held`,
 );
 
-/** The queues of a claim batch that have a `max_concurrency` (now locked), and the running jobs each incarnation holds. */
+/** One claim of a batch as {@link claimQueuesStatement} sees it: its incarnation and the queues it names (none: all its incarnation's). */
+export interface ClaimScope {
+  readonly incarnation: string;
+  readonly queues: readonly string[];
+}
+
+/** The queues of a claim batch that have a deployment-wide bound (now locked), and the running jobs each incarnation holds. */
 export interface LockedQueues {
   readonly limited: readonly string[];
   readonly held: ReadonlyMap<string, number>;
 }
 
 /**
- * In one statement, run after the incarnations were locked: takes a
- * transaction-scoped advisory lock for each of `queues` that has a
- * deployment-wide `max_concurrency`, in name order (so claimers never
+ * The second opening read of a claim batch, run after the first locked its
+ * incarnations (`claimContextStatement`; a statement of its own, so its
+ * snapshot sees every claim that committed while that lock was awaited):
+ * takes a transaction-scoped advisory lock for each of the claims' queues
+ * that has a `queue_settings` row, in name order (so claimers never
  * deadlock; volatile functions in a select list run after the subquery's
- * ORDER BY), and counts the running jobs (RUNNING or CANCELLING) each of
- * `incarnations` holds.
+ * ORDER BY), and counts the running jobs (RUNNING or CANCELLING) each
+ * incarnation holds. A claim's queues are those it names or, naming none,
+ * all its incarnation's; a claim refused afterwards (a stale incarnation,
+ * a replay, a queue it did not register) only held a lock it did not need.
  *
  * ```sql
  * select queue, pg_advisory_xact_lock(hashtextextended('docket.queue:' || queue, 0))
- *   from (select queue from queue_settings where queue = any($1) order by queue) ordered;
+ *   from (select queue from queue_settings where queue in (<the claims' queues>) order by queue) ordered;
  * select current_worker_incarnation, count(*) from jobs
  *   where current_worker_incarnation = any($2) and status in ('RUNNING', 'CANCELLING') group by 1
  * ```
  */
-export async function lockQueuesCountHeld(client: pg.ClientBase, queues: readonly string[], incarnations: readonly string[]): Promise<LockedQueues> {
-  const [row] = await LOCK_QUEUES_COUNT_HELD.run(client, [[...new Set(queues)], [...new Set(incarnations)]]);
+export function claimQueuesStatement(claims: readonly ClaimScope[]): OpeningStatement {
+  return { statement: LOCK_CLAIM_QUEUES, values: [jsonParameter(claims), [...new Set(claims.map((claim) => claim.incarnation))]] };
+}
+
+/** What {@link claimQueuesStatement} read. */
+export function lockedQueuesOf(rows: readonly unknown[] | undefined): LockedQueues {
+  const [row] = (rows ?? []) as { limited: string[] | null; held: Record<string, bigint | number> | null }[];
   return { limited: row?.limited ?? [], held: new Map(Object.entries(row?.held ?? {}).map(([id, held]) => [id, Number(held)])) };
 }
 

@@ -1,7 +1,7 @@
 import { incarnationFromJson, jobRowFromJson, operationFromJson } from '../json-rows.js';
 import { jsonParameter } from '../json-parameter.js';
 import { PreparedStatement } from '../prepared-statement.js';
-import type { Opening } from '../write-transaction.js';
+import type { Opening, OpeningStatement } from '../write-transaction.js';
 import type { JobRow } from './jobs.js';
 import { idsOf } from './rows-by-key.js';
 import type { IncarnationRow } from './workers.js';
@@ -80,14 +80,13 @@ export function reportContextOpening(
   operations: readonly OperationKey[],
   incarnations: readonly string[],
   attemptIds: readonly string[],
-): Opening<ContextRow<'jobs'>, ReportContext> {
+): Opening<ReportContext> {
   return {
-    statement: READ_REPORT_CONTEXT,
-    values: [jsonParameter(operations), [...new Set(incarnations)], [...new Set(attemptIds)]],
-    read: ([row]) => ({
-      ...claimContextOf(row),
-      jobs: new Map((row?.jobs ?? []).map(jobRowFromJson).map((job) => [job.id, job])),
-    }),
+    statements: [{ statement: READ_REPORT_CONTEXT, values: [jsonParameter(operations), [...new Set(incarnations)], [...new Set(attemptIds)]] }],
+    read: ([rows]) => {
+      const [row] = (rows ?? []) as ContextRow<'jobs'>[];
+      return { ...contextOf(row), jobs: new Map((row?.jobs ?? []).map(jobRowFromJson).map((job) => [job.id, job])) };
+    },
   };
 }
 
@@ -106,7 +105,7 @@ const LOCK_CLAIM_CONTEXT = new PreparedStatement<ContextRow>(
 );
 
 /**
- * The opening read of a claim batch (it travels with BEGIN,
+ * The first opening read of a claim batch (it travels with BEGIN,
  * `inWriteTransaction`): the responses recorded for `operations` and the
  * `incarnations`, locked in id order and marked seen (at most once a
  * second each; an empty claim is a sign of life too). A registration
@@ -119,12 +118,17 @@ const LOCK_CLAIM_CONTEXT = new PreparedStatement<ContextRow>(
  * select <recorded operations>, <locked>
  * ```
  */
-export function claimContextOpening(operations: readonly OperationKey[], incarnations: readonly string[]): Opening<ContextRow, ClaimContext> {
-  return { statement: LOCK_CLAIM_CONTEXT, values: [jsonParameter(operations), [...new Set(incarnations)]], read: ([row]) => claimContextOf(row) };
+export function claimContextStatement(operations: readonly OperationKey[], incarnations: readonly string[]): OpeningStatement {
+  return { statement: LOCK_CLAIM_CONTEXT, values: [jsonParameter(operations), [...new Set(incarnations)]] };
+}
+
+/** What {@link claimContextStatement} read. */
+export function claimContextOf(rows: readonly unknown[] | undefined): ClaimContext {
+  return contextOf(((rows ?? []) as ContextRow[])[0]);
 }
 
 /** The recorded operations and incarnations of a context row, by key. */
-function claimContextOf(row: ContextRow | undefined): ClaimContext {
+function contextOf(row: ContextRow | undefined): ClaimContext {
   return {
     operations: new Map((row?.operations ?? []).map(operationFromJson).map((operation) => [operationKeyOf(operation), operation])),
     incarnations: new Map((row?.incarnations ?? []).map(incarnationFromJson).map((incarnation) => [incarnation.id, incarnation])),
