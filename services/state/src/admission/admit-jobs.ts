@@ -3,7 +3,7 @@ import { toBinary } from '@bufbuild/protobuf';
 import type pg from 'pg';
 import { DocketError, GENESIS_HASH, newId, type IdempotencyKey, type RequestDigest, type ValidJobSpec } from '@docket/contracts';
 import { JobSchema } from '@docket/proto/docket/common/v1/job_pb.js';
-import { admitBatch, bumpChildCounts, readBindings, type AdmissionRow, type BoundRecord } from '../db/queries/admissions.js';
+import { admitBatch, admitBatchAndCommit, bumpChildCounts, readBindings, type AdmissionRow, type BoundRecord } from '../db/queries/admissions.js';
 import { lockParents, rewriteAdmissionResponses, type ParentRow } from '../db/queries/dependencies.js';
 import { UNTOUCHED_JOB_COLUMNS, type JobRow, type NewJobRow } from '../db/queries/jobs.js';
 import { lockUniqueScopes, readActiveHolders, uniqueScopeName, type UniqueScope } from '../db/queries/unique-keys.js';
@@ -86,7 +86,9 @@ async function decideKeys(client: pg.ClientBase, all: readonly AdmissionCandidat
       const holder = candidate.scope && holders.get(uniqueScopeName(candidate.scope));
       return holder ? { candidate, row: deduplicatedRow(candidate.row, holder), holder } : { candidate, row: candidate.row, holder: undefined };
     });
-    const bound = await admitBatch(client, rows.map((item) => item.row), now, GENESIS_HASH);
+    // The last round, with no children to count on their parents, commits with its write; the bindings it did not make are committed ones, read after.
+    const last = later.length === 0 && rows.every((item) => item.row.edges.length === 0);
+    const bound = await (last ? admitBatchAndCommit : admitBatch)(client, rows.map((item) => item.row), now, GENESIS_HASH);
     const children = rows.filter((item) => bound.has(item.row.item_no) && !item.row.deduplicated && item.row.edges.length > 0);
     const settledAtOnce = await admitChildren(client, children.map((item) => item.candidate), now);
     const pendingBindings = rows.filter((item) => !bound.has(item.row.item_no)).map((item) => item.row);

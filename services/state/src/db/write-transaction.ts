@@ -164,9 +164,14 @@ export async function inWriteTransaction<T, Opened = undefined>(
  * Runs `statement` as the last statement of the write transaction open on
  * `client` and commits that transaction in the same round trip
  * (`EXECUTE ...; COMMIT`, one simple-protocol query: a failing statement
- * skips the COMMIT, and the transaction rolls back). The caller runs no
- * statement after it; a check that must stop the commit is made by the
- * statement itself, raising an error. Outside a write transaction, or on a
+ * skips the COMMIT, and the transaction rolls back). A check that must
+ * stop the commit is made by the statement itself, raising an error. What
+ * the body runs after it runs outside the transaction, each statement
+ * committing on its own, so only reads of committed state belong there
+ * (admission's read of bindings concurrent calls made); a failure after it
+ * fails the call although its writes committed, which every caller of a
+ * write transaction survives by retrying with the same key or operation
+ * id. Outside a write transaction, or on a
  * connection that does not yet hold the statement prepared, the statement
  * runs alone and the transaction commits after its body as usual.
  */

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { jsonParameter } from '../json-parameter.js';
 import { PreparedStatement } from '../prepared-statement.js';
+import { runAndCommit } from '../write-transaction.js';
 import { JOB_CHANGES_CHANNEL, MAX_ANNOUNCEMENT_BYTES, RESYNC_ANNOUNCEMENT } from './job-changes.js';
 
 /** One admission of a batch, as the batch statement binds it. */
@@ -143,6 +144,17 @@ const ADMIT_BATCH = new PreparedStatement<{ bound: number[] }>(
 /** Runs {@link ADMIT_BATCH}; returns the `item_no` of every row whose key it bound (admitted, or deduplicated). */
 export async function admitBatch(client: pg.ClientBase, rows: readonly AdmissionRow[], now: Date, genesisHash: string): Promise<Set<number>> {
   const [result] = await ADMIT_BATCH.run(client, [jsonParameter(rows), now, genesisHash]);
+  return new Set(result?.bound ?? []);
+}
+
+/**
+ * {@link admitBatch} as the last write of the transaction open on
+ * `client`, its COMMIT in the same round trip (`runAndCommit`). What
+ * follows may only read what is committed (the bindings of keys it did not
+ * bind, which concurrent transactions committed), each read on its own.
+ */
+export async function admitBatchAndCommit(client: pg.ClientBase, rows: readonly AdmissionRow[], now: Date, genesisHash: string): Promise<Set<number>> {
+  const [result] = await runAndCommit(client, ADMIT_BATCH, [jsonParameter(rows), now, genesisHash]);
   return new Set(result?.bound ?? []);
 }
 
