@@ -130,6 +130,10 @@ describe('inWriteTransaction', () => {
         expect(await batch(counted, 1, 'third')).toEqual({ read: [{ id: 1, note: 'second \\ one' }], sent: 2 });
         // Committed for every other connection to see.
         expect((await pool.query('select note from round_trip_probe where id = 1')).rows).toEqual([{ note: 'third' }]);
+        // A write too large to travel as a literal (a SubmitJobs call of a hundred jobs) runs alone, its COMMIT after it.
+        const large = `'\\${'x'.repeat(20_000)}`;
+        expect(await batch(counted, 1, large)).toEqual({ read: [{ id: 1, note: 'third' }], sent: 3 });
+        expect((await pool.query('select note from round_trip_probe where id = 1')).rows).toEqual([{ note: large }]);
       } finally {
         await counted.end();
       }

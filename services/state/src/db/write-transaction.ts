@@ -72,6 +72,14 @@ export interface WriteTransactionOptions<T, Opened> {
   readonly acknowledgedJobIds?: (result: T) => readonly string[];
 }
 
+/**
+ * The longest statement text that travels beside BEGIN or COMMIT. Its
+ * values go as literals, quoted and parsed as text on both sides; past this
+ * size (a SubmitJobs call of a hundred jobs) that costs more than the round
+ * trip it saves, and the statement runs alone with its values bound.
+ */
+const TRAVELLING_TEXT_LIMIT = 16 * 1024;
+
 /** The write transactions open now, by connection: whether a statement already committed one ({@link runAndCommit}). */
 const openTransactions = new WeakMap<pg.ClientBase, { committed: boolean }>();
 
@@ -129,10 +137,11 @@ export async function inWriteTransaction<T, Opened = undefined>(
     recorder?.assertServing();
     const { opening } = options;
     const statements = opening?.statements ?? [];
-    const openingTravels = statements.length > 0 && statements.every(({ statement }) => statement.isPreparedOn(client));
+    const executions = statements.map(({ statement, values }) => travellingText(client, statement, values));
+    const openingTravels = executions.length > 0 && executions.every((text) => text !== undefined);
     const sentAt = performance.now();
     const begin = beginWithClock(statementTimeoutMs(), recorder !== undefined);
-    const text = openingTravels ? [begin, ...statements.map(({ statement, values }) => statement.executeText(values))].join('; ') : begin;
+    const text = openingTravels ? [begin, ...(executions as string[])].join('; ') : begin;
     const opened = (await client.query(text)) as unknown as pg.QueryResult<{ now: Date } & Partial<WalReadingRow>>[];
     const clock = opened[2]?.rows[0];
     const now = clock?.now;
@@ -171,16 +180,35 @@ export async function inWriteTransaction<T, Opened = undefined>(
  * (admission's read of bindings concurrent calls made); a failure after it
  * fails the call although its writes committed, which every caller of a
  * write transaction survives by retrying with the same key or operation
- * id. Outside a write transaction, or on a
- * connection that does not yet hold the statement prepared, the statement
- * runs alone and the transaction commits after its body as usual.
+ * id. Outside a write transaction, on a connection that does not yet hold
+ * the statement prepared, or with values too large to travel as literals
+ * ({@link TRAVELLING_TEXT_LIMIT}), the statement runs alone and the
+ * transaction commits after its body as usual.
  */
 export async function runAndCommit<Row>(client: pg.ClientBase, statement: TravellingStatement<Row>, values: readonly unknown[]): Promise<Row[]> {
   const transaction = openTransactions.get(client);
-  if (transaction === undefined || transaction.committed || !statement.isPreparedOn(client)) return statement.run(client, values);
-  const [written] = (await client.query(`${statement.executeText(values)}; commit`)) as unknown as pg.QueryResult<Row & pg.QueryResultRow>[];
+  const execution = transaction === undefined || transaction.committed ? undefined : travellingText(client, statement, values);
+  if (transaction === undefined || execution === undefined) return statement.run(client, values);
+  const [written] = (await client.query(`${execution}; commit`)) as unknown as pg.QueryResult<Row & pg.QueryResultRow>[];
   transaction.committed = true;
   return written?.rows ?? [];
+}
+
+/** `statement` as `EXECUTE` text, if it may travel beside BEGIN or COMMIT on `client`: prepared there, and its values within {@link TRAVELLING_TEXT_LIMIT}. */
+function travellingText(client: pg.ClientBase, statement: TravellingStatement<unknown>, values: readonly unknown[]): string | undefined {
+  if (!statement.isPreparedOn(client) || textLength(values) > TRAVELLING_TEXT_LIMIT) return undefined;
+  return statement.executeText(values);
+}
+
+/** About how many characters `values` take as text (strings and arrays of strings; the rest are short). */
+function textLength(values: readonly unknown[]): number {
+  let length = 0;
+  for (const value of values) {
+    if (typeof value === 'string') length += value.length;
+    else if (Array.isArray(value)) for (const item of value) length += typeof item === 'string' ? item.length + 3 : 4;
+    else length += 32;
+  }
+  return length;
 }
 
 /** BEGIN, the transaction's statement timeout (a whole number of ms, so safe to inline) and its clock, with the WAL reading if asked. */
