@@ -62,6 +62,21 @@ export async function ledger(databaseUrl, name) {
 }
 
 /**
+ * `boss.createQueue(name)`, tried again after a deadlock: two generators
+ * (fixed-rate's submitter and worker) create the same queue at once, and
+ * pg-boss's createQueue can deadlock with itself (40P01) there.
+ */
+async function createQueueOnce(boss, name) {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await boss.createQueue(name);
+    } catch (error) {
+      if (error?.code !== '40P01' || attempt >= 5) throw error;
+    }
+  }
+}
+
+/**
  * Generator side: a started PgBoss with `connections` connections; `onError`
  * gets what it emits as 'error' (default: printed).
  */
@@ -69,7 +84,7 @@ export async function open(system, { connections, onError }) {
   const boss = await startBoss(system.databaseUrl, connections, onError);
   const created = new Set();
   const queue = async (name) => {
-    if (!created.has(name)) await boss.createQueue(name);
+    if (!created.has(name)) await createQueueOnce(boss, name);
     created.add(name);
     return name;
   };
