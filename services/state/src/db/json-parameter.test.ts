@@ -12,9 +12,19 @@ describe('jsonParameter', () => {
     expect(jsonParameter({ input: { a: [1, 'x', true] } })).toBe(JSON.stringify({ input: { a: [1, 'x', true] } }));
   });
 
+  it('writes the same text whichever row holds the bigint, and when none does', () => {
+    const later = [{ id: 'a', n: 1 }, { id: 'b', n: 2n }];
+    const first = [{ id: 'b', n: 2n }, { id: 'a', n: 1 }];
+    expect(jsonParameter(later)).toBe('[{"id":"a","n":1},{"id":"b","n":"2"}]');
+    expect(jsonParameter(first)).toBe('[{"id":"b","n":"2"},{"id":"a","n":1}]');
+    expect(jsonParameter([{ id: 'c', deep: { n: 3n } }])).toBe('[{"id":"c","deep":{"n":"3"}}]');
+    expect(jsonParameter([])).toBe('[]');
+  });
+
   it('refuses a cycle as JSON.stringify does, also when the value holds a bigint', () => {
     const row: Record<string, unknown> = { fence: 1n };
     row.self = row;
     expect(() => jsonParameter(row)).toThrow(/circular/i);
+    expect(() => jsonParameter([row])).toThrow(/circular/i);
   });
 });
