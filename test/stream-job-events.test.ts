@@ -214,10 +214,12 @@ describe('StreamJobEvents', () => {
     expect(arrivals).toHaveLength(6);
     const gaps = arrivals.slice(1).map((at, index) => at - arrivals[index]!);
     expect(gaps).toHaveLength(5);
-    for (const gap of gaps) {
-      expect(gap).toBeGreaterThan(HEARTBEAT_MS * 0.75);
-      expect(gap).toBeLessThan(HEARTBEAT_MS * 2.5);
-    }
+    // Every interval of silence gets its heartbeat: no gap much longer than the interval.
+    for (const gap of gaps) expect(gap).toBeLessThan(HEARTBEAT_MS * 2.5);
+    // And no more than one per interval. Judged over the five gaps, not each: one heartbeat that
+    // reaches a loaded client late makes its gap longer and the next one shorter by as much.
+    expect((arrivals[5]! - arrivals[0]!) / 5).toBeGreaterThan(HEARTBEAT_MS * 0.75);
+    for (const gap of gaps) expect(gap).toBeGreaterThan(HEARTBEAT_MS * 0.25);
   });
 
   it('shows a subscriber on events replica A each event committed through state replica B, live', async () => {
