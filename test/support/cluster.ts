@@ -83,6 +83,30 @@ export async function stopAll(): Promise<void> {
  */
 export async function startCluster(options: ClusterOptions): Promise<DocketCluster> {
   const credentials = await newClusterCredentials(options.databaseUrl);
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await launchCluster(options, credentials);
+    } catch (error) {
+      if (attempt >= PORT_RACE_ATTEMPTS || !lostPortRace(error)) throw error;
+    }
+  }
+}
+
+/**
+ * How many times a cluster is laid out afresh when a port it chose was
+ * taken before its process bound it. The front's ports are chosen free and
+ * bound a moment later, and test files running in parallel bind ports of
+ * their own in that moment.
+ */
+const PORT_RACE_ATTEMPTS = 3;
+
+/** Whether a start failed because a chosen port was taken meanwhile: EADDRINUSE in a service's or nginx's output, or the front finding one of its ports held. */
+function lostPortRace(error: unknown): boolean {
+  return error instanceof Error && /EADDRINUSE|address already in use|is in use: the front cannot listen/i.test(error.message);
+}
+
+/** One try of {@link startCluster}: everything it started is stopped again if any part fails. */
+async function launchCluster(options: ClusterOptions, credentials: Awaited<ReturnType<typeof newClusterCredentials>>): Promise<DocketCluster> {
   const replicas: Record<ServiceName, ServiceProcess[]> = { state: [], admission: [], execution: [], events: [] };
   const counts = Object.fromEntries(SERVICE_NAMES.map((name) => [name, replicaCount(options.replicas, name)])) as Record<ServiceName, number>;
 
