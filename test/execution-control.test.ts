@@ -22,6 +22,14 @@ import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.
 /** Short enough to wait out, long enough that a loaded machine does not lose a lease between two calls of a test. */
 const LEASE_MS = 3_000;
 
+/**
+ * The backoff of a job that must stay in RETRY_WAIT while a test acts on
+ * it: the longest allowed (7 days). Backoff has full jitter, a wait drawn
+ * between zero and the backoff, and with 60 s one draw in a few hundred
+ * came due before the test looked (a CI run saw the job QUEUED again).
+ */
+const RETRY_WAIT_BACKOFF = durationFromMs(7 * 24 * 3_600_000);
+
 let harness: ExecutionHarness<DocketCluster>;
 
 beforeAll(async () => {
@@ -74,7 +82,7 @@ describe('CancelJob', () => {
 
     const worker = await harness.worker();
     await worker.register(`waiter-${queue}`, [queue]);
-    const waiting = await harness.submit({ queue, retryPolicy: { maxAttempts: 3, initialBackoff: durationFromMs(60_000) } });
+    const waiting = await harness.submit({ queue, retryPolicy: { maxAttempts: 3, initialBackoff: RETRY_WAIT_BACKOFF } });
     const [assignment] = await worker.claim({ waitMs: 2_000 });
     expect(assignment?.envelope?.jobId).toBe(waiting.id);
     await worker.expectOk('reportOutcome', {
@@ -154,7 +162,7 @@ describe('CancelJob', () => {
 describe('PauseJob and ResumeJob', () => {
   it('hold a queued or retry-waiting job at once, and resume re-queues it', async () => {
     const queue = freshQueue('pause-idle');
-    const queued = await harness.submit({ queue, retryPolicy: { maxAttempts: 3, initialBackoff: durationFromMs(60_000) } });
+    const queued = await harness.submit({ queue, retryPolicy: { maxAttempts: 3, initialBackoff: RETRY_WAIT_BACKOFF } });
     expect((await pause(queued.id)).job?.status).toBe(JobStatus.PAUSED);
     const worker = await harness.worker();
     await worker.register(`pauser-${queue}`, [queue]);
