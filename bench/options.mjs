@@ -12,6 +12,7 @@ export const USAGE = `npm run bench -- [options]
                           (default: ${[...DEFAULT_SCENARIOS, ...DEFAULT_EXTRAS].join(', ')})
   --docket-root PATH      run the Docket services from PATH/services/<name>/dist/main.js (default: this checkout)
   --baseline-root PATH    also run a "Docket (baseline)" column from another checkout (e.g. a git worktree)
+  --one-process           also run a "Docket (one process)" column: the same checkout's four services in one process (services/one-process)
   --statements            after the run, print the top 25 statements by total time in each Docket database
   --out DIR               where to write last-run.*, latest.* and history.csv (default: bench/results)
   --help`;
@@ -27,6 +28,7 @@ export function parseOptions(argv) {
       only: { type: 'string' },
       'docket-root': { type: 'string' },
       'baseline-root': { type: 'string' },
+      'one-process': { type: 'boolean' },
       statements: { type: 'boolean', default: false },
       out: { type: 'string' },
       help: { type: 'boolean', default: false },
@@ -51,6 +53,7 @@ export function parseOptions(argv) {
     scenarios: only ?? [...DEFAULT_SCENARIOS, ...DEFAULT_EXTRAS],
     docketRoot: resolve(values['docket-root'] ?? repoRoot),
     baselineRoot: values['baseline-root'] ? resolve(values['baseline-root']) : undefined,
+    oneProcess: values['one-process'] ?? false,
     statements: values.statements,
     outDir: resolve(values.out ?? new URL('./results', import.meta.url).pathname),
   };

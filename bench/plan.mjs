@@ -12,6 +12,7 @@ export const SYSTEM_NAMES = {
   graphile: 'graphile-worker 0.17',
   docket: 'Docket',
   'docket-baseline': 'Docket (baseline)',
+  'docket-one': 'Docket (one process)',
 };
 
 export const isDocket = (system) => system.startsWith('docket');

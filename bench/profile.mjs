@@ -9,7 +9,8 @@
 // services). The load runs in this process;
 // the services are separate processes, so their profiles hold only their
 // own work. PROFILE_SESSION=1 makes the claims and reports on the worker
-// session (one ExecutionService/Work stream) instead of unary calls.
+// session (one ExecutionService/Work stream) instead of unary calls;
+// PROFILE_ONE_PROCESS=1 runs the services in one process (services/one-process).
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +34,7 @@ const docket = await launchDocket({
   root: new URL('..', import.meta.url).pathname,
   databaseUrl,
   nodeOptions: ['--cpu-prof', `--cpu-prof-dir=${profiles}`],
+  oneProcess: process.env.PROFILE_ONE_PROCESS === '1',
   // Batching settings under test pass through from this process's environment.
   env: Object.fromEntries(Object.entries(process.env).filter(([name]) => /^DOCKET_(ADMIT|CLAIM|REPORT|STATE)_BATCH/.test(name))),
 });

@@ -57,7 +57,11 @@ const began = performance.now();
 const runId = randomBytes(3).toString('hex');
 const loadAtStart = loadAverage();
 const sizes = sizesFor(options);
-const roots = { docket: options.docketRoot, ...(options.baselineRoot ? { 'docket-baseline': options.baselineRoot } : {}) };
+const roots = {
+  docket: options.docketRoot,
+  ...(options.oneProcess ? { 'docket-one': options.docketRoot } : {}),
+  ...(options.baselineRoot ? { 'docket-baseline': options.baselineRoot } : {}),
+};
 const docketSystems = Object.keys(roots);
 const scenarios = buildScenarios(sizes, docketSystems);
 const measured = DEFAULT_SCENARIOS.filter((name) => options.scenarios.includes(name));

@@ -27,7 +27,7 @@ export async function docketConnection(deployment) {
 
 /**
  * Prepares every instance in `instances` on `server` (see bench/postgres.mjs).
- * `roots` maps `docket` and `docket-baseline` to checkouts. Resolves with
+ * `roots` maps `docket`, `docket-one` and `docket-baseline` to checkouts. Resolves with
  * `connect(instance)`, the configuration a generator process gets, and `stop()`.
  */
 export async function startSystems(server, instances, roots) {
@@ -41,7 +41,7 @@ export async function startSystems(server, instances, roots) {
       const system = instance.split('@')[0];
       const databaseUrl = await server.createDatabase(databaseName(instance), { withStatements: system.startsWith('docket') });
       if (system.startsWith('docket')) {
-        const deployment = await launchDocket({ root: roots[system], databaseUrl });
+        const deployment = await launchDocket({ root: roots[system], databaseUrl, oneProcess: system === 'docket-one' });
         deployments.push(Object.assign(deployment, { instance }));
         connections.set(instance, await docketConnection(deployment));
       } else {

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,15 +20,13 @@ import { GrpcJsChannel, seenByGrpcJs } from './support/clients.js';
 import { startCluster, type DocketCluster, type ServiceName } from './support/cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { startClusterWithSql, stopClustersWithSql } from './support/cluster-with-sql.js';
-import { runDocket } from './support/docket-cli.js';
-import { freePort } from './support/free-port.js';
+import { runDocket, startDocketDev } from './support/docket-cli.js';
 import { JobWriter } from './support/job-writer.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { until } from './support/polling.js';
 import { freshQueue } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from './support/raw-worker.js';
 import { jobCountOf, scheduledJobs } from './support/schedule-firings.js';
-import { REPO_ROOT } from './support/service-process.js';
 import { StreamReader } from './support/stream-probe.js';
 import { checkPythonClient, generatePythonStubs, removePythonStubs } from './support/python-client-check.js';
 import { isProcessAlive } from './support/process-alive.js';
@@ -460,32 +457,13 @@ describe('docket dev --replicas', () => {
   it('starts 3/3/2/2 replicas behind nginx on the services’ ports, answers through them, and stops nginx with the rest on Ctrl-C', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'docket-dev-replicas-'));
     scratch.push(dataDir);
-    const ports = { admission: await freePort(), execution: await freePort(), events: await freePort(), state: await freePort() };
-    const child = spawn(process.execPath, [join(REPO_ROOT, 'packages/cli/dist/main.js'), 'dev', '--replicas', 'admission=3,execution=3,events=2,state=2'], {
-      env: {
-        PATH: process.env['PATH'] ?? '',
-        HOME: process.env['HOME'] ?? '',
-        DOCKET_DATA_DIR: dataDir,
-        DOCKET_DATABASE_URL: await createMigratedTestDatabase('docket dev replicas'),
-        DOCKET_ADMISSION_PORT: String(ports.admission),
-        DOCKET_EXECUTION_PORT: String(ports.execution),
-        DOCKET_EVENTS_PORT: String(ports.events),
-        DOCKET_STATE_PORT: String(ports.state),
-        DOCKET_CONSOLE_PORT: '0',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const dev = await startDocketDev(['--replicas', 'admission=3,execution=3,events=2,state=2'], dataDir, await createMigratedTestDatabase('docket dev replicas'));
+    const { ports } = dev;
     try {
-      await until(async () => out.includes('Docket is running') || child.exitCode !== null, 'docket dev to print its summary', 90_000, 100);
-      expect(err).toBe('');
-      expect(out).toContain('Docket is running');
-      for (const [name, port] of Object.entries(ports)) expect(out).toMatch(new RegExp(`\\n  ${name} +http://127\\.0\\.0\\.1:${port} `));
-      const token = /user +\(sub "dev"\) +(\S+)/.exec(out)?.[1];
+      expect(dev.err()).toBe('');
+      expect(dev.out()).toContain('Docket is running');
+      for (const [name, port] of Object.entries(ports)) expect(dev.out()).toMatch(new RegExp(`\\n  ${name} +http://127\\.0\\.0\\.1:${port} `));
+      const token = dev.token('user');
       const nginxPid = Number(await readFile(join(dataDir, 'nginx', 'nginx.pid'), 'utf8'));
       const switchPid = Number(await readFile(join(dataDir, 'nginx', 'port-switch.pid'), 'utf8'));
       expect([nginxPid, switchPid]).toEqual([expect.any(Number), expect.any(Number)]);
@@ -515,19 +493,13 @@ describe('docket dev --replicas', () => {
         expect(await readFile(join(dataDir, 'logs', `${replica}.log`), 'utf8')).toContain('"msg":"listening"');
       }
 
-      child.kill('SIGINT');
-      expect(await exited).toBe(0);
-      expect(out).toMatch(/Stopped\.\n$/);
+      expect(await dev.interrupt()).toBe(0);
+      expect(dev.out()).toMatch(/Stopped\.\n$/);
       expect(isProcessAlive(nginxPid)).toBe(false);
       expect(isProcessAlive(switchPid)).toBe(false);
     } finally {
-      if (child.exitCode === null) {
-        // Ctrl-C, so that it stops nginx and the replicas (a SIGKILL would leave them running), SIGKILL if it hangs.
-        child.kill('SIGINT');
-        // Real time: a bound on its shutdown, after a failure.
-        const stopped = await Promise.race([exited.then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), 40_000))]);
-        if (!stopped) child.kill('SIGKILL');
-      }
+      // Ctrl-C, so that it stops nginx and the replicas (a SIGKILL would leave them running).
+      await dev.kill();
     }
   }, 150_000);
 

@@ -55,6 +55,7 @@ export const PROCESS_TESTS = [
   'test/execution-control.test.ts',
   'test/hard-deletion-crash.test.ts',
   'test/no-leaks.test.ts',
+  'test/one-process.test.ts',
   'test/pgbouncer.test.ts',
   'test/readme-commands.test.ts',
   'test/replicas-behind-nginx.test.ts',

@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SERVICE_AUDIENCE, mintToken } from '@docket/auth';
-import { SERVICE_NAMES, layOutFront, launchService, locateFrontPrograms, serviceEntryPath, serviceEnvironment, startFront } from '@docket/cli';
+import { SERVICE_NAMES, launchOneProcess, layOutFront, launchService, locateFrontPrograms, oneProcessEntryPath, oneProcessEnvironment, serviceEntryPath, serviceEnvironment, startFront } from '@docket/cli';
 
 const LEVELS = { 40: 'warn', 50: 'error', 60: 'fatal', warn: 'warn', error: 'error', fatal: 'fatal' };
 
@@ -67,13 +67,15 @@ async function startFrontOf(names, replicas, complaints) {
  * a state replica round-robin). With `front: 'nginx'`, nginx is started
  * first, as `docket dev --replicas` starts it, every replica listens where
  * its layout says and the front services reach state through nginx;
- * `entryUrls` are then nginx's addresses. `env` is added to every service's
+ * `entryUrls` are then nginx's addresses. With `oneProcess`, the `names`
+ * services run in one process (`services/one-process`, its pids under
+ * `one process`). `env` is added to every service's
  * environment, `nodeOptions` (e.g. `--cpu-prof`) to every Node command line.
  */
-export async function launchDocket({ root, databaseUrl, names = ['state', 'admission', 'execution'], replicas = {}, front, env = {}, nodeOptions = [] }) {
+export async function launchDocket({ root, databaseUrl, names = ['state', 'admission', 'execution'], replicas = {}, front, oneProcess = false, env = {}, nodeOptions = [] }) {
   if (front !== undefined && front !== 'nginx') throw new Error(`unknown front ${front}; known: nginx`);
-  for (const name of names) {
-    const entry = serviceEntryPath(root, name);
+  const entries = oneProcess ? [oneProcessEntryPath(root)] : names.map((name) => serviceEntryPath(root, name));
+  for (const entry of entries) {
     if (!existsSync(entry)) throw new Error(`${entry} is missing: build that checkout first (npm run build)`);
   }
   const authSecret = randomBytes(32).toString('base64url');
@@ -98,7 +100,21 @@ export async function launchDocket({ root, databaseUrl, names = ['state', 'admis
   };
   try {
     if (front === 'nginx') nginx = await startFrontOf(names, replicas, complaints);
-    for (const name of names) {
+    if (oneProcess) {
+      const one = launchOneProcess({
+        entry: oneProcessEntryPath(root),
+        nodeOptions,
+        env: { PATH: process.env.PATH ?? '', ...env, ...oneProcessEnvironment(settings, () => '127.0.0.1:0'), DOCKET_ONE_PROCESS_SERVICES: names.join(',') },
+        onLine: (line) => {
+          const level = complaintLevel(line);
+          if (level) complaints.push({ service: 'one process', level, line: line.slice(0, 500) });
+        },
+      });
+      launched.push(one.service);
+      for (const [name, url] of Object.entries(await one.urls)) urls[name] = [url];
+      pids['one process'] = [one.service.child.pid];
+    }
+    for (const name of oneProcess ? [] : names) {
       urls[name] = [];
       pids[name] = [];
       for (let index = 0; index < (replicas[name] ?? 1); index += 1) {
@@ -129,7 +145,7 @@ export async function launchDocket({ root, databaseUrl, names = ['state', 'admis
     /** Each replica's own URL, per service name. */
     urls,
     /** The one URL per service a client uses: nginx's with a front, else the first replica's. */
-    entryUrls: Object.fromEntries(names.map((name) => [name, nginx?.front.urls[name] ?? urls[name][0]])),
+    entryUrls: Object.fromEntries(Object.keys(urls).map((name) => [name, nginx?.front.urls[name] ?? urls[name][0]])),
     /** The operating-system process ids, per service name, in the order of `urls` (for /proc), and with a front `front`'s: nginx and its port switch. */
     pids,
     databaseUrl,

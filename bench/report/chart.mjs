@@ -3,7 +3,7 @@
 // bars within a block, not across blocks), one colour per system.
 import { SYSTEM_NAMES } from '../plan.mjs';
 
-const COLOURS = { handwritten: '#6b7280', pgboss: '#d97706', graphile: '#7c3aed', docket: '#2563eb', 'docket-baseline': '#93c5fd' };
+const COLOURS = { handwritten: '#6b7280', pgboss: '#d97706', graphile: '#7c3aed', docket: '#2563eb', 'docket-baseline': '#93c5fd', 'docket-one': '#0891b2' };
 const WIDTH = 1100;
 const LABEL_WIDTH = 430;
 const BAR_WIDTH = 520;

@@ -10,11 +10,12 @@ import { cpuByRole } from '../process-cpu.mjs';
 
 /**
  * The process roles reported, in column order. `front` is nginx and its port switch before
- * a deployment's replicas (the replicas scenario), a column of the CPU
- * table only when a row has it.
+ * a deployment's replicas (the replicas scenario), `one process` the four
+ * services of `--one-process` together; each a column of the CPU table
+ * only when a row has it.
  */
-export const CPU_ROLES = ['postgres', 'load', 'front', 'admission', 'execution', 'state', 'events'];
-const OPTIONAL_ROLES = ['front'];
+export const CPU_ROLES = ['postgres', 'load', 'front', 'admission', 'execution', 'state', 'events', 'one process'];
+const OPTIONAL_ROLES = ['front', 'one process'];
 
 /** Whether a process's command line is PostgreSQL's (the postmaster or a backend). */
 export const isPostgres = (command) => /^postgres[: ]|\/postgres /.test(command);

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { UsageError, parseCommandArgs, type Command } from './command.js';
 import { DEV_LOG_MODES, type DevLogMode } from './dev-log-sink.js';
 import { parseReplicaCounts, type ReplicaCounts } from './replica-counts.js';
+import { oneProcessEntryPath } from './one-process-launch.js';
 import { runDev } from './run-dev.js';
 import { serviceEntryPath } from './service-names.js';
 
@@ -19,7 +20,7 @@ const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 export const devCommand: Command = {
   name: 'dev',
   summary: 'run the whole system locally: embedded Postgres and the four services',
-  help: `Usage: docket dev [--logs=warn|all|none] [--replicas <service>=<n>,...]
+  help: `Usage: docket dev [--logs=warn|all|none] [--replicas <service>=<n>,... | --one-process]
 
 Runs Docket on this machine (this is what npm start runs): PostgreSQL, then
 the state service, then admission, execution and events, each as its own
@@ -54,6 +55,13 @@ Options:
                   <data dir>/logs/<service>-<i>.log. Needs nginx 1.22 or
                   newer and HAProxy 2.4 or newer (Debian: sudo apt-get
                   install nginx haproxy). See docs/replicas.md.
+  --one-process   run the four services in one Node process
+                  (services/one-process) on the same ports, admission,
+                  execution and events calling state in memory through its
+                  own handlers and interceptors instead of a socket; its
+                  log lines go to <data dir>/logs/docket.log. Measured
+                  against four processes in docs/benchmarks.md. Not with
+                  --replicas.
 
 Environment:
   DOCKET_DATA_DIR         data directory, default .docket: holds postgres/
@@ -80,7 +88,7 @@ Environment:
 Other variables (NODE_OPTIONS, OTEL_*, ...) are passed on to the services.
 `,
   async run(args, context) {
-    const { logMode, replicas } = parseDevArgs(args);
+    const { logMode, replicas, oneProcess } = parseDevArgs(args);
     const stop = new AbortController();
     let interrupts = 0;
     const onSignal = (): void => {
@@ -108,6 +116,7 @@ Other variables (NODE_OPTIONS, OTEL_*, ...) are passed on to the services.
         consoleRoot: resolve(REPO_ROOT, 'packages', 'console', 'dist'),
         stop: stop.signal,
         ...(replicas === undefined ? {} : { replicas }),
+        ...(oneProcess ? { oneProcessEntry: oneProcessEntryPath(REPO_ROOT) } : {}),
       });
     } finally {
       for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
@@ -115,12 +124,13 @@ Other variables (NODE_OPTIONS, OTEL_*, ...) are passed on to the services.
   },
 };
 
-function parseDevArgs(args: readonly string[]): { logMode: DevLogMode; replicas: ReplicaCounts | undefined } {
-  const { logs, replicas } = parseCommandArgs(args, { logs: { type: 'string' }, replicas: { type: 'string' } }, 'none').values;
+function parseDevArgs(args: readonly string[]): { logMode: DevLogMode; replicas: ReplicaCounts | undefined; oneProcess: boolean } {
+  const { logs, replicas, 'one-process': oneProcess = false } = parseCommandArgs(args, { logs: { type: 'string' }, replicas: { type: 'string' }, 'one-process': { type: 'boolean' } }, 'none').values;
   const logMode = logs === undefined ? 'warn' : DEV_LOG_MODES.find((candidate) => candidate === logs);
   if (!logMode) throw new UsageError(`--logs must be one of ${DEV_LOG_MODES.join(', ')}`);
+  if (oneProcess && replicas !== undefined) throw new UsageError('--one-process and --replicas cannot be combined');
   try {
-    return { logMode, replicas: replicas === undefined ? undefined : parseReplicaCounts(replicas) };
+    return { logMode, replicas: replicas === undefined ? undefined : parseReplicaCounts(replicas), oneProcess };
   } catch (error) {
     throw new UsageError((error as Error).message);
   }

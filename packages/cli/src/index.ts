@@ -6,6 +6,7 @@ export {
   type ServiceName,
 } from './service-names.js';
 export { serviceEnvironment, type DocketServiceSettings } from './service-environment.js';
+export { launchOneProcess, oneProcessEntryPath, oneProcessEnvironment, parseAllListening, type LaunchedOneProcess } from './one-process-launch.js';
 export {
   launchService,
   parseListeningUrl,

@@ -11,6 +11,7 @@ import { devSecretsPath, loadOrCreateDevSecrets } from './dev-secrets.js';
 import { formatDevSummary } from './dev-summary.js';
 import { describeExit, launchService, type LaunchedService } from './launch-service.js';
 import { layOutFront, startFront, type Front, type FrontLayout } from './front.js';
+import { launchOneProcess, oneProcessEnvironment } from './one-process-launch.js';
 import { locateFrontPrograms } from './front-programs.js';
 import type { ReplicaCounts } from './replica-counts.js';
 import { serviceEnvironment, type DocketServiceSettings } from './service-environment.js';
@@ -37,6 +38,12 @@ export interface RunDevOptions {
    * ports (docs/replicas.md). Unset: one process per service on those ports, no front.
    */
   readonly replicas?: ReplicaCounts;
+  /**
+   * `--one-process`: the four services in one process run from this script
+   * (`services/one-process/dist/main.js`), on the services' ports, the front
+   * services calling state in memory. Not with `replicas`.
+   */
+  readonly oneProcessEntry?: string;
 }
 
 const TOKEN_TTL_DAYS = 30;
@@ -51,6 +58,9 @@ const DATABASE_NAME = 'docket';
  * a child dies (everything else is stopped; exit code 1). Shutdown is
  * ordered: the three front services, then state, then Postgres.
  *
+ * With `oneProcessEntry`, one child process runs all four services
+ * (`services/one-process`): clients reach each on its port as before.
+ *
  * With `replicas`, the front (`startFront`: nginx on `<data dir>/nginx/nginx.conf`,
  * rendered from `deploy/nginx/docket-front.conf.template`, behind HAProxy's
  * port switch) listens on the services' ports and passes each call to the
@@ -63,7 +73,8 @@ export async function runDev(options: RunDevOptions): Promise<number> {
   const dataDir = resolveDataDir(env, options.cwd);
   const logsDir = join(dataDir, 'logs');
   const ports = devServicePorts(env);
-  for (const name of SERVICE_NAMES) await assertBuilt(options.entryFor(name));
+  if (options.oneProcessEntry !== undefined) await assertBuilt(options.oneProcessEntry);
+  else for (const name of SERVICE_NAMES) await assertBuilt(options.entryFor(name));
   const counts = options.replicas;
   const programs = counts === undefined ? undefined : await locateFrontPrograms(env);
   await mkdir(logsDir, { recursive: true });
@@ -136,7 +147,21 @@ export async function runDev(options: RunDevOptions): Promise<number> {
 
     const urls = {} as Record<ServiceName, string>;
     let front: { readonly started: Front; readonly layout: FrontLayout } | undefined;
-    if (counts === undefined || programs === undefined) {
+    if (options.oneProcessEntry !== undefined) {
+      options.out('Starting state, admission, execution and events in one process ...\n');
+      const one = launchOneProcess({
+        entry: options.oneProcessEntry,
+        env: { ...baseEnv, ...oneProcessEnvironment(settings, (name) => `${DEV_HOST}:${ports[name]}`) },
+        onLine: (line) => logs.write('docket', line),
+        detached: true,
+      });
+      // Stopped with state, after nothing: it holds all four.
+      services.get('state')?.push(one.service);
+      void one.service.exited.then((exit) => lifetime.fail(`the one process exited unexpectedly (${describeExit(exit)})`, one.service.recentLines()));
+      const started = await lifetime.race(one.urls);
+      for (const name of SERVICE_NAMES) urls[name] = started[name] ?? '';
+      consoleServices = { admissionUrl: urls.admission, eventsUrl: urls.events };
+    } else if (counts === undefined || programs === undefined) {
       options.out('Starting the state service ...\n');
       urls.state = await lifetime.race(launch('state', 0, `${DEV_HOST}:${ports.state}`).ready);
       options.out('Starting admission, execution and events ...\n');

@@ -80,6 +80,8 @@ export interface BoundedNodeAdapterOptions extends Omit<ConnectRouterOptions, 'r
 export interface BoundedHandlers {
   readonly unaryStream: UnaryStreamServer;
   readonly handle: NodeHandler;
+  /** Connect's handlers, bounded as on the wire, for callers in this process (`answerInProcess`). */
+  readonly universal: readonly UniversalHandler[];
 }
 
 type NodeHandler = (
@@ -164,7 +166,7 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): BoundedH
         // The client went away while the answer was written: nothing to tell anyone.
       });
   };
-  return { handle, unaryStream };
+  return { handle, unaryStream, universal: [...paths.values()] };
 }
 
 /** The methods whose binary gRPC calls Docket serves itself, by request path. */

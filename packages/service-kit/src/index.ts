@@ -63,6 +63,7 @@ export {
   requireSecret,
   type Environment,
 } from './environment.js';
+export { answerInProcess, inProcessTransportOf, type InProcessServer } from './in-process-calls.js';
 export { createServiceTransport, type ServiceTransport, type ServiceTransportOptions } from './service-transport.js';
 export { startTracing, tracesExporterFrom, tracingInterceptor, type Tracing } from './tracing.js';
 export { durationMs, validateJobSpecMessage, type JobSpecMessage } from './job-spec-message.js';

@@ -21,7 +21,7 @@ const STOP_SIGNALS = ['SIGTERM', 'SIGINT'] as const;
  * (name only) and exits 1.
  */
 export function runUntilSignalled(
-  server: RunningServer,
+  server: Pick<RunningServer, 'shutdown'>,
   logger: Logger,
   graceMs: number,
   onStopped?: () => Promise<void>,

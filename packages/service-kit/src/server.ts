@@ -8,12 +8,13 @@ import {
   ConnectError,
   createContextValues,
   type ConnectRouter,
+  type ContextValues,
   type Interceptor,
 } from '@connectrpc/connect';
 import { Health } from '@docket/proto/grpc/health/v1/health_pb.js';
 import { ServerReflection } from '@docket/proto/grpc/reflection/v1/reflection_pb.js';
 import { ServerReflection as ServerReflectionV1alpha } from '@docket/proto/grpc/reflection/v1alpha/reflection_pb.js';
-import type { LimitName } from '@docket/contracts';
+import { LIMITS, type LimitName } from '@docket/contracts';
 import { authenticationInterceptor, type AuthPolicy } from './authentication.js';
 import { boundedNodeAdapter, chainReachedMarker } from './bounded-node-adapter.js';
 import { corsPolicy } from './cors.js';
@@ -21,6 +22,7 @@ import { deadlineInterceptor } from './deadline.js';
 import { drainRelayKey } from './drain-signal.js';
 import { errorMappingInterceptor } from './error-interceptor.js';
 import { createHealthRegistry, type HealthRegistry } from './health-registry.js';
+import type { InProcessServer } from './in-process-calls.js';
 import { registerHealthService } from './health-service.js';
 import { watchDependency, type DependencyProbe } from './dependency-health.js';
 import { ServiceMetrics } from './service-metrics.js';
@@ -124,6 +126,8 @@ export interface RunningServer {
   readonly health: HealthRegistry;
   /** The process's Prometheus metrics, served on `GET /metrics`. */
   readonly metrics: ServiceMetrics;
+  /** What callers in this process need to call it in memory (`answerInProcess`). */
+  readonly inProcess: InProcessServer;
   /**
    * Calls that listen to the drain or the hard stop (every binary gRPC
    * stream, and every call that asked for its drain signal) and have not
@@ -173,6 +177,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   setMaxListeners(0, hardStop.signal);
 
   const metrics = options.metrics ?? new ServiceMetrics(options.name);
+  const callValues = (): ContextValues => createContextValues().set(drainRelayKey, draining);
   const requestBytes = options.requestBytes ?? 'admissionRequestBytes';
   const handlers = boundedNodeAdapter({
     requestBytes,
@@ -198,7 +203,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ],
     fallback: unknownRouteFallback(logger),
     shutdown: hardStop,
-    contextValues: () => createContextValues().set(drainRelayKey, draining),
+    contextValues: callValues,
   });
   // The internal state service is never called from a browser.
   const cors = corsPolicy(options.corsOrigins ?? []);
@@ -328,6 +333,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     port,
     health,
     metrics,
+    inProcess: { url, handlers: handlers.universal, contextValues: callValues, readMaxBytes: LIMITS[requestBytes] },
     callsInFlight: () => draining.listeners + hardStop.listeners,
     shutdown: (graceMs = DEFAULT_GRACE_MS) => (stopping ??= stop(graceMs)),
   };

@@ -1,6 +1,7 @@
 import { Code, ConnectError, type Interceptor, type Transport } from '@connectrpc/connect';
-import { INTERNAL_KEEPALIVE, INTERNAL_RECEIVE_WINDOWS, bearerValue, type TokenSource } from '@docket/client-kit';
+import { INTERNAL_KEEPALIVE, INTERNAL_RECEIVE_WINDOWS, bearerAuth, bearerValue, type TokenSource } from '@docket/client-kit';
 import { createServiceConnection } from '@docket/client-kit/node';
+import { inProcessTransportOf } from './in-process-calls.js';
 import { isTracingOn } from './tracing.js';
 import { callUnaryStream } from './unary-stream-client.js';
 
@@ -38,6 +39,11 @@ export interface ServiceTransport extends Transport {
  * {@link DEFAULT_INTERNAL_DEADLINE_MS}. Pair each call with
  * `forwardDeadline(ctx)` to pass on the caller's deadline and cancellation.
  *
+ * When the other service is a server of this process that answers in
+ * memory (`answerInProcess`, the one-process deployment), every call goes
+ * to its handlers without a socket (`inProcessTransportOf`), with the same
+ * token and default deadline.
+ *
  * Unary calls are written and read by hand on the session's streams
  * (`callUnaryStream`) unless tracing is on; streams, and unary calls while
  * tracing, go through Connect's gRPC transport.
@@ -50,6 +56,15 @@ export interface ServiceTransport extends Transport {
 export function createServiceTransport(options: ServiceTransportOptions): ServiceTransport {
   const { token } = options;
   const defaultDeadlineMs = options.defaultDeadlineMs ?? DEFAULT_INTERNAL_DEADLINE_MS;
+  const inProcess = inProcessTransportOf(options.baseUrl, [bearerAuth(token)]);
+  if (inProcess) {
+    return {
+      unary: (method, signal, timeoutMs, header, input, contextValues) => inProcess.unary(method, signal, timeoutMs ?? defaultDeadlineMs, header, input, contextValues),
+      stream: inProcess.stream,
+      // A server of this process: no connection to give up.
+      resetConnection: () => {},
+    };
+  }
   const resetConnection = (): void => session.abort(new ConnectError('the connection was given up', Code.Unavailable));
   // A dead or half-open connection is noticed within the ping interval and timeout, also while a stream is quiet.
   const { transport, session } = createServiceConnection({
