@@ -13,7 +13,8 @@ const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 /**
- * `docket dev`: the whole system on this machine (what `npm start` runs).
+ * `docket dev`: the whole system on this machine (`npm start` runs
+ * `docket dev --one-process`).
  * The first Ctrl-C (or SIGTERM) stops it in order; a second one kills the
  * services at once.
  */
@@ -22,9 +23,9 @@ export const devCommand: Command = {
   summary: 'run the whole system locally: embedded Postgres and the four services',
   help: `Usage: docket dev [--logs=warn|all|none] [--replicas <service>=<n>,... | --one-process]
 
-Runs Docket on this machine (this is what npm start runs): PostgreSQL, then
-the state service, then admission, execution and events, each as its own
-process, and serves the web console. Once all four answer SERVING on grpc.health.v1.Health it prints
+Runs Docket on this machine: PostgreSQL, then the state service, then
+admission, execution and events, each as its own process, and serves the
+web console. npm start runs docket dev --one-process. Once all four answer SERVING on grpc.health.v1.Health it prints
 their addresses, development tokens and an example call. Ctrl-C stops the
 services (state last), then Postgres. If any of them dies, everything is
 stopped and the exit code is 1.
@@ -59,9 +60,9 @@ Options:
                   (services/one-process) on the same ports, admission,
                   execution and events calling state in memory through its
                   own handlers and interceptors instead of a socket; its
-                  log lines go to <data dir>/logs/docket.log. Measured
-                  against four processes in docs/benchmarks.md. Not with
-                  --replicas.
+                  log lines go to <data dir>/logs/docket.log. What npm
+                  start runs: on 2 cores it spends less CPU per job than
+                  four processes (docs/benchmarks.md). Not with --replicas.
 
 Environment:
   DOCKET_DATA_DIR         data directory, default .docket: holds postgres/

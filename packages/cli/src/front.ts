@@ -30,7 +30,15 @@ export async function layOutFront(options: {
   readonly ports: Readonly<Record<ServiceName, number>>;
 }): Promise<FrontLayout> {
   const { host } = options;
-  const address = async (port = 0): Promise<string> => `${host}:${port === 0 ? await freePort(host) : port}`;
+  // The operating system may offer a port again once the probe that found it closed: none is handed out twice.
+  const taken = new Set(Object.values(options.ports).filter((port) => port !== 0));
+  const address = async (port = 0): Promise<string> => {
+    if (port !== 0) return `${host}:${port}`;
+    let free = await freePort(host);
+    while (taken.has(free)) free = await freePort(host);
+    taken.add(free);
+    return `${host}:${free}`;
+  };
   const replicas = {} as Record<ServiceName, string[]>;
   const services: FrontedService[] = [];
   for (const name of SERVICE_NAMES) {
