@@ -1,16 +1,13 @@
-// Connect gRPC clients for Docket's public services, built from this
-// repository's generated code whichever checkout the services run from (the
-// public API does not change between the commits compared).
+// Clients for Docket's public services, as Docket's own Node clients make
+// them (`createServiceConnection` of @docket/client-kit, what @docket/client,
+// the worker SDK and the CLI use: gRPC over one HTTP/2 session, unary calls
+// written by hand), built from this repository whichever checkout the
+// services run from (the public API does not change between the commits
+// compared).
 import { createClient } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
+import { createServiceConnection } from '@docket/client-kit/node';
 
-/** A Connect gRPC client for `service` at `url` that sends `token` as a bearer. */
+/** A client for `service` at `url` that sends `token` as a bearer. */
 export function clientWith(service, url, token) {
-  return createClient(
-    service,
-    createGrpcTransport({
-      baseUrl: url,
-      interceptors: [(next) => (request) => (request.header.set('authorization', `Bearer ${token}`), next(request))],
-    }),
-  );
+  return createClient(service, createServiceConnection({ baseUrl: url, token }).transport);
 }

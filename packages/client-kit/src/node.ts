@@ -4,3 +4,5 @@
  * entry) never load connect-node.
  */
 export { createServiceConnection, type ServiceConnection, type ServiceConnectionOptions } from './service-connection.js';
+export { frameFor, grpcFrame } from './grpc-frame.js';
+export { callUnaryStream, headerFields, type UnaryStreamCall } from './unary-stream-client.js';

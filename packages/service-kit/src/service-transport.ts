@@ -1,9 +1,8 @@
 import { Code, ConnectError, type Interceptor, type Transport } from '@connectrpc/connect';
 import { INTERNAL_KEEPALIVE, INTERNAL_RECEIVE_WINDOWS, bearerAuth, bearerValue, type TokenSource } from '@docket/client-kit';
-import { createServiceConnection } from '@docket/client-kit/node';
+import { callUnaryStream, createServiceConnection, headerFields } from '@docket/client-kit/node';
 import { inProcessTransportOf } from './in-process-calls.js';
 import { isTracingOn } from './tracing.js';
-import { callUnaryStream } from './unary-stream-client.js';
 
 /** Options of {@link createServiceTransport}. */
 export interface ServiceTransportOptions {
@@ -81,8 +80,7 @@ export function createServiceTransport(options: ServiceTransportOptions): Servic
   const unary: Transport['unary'] = async (method, signal, timeoutMs, header, input, contextValues) => {
     // With tracing on, each call is a CLIENT span: Connect's path, with its interceptors.
     if (isTracingOn()) return transport.unary(method, signal, timeoutMs, header, input, contextValues);
-    const fields: Record<string, string> = {};
-    if (header) new Headers(header).forEach((value, key) => (fields[key] = value));
+    const fields = headerFields(header);
     fields['authorization'] = await bearerValue(token);
     try {
       const response = await callUnaryStream({ session, method, input, header: fields, timeoutMs: timeoutMs ?? defaultDeadlineMs, signal });

@@ -1,5 +1,6 @@
 import { create, isMessage, toBinary, type DescMessage } from '@bufbuild/protobuf';
 import { createContextKey, type HandlerContext } from '@connectrpc/connect';
+import { frameFor, grpcFrame } from '@docket/client-kit/node';
 
 /**
  * Response messages marked as sent unchanged on many streams, each with its
@@ -47,20 +48,6 @@ export function encodedFrame<T extends object>(message: T, length: number, write
   return message;
 }
 
-/** One uncompressed gRPC message frame: the flag byte, the length, `encoded`. */
-export function grpcFrame(encoded: Uint8Array): Buffer {
-  const frame = frameFor(encoded.byteLength);
-  frame.set(encoded, 5);
-  return frame;
-}
-
-/** An uncompressed gRPC message frame's flag byte and length, followed by room for the `length` bytes of the message. */
-function frameFor(length: number): Buffer {
-  const frame = Buffer.allocUnsafe(5 + length);
-  frame[0] = 0;
-  frame.writeUInt32BE(length, 1);
-  return frame;
-}
 
 /** Set (true) for the calls whose response messages `serveBinaryGrpc` writes as frames. */
 export const encodedFramesKey = createContextKey<boolean>(false, { description: 'docket encoded frames' });

@@ -3,7 +3,7 @@ import { create, fromBinary, toBinary, type DescMessage, type DescMethodUnary, t
 import { Code, ConnectError, type UnaryResponse } from '@connectrpc/connect';
 import type { Http2SessionManager } from '@connectrpc/connect-node';
 import { findTrailerError } from '@connectrpc/connect/protocol-grpc';
-import { grpcFrame } from './shared-frame.js';
+import { grpcFrame } from './grpc-frame.js';
 
 /** What {@link callUnaryStream} needs of its caller: where to send, what to add, when to give up. */
 export interface UnaryStreamCall<I extends DescMessage, O extends DescMessage> {
@@ -12,7 +12,8 @@ export interface UnaryStreamCall<I extends DescMessage, O extends DescMessage> {
   readonly input: MessageInitShape<I>;
   /** Header fields to send besides the protocol's (authorization, x-request-id, ...). */
   readonly header: Record<string, string>;
-  readonly timeoutMs: number;
+  /** The deadline, sent as `grpc-timeout` and kept locally too; none when undefined. */
+  readonly timeoutMs: number | undefined;
   readonly signal: AbortSignal | undefined;
 }
 
@@ -21,7 +22,8 @@ const PEER_LOST = 'the peer service is unavailable';
 
 /**
  * One binary gRPC unary call on a stream of `session`, written and read
- * by hand: the calling side of every internal hop. It does what Connect's
+ * by hand: the calling side of every internal hop, and of every unary call
+ * of Docket's Node clients (`createServiceConnection`). It does what Connect's
  * gRPC transport does for a unary call (the `grpc-timeout` header and a
  * local deadline, cancellation by `signal`, the status from trailers or a
  * trailers-only answer, with ErrorInfo and BadRequest details) without
@@ -37,16 +39,14 @@ export async function callUnaryStream<I extends DescMessage, O extends DescMessa
   const { method, signal } = call;
   if (signal?.aborted) throw ConnectError.from(signal.reason, Code.Canceled);
   const frame = grpcFrame(toBinary(method.input, create(method.input, call.input)));
-  const headers: http2.OutgoingHttpHeaders = {
-    ...call.header,
-    'content-type': 'application/grpc+proto',
-    te: 'trailers',
-    'grpc-timeout': `${Math.max(1, Math.ceil(call.timeoutMs))}m`,
-  };
+  const headers: http2.OutgoingHttpHeaders = { ...call.header, 'content-type': 'application/grpc+proto', te: 'trailers' };
+  if (call.timeoutMs !== undefined) headers['grpc-timeout'] = `${Math.max(1, Math.ceil(call.timeoutMs))}m`;
   let stream: http2.ClientHttp2Stream;
   try {
     stream = await call.session.request('POST', `/${method.parent.typeName}/${method.name}`, headers, {});
   } catch (error) {
+    // The session manager's own UNAVAILABLE says why (`connect ECONNREFUSED 127.0.0.1:7401`).
+    if (error instanceof ConnectError && error.code === Code.Unavailable) throw error;
     throw new ConnectError(PEER_LOST, Code.Unavailable, undefined, undefined, error);
   }
   return new Promise<UnaryResponse<I, O>>((resolve, reject) => {
@@ -66,7 +66,7 @@ export async function callUnaryStream<I extends DescMessage, O extends DescMessa
         if (!stream.closed && !stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
         reject(error);
       });
-    const deadline = setTimeout(() => fail(new ConnectError('the deadline passed', Code.DeadlineExceeded)), call.timeoutMs);
+    const deadline = call.timeoutMs === undefined ? undefined : setTimeout(() => fail(new ConnectError('the deadline passed', Code.DeadlineExceeded)), call.timeoutMs);
     const onAbort = (): void => fail(ConnectError.from(signal?.reason, Code.Canceled));
     signal?.addEventListener('abort', onAbort, { once: true });
     stream.on('response', (received) => {
@@ -123,4 +123,11 @@ function headersOf(received: http2.IncomingHttpHeaders): Headers {
     for (const item of Array.isArray(value) ? value : [value]) headers.append(key, item);
   }
   return headers;
+}
+
+/** The header fields a caller gave a call (`HeadersInit`, as a transport receives them), as an object. */
+export function headerFields(header: ConstructorParameters<typeof Headers>[0]): Record<string, string> {
+  const fields: Record<string, string> = {};
+  if (header) new Headers(header).forEach((value, key) => (fields[key] = value));
+  return fields;
 }
