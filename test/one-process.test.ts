@@ -50,8 +50,16 @@ describe('docket dev --one-process', () => {
         const first = await admission.unary(AdmissionService.method.submitJob, request);
         const again = await admission.unary(AdmissionService.method.submitJob, request);
         expect([first.replayed, again.replayed, again.job?.id]).toEqual([false, true, first.job?.id]);
-        await worker.start();
         const jobId = first.job?.id ?? '';
+        // Opened before the job runs: its live events reach events through state's change stream, in memory.
+        const stream = events.serverStream(EventService.method.streamJobEvents, { jobId });
+        await worker.start();
+        const streamed: string[] = [];
+        for (let frame = await stream.frames.next(); !frame.done; frame = await stream.frames.next()) {
+          if (frame.value.frame.case === 'page') streamed.push(...frame.value.frame.value.events.map((event) => event.type));
+          if (frame.value.frame.case === 'end') break;
+        }
+        expect(streamed).toEqual(expect.arrayContaining(['job.admitted', 'attempt.started', 'job.succeeded']));
         await until(async () => (await admission.unary(AdmissionService.method.getJob, { jobId })).job?.status === JobStatus.SUCCEEDED, 'the job to succeed');
         const done = await admission.unary(AdmissionService.method.getJob, { jobId });
         expect(done.job?.result).toEqual({ doubled: 42 });
