@@ -42,7 +42,7 @@ export function answerInProcess(server: InProcessServer): () => void {
  * binary protocol, without a socket, HTTP/2 or a second process:
  * messages are still encoded and decoded, so neither side shares an
  * object the other could change. `interceptors` run on the calling side
- * (the bearer token, the default deadline).
+ * (the bearer token).
  */
 export function inProcessTransportOf(url: string, interceptors: readonly Interceptor[]): Transport | undefined {
   const server = answeringInMemory.get(url);
