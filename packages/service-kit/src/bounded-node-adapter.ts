@@ -20,6 +20,7 @@ import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, un
 import { LIMITS, type LimitName } from '@docket/contracts';
 import { file_google_rpc_error_details } from '@docket/proto/google/rpc/error_details_pb.js';
 import { isBinaryGrpc, serveBinaryGrpc, type BinaryGrpcOptions, type ServerStreamSpec, type UnarySpec } from './binary-grpc-call.js';
+import { inMemoryUnaryServer, type InMemoryUnaryServer } from './in-memory-unary-call.js';
 import { unaryStreamServer, type UnaryStreamServer } from './unary-stream-call.js';
 import { requestDecodeFailure, type ChainReached } from './request-bounds.js';
 import { finishUnreadUpload } from './unread-upload.js';
@@ -80,8 +81,10 @@ export interface BoundedNodeAdapterOptions extends Omit<ConnectRouterOptions, 'r
 export interface BoundedHandlers {
   readonly unaryStream: UnaryStreamServer;
   readonly handle: NodeHandler;
-  /** Connect's handlers, bounded as on the wire, for callers in this process (`answerInProcess`). */
+  /** Connect's handlers, bounded as on the wire, for callers in this process (`answerInProcess`): their streams. */
   readonly universal: readonly UniversalHandler[];
+  /** The unary methods' chains, for callers in this process: their unary calls. */
+  readonly inMemoryUnary: InMemoryUnaryServer;
 }
 
 type NodeHandler = (
@@ -166,7 +169,8 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): BoundedH
         // The client went away while the answer was written: nothing to tell anyone.
       });
   };
-  return { handle, unaryStream, universal: [...paths.values()] };
+  const inMemoryUnary = inMemoryUnaryServer(written.unary, { interceptors: writtenOptions.interceptors, shutdown: options.shutdown, contextValues: options.contextValues });
+  return { handle, unaryStream, universal: [...paths.values()], inMemoryUnary };
 }
 
 /** The methods whose binary gRPC calls Docket serves itself, by request path. */

@@ -59,6 +59,16 @@ describe('calls to a server of this process', () => {
     expect(late.code).toBe(Code.DeadlineExceeded);
   });
 
+  it('stop when the caller cancels, the handler seeing its signal abort', async () => {
+    const controller = new AbortController();
+    const call = probe().echo({ text: 'sleep:5000' }, { signal: controller.signal }).catch((caught: unknown) => caught);
+    setTimeout(() => controller.abort(), 50);
+    expect(((await call) as ConnectError).code).toBe(Code.Canceled);
+    // The handler's sleep ended with its signal: the server logged the call as cancelled, not as answered 5 s later.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(upstream.rpcLines().at(-1)).toMatchObject({ rpc: '/docket.testing.v1.ProbeService/Echo', code: 'canceled' });
+  });
+
   it('stream, and end a stream with the error its handler threw', async () => {
     const replies: number[] = [];
     for await (const reply of probe().count({ text: 'n', count: 3 })) replies.push(reply.sequence);
@@ -72,7 +82,7 @@ describe('calls to a server of this process', () => {
   });
 
   it('are only in memory for a server that answers so: another URL gets no transport', () => {
-    expect(inProcessTransportOf(upstream.url, [])).toBeUndefined();
-    expect(inProcessTransportOf(NOWHERE, [])).toBeDefined();
+    expect(inProcessTransportOf(upstream.url, serviceToken)).toBeUndefined();
+    expect(inProcessTransportOf(NOWHERE, serviceToken)).toBeDefined();
   });
 });

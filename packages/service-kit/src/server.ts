@@ -333,7 +333,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     port,
     health,
     metrics,
-    inProcess: { url, handlers: handlers.universal, contextValues: callValues, readMaxBytes: LIMITS[requestBytes] },
+    inProcess: { url, handlers: handlers.universal, unary: handlers.inMemoryUnary, contextValues: callValues, readMaxBytes: LIMITS[requestBytes] },
     callsInFlight: () => draining.listeners + hardStop.listeners,
     shutdown: (graceMs = DEFAULT_GRACE_MS) => (stopping ??= stop(graceMs)),
   };

@@ -1,5 +1,5 @@
 import { Code, ConnectError, type Interceptor, type Transport } from '@connectrpc/connect';
-import { INTERNAL_KEEPALIVE, INTERNAL_RECEIVE_WINDOWS, bearerAuth, bearerValue, type TokenSource } from '@docket/client-kit';
+import { INTERNAL_KEEPALIVE, INTERNAL_RECEIVE_WINDOWS, bearerValue, type TokenSource } from '@docket/client-kit';
 import { callUnaryStream, createServiceConnection, headerFields } from '@docket/client-kit/node';
 import { inProcessTransportOf } from './in-process-calls.js';
 import { isTracingOn } from './tracing.js';
@@ -55,7 +55,7 @@ export interface ServiceTransport extends Transport {
 export function createServiceTransport(options: ServiceTransportOptions): ServiceTransport {
   const { token } = options;
   const defaultDeadlineMs = options.defaultDeadlineMs ?? DEFAULT_INTERNAL_DEADLINE_MS;
-  const inProcess = inProcessTransportOf(options.baseUrl, [bearerAuth(token)]);
+  const inProcess = inProcessTransportOf(options.baseUrl, token);
   if (inProcess) {
     return {
       unary: (method, signal, timeoutMs, header, input, contextValues) => inProcess.unary(method, signal, timeoutMs ?? defaultDeadlineMs, header, input, contextValues),

@@ -1,10 +1,9 @@
 import * as http2 from 'node:http2';
-import { create, fromBinary, isMessage } from '@bufbuild/protobuf';
+import { fromBinary } from '@bufbuild/protobuf';
 import {
   Code,
   ConnectError,
   type ContextValues,
-  type HandlerContext,
   type Interceptor,
   type UnaryRequest,
   type UnaryResponse,
@@ -13,6 +12,7 @@ import { compressionNegotiate, type Compression } from '@connectrpc/connect/prot
 import { contentTypeProto, headerAcceptEncoding, parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import type { LimitName } from '@docket/contracts';
 import { isBinaryGrpc, type UnarySpec } from './binary-grpc-call.js';
+import { ServedUnaryCall, chainOf, isOwnResponse, type Chain } from './served-unary-call.js';
 import { callAbortKey } from './call-abort.js';
 import { http2HeaderView } from './http2-header-view.js';
 import { requestDecodeFailure } from './request-bounds.js';
@@ -69,47 +69,18 @@ export function unaryStreamServer(methods: ReadonlyMap<string, UnarySpec>, optio
   };
 }
 
-type Chain = (req: UnaryRequest) => Promise<UnaryResponse>;
-
-/** The answers calls made themselves (their headers and trailers are the call's own). */
-const ownResponses = new WeakSet<UnaryResponse>();
-
-/** Where the innermost step of a chain finds its call. */
-const currentCall = new WeakMap<ContextValues, UnaryStreamCall>();
-
-/** The interceptors around the implementation, outermost first, built once. */
-function chainOf(spec: UnarySpec, interceptors: readonly Interceptor[]): Chain {
-  const output = spec.method.output;
-  const impl = spec.impl as (message: unknown, context: HandlerContext) => Promise<unknown>;
-  const innermost: Chain = async (req) => {
-    const call = currentCall.get(req.contextValues) as UnaryStreamCall;
-    const answer = await impl(req.message, call.handlerContext(req));
-    return call.response(isMessage(answer, output) ? answer : create(output, answer as never));
-  };
-  return interceptors.reduceRight<Chain>((next, interceptor) => interceptor(next as never) as unknown as Chain, innermost);
-}
-
 /** One call, from its first DATA frame to its trailers. */
-class UnaryStreamCall {
-  readonly #spec: UnarySpec;
+class UnaryStreamCall extends ServedUnaryCall {
   readonly #chain: Chain;
   readonly #options: UnaryStreamOptions;
   readonly #stream: http2.ServerHttp2Stream;
   readonly #headers: http2.IncomingHttpHeaders;
   readonly #values: ContextValues;
-  /** When the deadline passes (ms since the epoch), if the caller set one. */
-  #deadlineAt: number | undefined;
-  #abortReason: unknown;
-  #controller: AbortController | undefined;
-  #deadlineTimer: NodeJS.Timeout | undefined;
-  #stopListening: (() => void) | undefined;
   #requestHeader: Headers | undefined;
-  #responseHeader: Headers | undefined;
-  #responseTrailer: Headers | undefined;
   #answered = false;
 
   constructor(spec: UnarySpec, chain: Chain, options: UnaryStreamOptions, stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) {
-    this.#spec = spec;
+    super(spec, options.shutdown);
     this.#chain = chain;
     this.#options = options;
     this.#stream = stream;
@@ -120,13 +91,13 @@ class UnaryStreamCall {
   start(): void {
     const stream = this.#stream;
     stream.once('close', () => {
-      if (!this.#answered) this.#abort(CLIENT_LEFT);
+      if (!this.#answered) this.abort(CLIENT_LEFT);
     });
     stream.on('error', () => {
       // A reset stream closes; the close says the client left.
     });
     const timeout = parseTimeout(headerValue(this.#headers['grpc-timeout']) ?? null, Number.MAX_SAFE_INTEGER);
-    if (timeout.timeoutMs !== undefined) this.#deadlineAt = Date.now() + timeout.timeoutMs;
+    if (timeout.timeoutMs !== undefined) this.deadlineAt = Date.now() + timeout.timeoutMs;
     const compression = compressionNegotiate([...this.#options.acceptCompression], headerValue(this.#headers['grpc-encoding']) ?? null, null, headerAcceptEncoding);
     const chunks: Buffer[] = [];
     let received = 0;
@@ -172,7 +143,7 @@ class UnaryStreamCall {
       throw new ConnectError(`protocol error: invalid envelope flags ${flags}`, Code.InvalidArgument);
     }
     try {
-      return fromBinary(this.#spec.method.input, bytes, { readUnknownFields: true });
+      return fromBinary(this.spec.method.input, bytes, { readUnknownFields: true });
     } catch (error) {
       throw new ConnectError(`parse binary: ${error instanceof Error ? error.message : String(error)}`, Code.Internal);
     }
@@ -184,9 +155,9 @@ class UnaryStreamCall {
 
   async #run(message: unknown): Promise<void> {
     this.#values.set(encodedFramesKey, true);
-    this.#values.set(callAbortKey, { aborted: () => this.#isAborted() });
-    currentCall.set(this.#values, this);
-    const spec = this.#spec;
+    this.#values.set(callAbortKey, { aborted: () => this.isAborted() });
+    this.beginChain(this.#values);
+    const spec = this.spec;
     const call = this;
     const request: UnaryRequest = {
       stream: false,
@@ -195,7 +166,7 @@ class UnaryStreamCall {
       requestMethod: 'POST',
       url: this.#url(),
       get signal() {
-        return call.#signal();
+        return call.signal();
       },
       get header() {
         return call.#requestHeaders();
@@ -212,58 +183,13 @@ class UnaryStreamCall {
     this.#answer(answer);
   }
 
-  /** The context the implementation sees, as the chain passed the request on. */
-  handlerContext(req: UnaryRequest): HandlerContext {
-    const call = this;
-    return {
-      method: this.#spec.method,
-      service: req.service,
-      requestMethod: 'POST',
-      protocolName: 'grpc',
-      url: req.url,
-      get signal() {
-        return req.signal;
-      },
-      timeoutMs: () => (this.#deadlineAt === undefined ? undefined : this.#deadlineAt - Date.now()),
-      get requestHeader() {
-        return req.header;
-      },
-      get responseHeader() {
-        return call.#responseHeaders();
-      },
-      get responseTrailer() {
-        return call.#responseTrailers();
-      },
-      values: req.contextValues,
-    };
-  }
-
-  /** The chain's answer to a request: the implementation's message, with this call's headers and trailers. */
-  response(message: UnaryResponse['message']): UnaryResponse {
-    const call = this;
-    const response: UnaryResponse = {
-      stream: false,
-      service: this.#spec.method.parent,
-      method: this.#spec.method as UnaryResponse['method'],
-      get header() {
-        return call.#responseHeaders();
-      },
-      get trailer() {
-        return call.#responseTrailers();
-      },
-      message,
-    };
-    ownResponses.add(response);
-    return response;
-  }
-
   #answer(answer: UnaryResponse): void {
     if (this.#answered || this.#stream.destroyed || this.#stream.closed) return this.#end();
-    const frame = envelope(this.#spec.method.output, answer.message);
+    const frame = envelope(this.spec.method.output, answer.message);
     // The call's own answer makes its headers and trailers only when something set them.
-    const own = ownResponses.has(answer);
-    const header = own ? this.#responseHeader : answer.header;
-    const trailer = own ? this.#responseTrailer : answer.trailer;
+    const own = isOwnResponse(answer);
+    const header = own ? this.responseHeader : answer.header;
+    const trailer = own ? this.responseTrailer : answer.trailer;
     const trailers: http2.OutgoingHttpHeaders = {};
     if (trailer) copyInto(trailers, trailer);
     trailers['grpc-status'] = '0';
@@ -282,9 +208,9 @@ class UnaryStreamCall {
       setTrailerStatus(status, sendable);
     }
     const trailers: http2.OutgoingHttpHeaders = {};
-    if (this.#responseTrailer) copyInto(trailers, this.#responseTrailer);
+    if (this.responseTrailer) copyInto(trailers, this.responseTrailer);
     copyInto(trailers, status);
-    this.#respond(this.#responseHeader, trailers, undefined);
+    this.#respond(this.responseHeader, trailers, undefined);
   }
 
   /** Writes the answer: headers, the frame (if any), trailers; then ends the call. */
@@ -304,56 +230,16 @@ class UnaryStreamCall {
 
   /** Ends the call: its signal (if made) aborts, so whatever followed it stops. */
   #end(): void {
-    this.#abort(CALL_ENDED);
-    currentCall.delete(this.#values);
+    this.abort(CALL_ENDED);
+    this.endChain(this.#values);
   }
 
   #url(): string {
     return `http://${headerValue(this.#headers[':authority']) ?? 'localhost'}${headerValue(this.#headers[':path']) ?? ''}`;
   }
 
-  #isAborted(): boolean {
-    if (this.#abortReason !== undefined) return true;
-    if (this.#deadlineAt !== undefined && Date.now() >= this.#deadlineAt) {
-      this.#abort(new ConnectError('the operation timed out', Code.DeadlineExceeded));
-      return true;
-    }
-    return false;
-  }
-
-  #abort(reason: unknown): void {
-    if (this.#abortReason !== undefined) return;
-    this.#abortReason = reason;
-    clearTimeout(this.#deadlineTimer);
-    this.#stopListening?.();
-    this.#controller?.abort(reason);
-  }
-
-  /** The call's AbortSignal, made on first ask: it aborts at the deadline, when the client leaves, at the hard stop and when the call ends. */
-  #signal(): AbortSignal {
-    if (this.#controller) return this.#controller.signal;
-    const controller = (this.#controller = new AbortController());
-    if (this.#isAborted()) {
-      controller.abort(this.#abortReason);
-      return controller.signal;
-    }
-    if (this.#deadlineAt !== undefined) {
-      this.#deadlineTimer = setTimeout(() => this.#abort(new ConnectError('the operation timed out', Code.DeadlineExceeded)), Math.max(0, this.#deadlineAt - Date.now()));
-    }
-    this.#stopListening = this.#options.shutdown?.listen((reason) => this.#abort(reason));
-    return controller.signal;
-  }
-
   #requestHeaders(): Headers {
     return (this.#requestHeader ??= http2HeaderView(this.#headers));
-  }
-
-  #responseHeaders(): Headers {
-    return (this.#responseHeader ??= new Headers());
-  }
-
-  #responseTrailers(): Headers {
-    return (this.#responseTrailer ??= new Headers());
   }
 }
 

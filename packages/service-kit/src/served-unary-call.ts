@@ -1,0 +1,150 @@
+import { create, isMessage } from '@bufbuild/protobuf';
+import { Code, ConnectError, type ContextValues, type HandlerContext, type Interceptor, type UnaryRequest, type UnaryResponse } from '@connectrpc/connect';
+import type { UnarySpec } from './binary-grpc-call.js';
+import type { SignalRelay } from './signal-relay.js';
+
+/** A unary method's interceptors around its implementation, as one function. */
+export type Chain = (req: UnaryRequest) => Promise<UnaryResponse>;
+
+/** Where the innermost step of a chain finds its call. */
+const currentCall = new WeakMap<ContextValues, ServedUnaryCall>();
+
+/** The interceptors around the implementation, outermost first, built once per method. */
+export function chainOf(spec: UnarySpec, interceptors: readonly Interceptor[]): Chain {
+  const output = spec.method.output;
+  const impl = spec.impl as (message: unknown, context: HandlerContext) => Promise<unknown>;
+  const innermost: Chain = async (req) => {
+    const call = currentCall.get(req.contextValues) as ServedUnaryCall;
+    const answer = await impl(req.message, call.handlerContext(req));
+    return call.response(isMessage(answer, output) ? answer : create(output, answer as never));
+  };
+  return interceptors.reduceRight<Chain>((next, interceptor) => interceptor(next as never) as unknown as Chain, innermost);
+}
+
+/**
+ * One unary call a {@link Chain} serves, however it arrived (a binary gRPC
+ * stream, a caller in this process): what the chain's innermost step asks
+ * of it (the handler's context, the answer with the call's headers and
+ * trailers), and its life: its deadline, its abort, and an AbortSignal
+ * made only when something asks for one.
+ */
+export abstract class ServedUnaryCall {
+  protected readonly spec: UnarySpec;
+  readonly #shutdown: SignalRelay | undefined;
+  /** When the deadline passes (ms since the epoch), if the caller set one. */
+  protected deadlineAt: number | undefined;
+  #abortReason: unknown;
+  #controller: AbortController | undefined;
+  #deadlineTimer: NodeJS.Timeout | undefined;
+  #stopListening: (() => void) | undefined;
+  protected responseHeader: Headers | undefined;
+  protected responseTrailer: Headers | undefined;
+
+  constructor(spec: UnarySpec, shutdown: SignalRelay | undefined) {
+    this.spec = spec;
+    this.#shutdown = shutdown;
+  }
+
+  /** Has the chain's innermost step find this call through `values`, until {@link endChain}. */
+  protected beginChain(values: ContextValues): void {
+    currentCall.set(values, this);
+  }
+
+  protected endChain(values: ContextValues): void {
+    currentCall.delete(values);
+  }
+
+  /** The context the implementation sees, as the chain passed the request on. */
+  handlerContext(req: UnaryRequest): HandlerContext {
+    const call = this;
+    return {
+      method: this.spec.method,
+      service: req.service,
+      requestMethod: 'POST',
+      protocolName: 'grpc',
+      url: req.url,
+      get signal() {
+        return req.signal;
+      },
+      timeoutMs: () => (this.deadlineAt === undefined ? undefined : this.deadlineAt - Date.now()),
+      get requestHeader() {
+        return req.header;
+      },
+      get responseHeader() {
+        return call.responseHeaders();
+      },
+      get responseTrailer() {
+        return call.responseTrailers();
+      },
+      values: req.contextValues,
+    };
+  }
+
+  /** The chain's answer to a request: the implementation's message, with this call's headers and trailers. */
+  response(message: UnaryResponse['message']): UnaryResponse {
+    const call = this;
+    const response: UnaryResponse = {
+      stream: false,
+      service: this.spec.method.parent,
+      method: this.spec.method as UnaryResponse['method'],
+      get header() {
+        return call.responseHeaders();
+      },
+      get trailer() {
+        return call.responseTrailers();
+      },
+      message,
+    };
+    ownResponses.add(response);
+    return response;
+  }
+
+  /** Whether the call was aborted (its deadline passed, its caller left, the server stopped it, it ended). */
+  protected isAborted(): boolean {
+    if (this.#abortReason !== undefined) return true;
+    if (this.deadlineAt !== undefined && Date.now() >= this.deadlineAt) {
+      this.abort(new ConnectError('the operation timed out', Code.DeadlineExceeded));
+      return true;
+    }
+    return false;
+  }
+
+  protected abort(reason: unknown): void {
+    if (this.#abortReason !== undefined) return;
+    this.#abortReason = reason;
+    clearTimeout(this.#deadlineTimer);
+    this.#stopListening?.();
+    this.#controller?.abort(reason);
+  }
+
+  /** The call's AbortSignal, made on first ask: it aborts at the deadline, when the caller leaves, at the hard stop and when the call ends. */
+  protected signal(): AbortSignal {
+    if (this.#controller) return this.#controller.signal;
+    const controller = (this.#controller = new AbortController());
+    if (this.isAborted()) {
+      controller.abort(this.#abortReason);
+      return controller.signal;
+    }
+    if (this.deadlineAt !== undefined) {
+      this.#deadlineTimer = setTimeout(() => this.abort(new ConnectError('the operation timed out', Code.DeadlineExceeded)), Math.max(0, this.deadlineAt - Date.now()));
+    }
+    this.#stopListening = this.#shutdown?.listen((reason) => this.abort(reason));
+    return controller.signal;
+  }
+
+  protected responseHeaders(): Headers {
+    return (this.responseHeader ??= new Headers());
+  }
+
+  protected responseTrailers(): Headers {
+    return (this.responseTrailer ??= new Headers());
+  }
+}
+
+/** The answers calls made themselves (their headers and trailers are the call's own). */
+const ownResponses = new WeakSet<UnaryResponse>();
+
+/** Whether `answer` is a call's own (see {@link ServedUnaryCall.response}), not one an interceptor made. */
+export function isOwnResponse(answer: UnaryResponse): boolean {
+  return ownResponses.has(answer);
+}
