@@ -31,6 +31,7 @@ export const ROUTES_TESTS = [
   'services/state/src/db/sqlstate.test.ts',
   'services/state/src/db/database-errors.test.ts',
   'services/state/src/db/write-transaction.test.ts',
+  'services/state/src/db/pool.test.ts',
   'services/state/src/db/queue-stats-triggers.test.ts',
   'services/state/src/feed/read-job-changes.test.ts',
 ];

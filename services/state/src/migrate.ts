@@ -14,7 +14,7 @@ import { prepareSchema } from './db/prepare-schema.js';
  */
 const logger = createLogger('state');
 try {
-  const { db } = openDatabase({ connectionString: requireEnv(process.env, 'DOCKET_DATABASE_URL'), maxConnections: 1 });
+  const { db } = openDatabase({ connectionString: requireEnv(process.env, 'DOCKET_DATABASE_URL'), maxConnections: 1, logger });
   try {
     await prepareSchema(db, logger);
   } finally {

@@ -22,10 +22,10 @@ export async function startStateService(env: Environment, logger: Logger): Promi
   // Before the first connection: each one is checked against what this replica acknowledged before (its watermark file).
   const rollbackGuard = await RollbackGuard.open(config.watermarkFile, logger);
   const database = await resolveDatabaseUrl(config, logger);
-  const { db, pool } = openDatabase({ connectionString: database.url, maxConnections: config.maxConnections, pooling: config.pooling, guard: rollbackGuard });
+  const { db, pool } = openDatabase({ connectionString: database.url, maxConnections: config.maxConnections, pooling: config.pooling, guard: rollbackGuard, logger });
   // The migrations hold a session lock: through a transaction pooler they run on the direct connection.
   const direct = config.directDatabaseUrl ?? database.url;
-  const migrating = direct === database.url ? db : openDatabase({ connectionString: direct, maxConnections: 1 }).db;
+  const migrating = direct === database.url ? db : openDatabase({ connectionString: direct, maxConnections: 1, logger }).db;
   try {
     await prepareSchema(migrating, logger);
   } catch (error) {

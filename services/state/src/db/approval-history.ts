@@ -151,7 +151,7 @@ export class ApprovalHistory {
    * the schema snapshot ({@link SchemaRefusal}), and reports its posture.
    */
   static async open(connectionString: string, logger: Logger, pooling: DatabasePooling = 'session'): Promise<ApprovalHistory> {
-    const pool = openPool({ connectionString, max: 4, applicationName: 'docket-approval-history', pooling });
+    const pool = openPool({ connectionString, max: 4, applicationName: 'docket-approval-history', pooling, logger });
     const history = new ApprovalHistory(pool);
     try {
       const posture = await history.ensure();

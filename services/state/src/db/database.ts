@@ -1,5 +1,6 @@
 import { Kysely, PostgresDialect, type Transaction } from 'kysely';
 import pg from 'pg';
+import type { Logger } from '@docket/service-kit';
 import type { Database } from './tables/index.js';
 import { openPool, type DatabasePooling } from './pool.js';
 import { recordCommitsOf, type CommitRecorder } from './write-transaction.js';
@@ -20,6 +21,8 @@ export interface DatabaseOptions {
    * acknowledged writes (the rollback guard).
    */
   readonly guard?: ConnectionGuard;
+  /** Where the pool reports a connection lost while idle. */
+  readonly logger: Logger;
 }
 
 /**
@@ -45,6 +48,7 @@ export function openDatabase(options: DatabaseOptions): { db: Kysely<Database>; 
     connectionString: options.connectionString,
     max: options.maxConnections ?? 10,
     applicationName: 'docket-state',
+    logger: options.logger,
     pooling: options.pooling ?? 'session',
     ...(guard ? { checkConnection: (client: pg.ClientBase) => guard.checkConnection(client) } : {}),
   });

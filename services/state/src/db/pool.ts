@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { Logger } from '@docket/service-kit';
 import { DEFAULT_STATEMENT_TIMEOUT_MS } from './statement-budget.js';
 import { TracedPgClient } from './traced-pg-client.js';
 
@@ -114,6 +115,8 @@ export interface PoolOptions {
    * rejection fails the connect and the connection is closed.
    */
   readonly checkConnection?: (client: pg.ClientBase) => Promise<void>;
+  /** Where a connection lost while idle is reported (a warning with the error's code, never its message). */
+  readonly logger: Logger;
 }
 
 /**
@@ -123,9 +126,11 @@ export interface PoolOptions {
  * {@link DatabasePooling}, and a connection error (the server restarting,
  * a backend terminated) never becomes an unhandled `error` event, neither
  * on an idle client (pg-pool's own listener) nor on a checked-out one
- * between two queries (pg-pool listens only while a client is idle). The
- * query in flight still fails with the error, and pg-pool drops a client
- * whose connection died when it is released.
+ * between two queries (pg-pool listens only while a client is idle). An
+ * idle connection's loss is logged as a warning (pg-pool drops the
+ * client; nothing else would say so); a checked-out one's reaches its
+ * caller, as the failure of the query in flight or the next one, and
+ * pg-pool drops the client when it is released.
  */
 export function openPool(options: PoolOptions): pg.Pool {
   const check = options.checkConnection;
@@ -146,7 +151,14 @@ export function openPool(options: PoolOptions): pg.Pool {
           },
         }),
   });
-  pool.on('error', () => {});
+  pool.on('error', (error: Error & { code?: unknown }) =>
+    options.logger.warn('a database connection was lost while idle; the pool opens another when one is needed', {
+      pool: options.applicationName,
+      error_name: error.name,
+      ...(typeof error.code === 'string' ? { error_code: error.code } : {}),
+    }),
+  );
+  // The query in flight, or the next one, fails with it: the caller hears of it there.
   pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }

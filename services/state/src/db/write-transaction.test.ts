@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { createLogger } from '@docket/service-kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../../../test/support/database.js';
 import { sqlStateOf } from './sqlstate.js';
@@ -157,7 +158,7 @@ describe('inWriteTransaction', () => {
     });
 
     it('keeps every statement to its own round trip where sessions are shared (PgBouncer in transaction mode)', async () => {
-      const shared = openPool({ connectionString: databaseUrl, max: 1, pooling: 'transaction', applicationName: 'round trips' });
+      const shared = openPool({ connectionString: databaseUrl, max: 1, pooling: 'transaction', applicationName: 'round trips', logger: createLogger('state', () => {}) });
       try {
         for (const note of ['one', 'two']) {
           const read = await inWriteTransaction(

@@ -53,7 +53,7 @@ describe('RollbackGuard', () => {
   it('records what group commits acknowledged, with their admitted jobs, in its file', async () => {
     const file = join(dir, 'records.json');
     const guard = await RollbackGuard.open(file, logger);
-    const { db, pool } = openDatabase({ connectionString: url, maxConnections: 2, guard });
+    const { db, pool } = openDatabase({ connectionString: url, maxConnections: 2, guard, logger });
     try {
       guard.arm();
       const [outcome] = await admitJobs(pool, [admission('guard-records-000001')]);
@@ -75,7 +75,7 @@ describe('RollbackGuard', () => {
 
   it('does not trip when other connections record later positions while a new connection is judged (a busy pool growing)', async () => {
     const guard = await RollbackGuard.open(undefined, logger);
-    const { db, pool } = openDatabase({ connectionString: url, maxConnections: 4, guard });
+    const { db, pool } = openDatabase({ connectionString: url, maxConnections: 4, guard, logger });
     const opening = new pg.Client({ connectionString: url });
     try {
       guard.arm();
@@ -111,7 +111,7 @@ describe('RollbackGuard', () => {
   it('trips on a database behind what was acknowledged: refuses every connection, fails health, reports the lost jobs, and serves again once accepted', async () => {
     const seed = join(dir, 'seed.json');
     const seeding = await RollbackGuard.open(seed, logger);
-    const seeded = openDatabase({ connectionString: url, maxConnections: 2, guard: seeding });
+    const seeded = openDatabase({ connectionString: url, maxConnections: 2, guard: seeding, logger });
     let keptJob: string;
     try {
       const [outcome] = await admitJobs(seeded.pool, [admission('guard-kept-0000001')]);
@@ -131,7 +131,7 @@ describe('RollbackGuard', () => {
     });
 
     const guard = await RollbackGuard.open(file, logger);
-    const { db, pool } = openDatabase({ connectionString: url, maxConnections: 2, guard });
+    const { db, pool } = openDatabase({ connectionString: url, maxConnections: 2, guard, logger });
     try {
       // Before it is armed (schema preparation), connections are served.
       expect((await sql<{ one: number }>`select 1 as one`.execute(db)).rows).toEqual([{ one: 1 }]);

@@ -18,7 +18,7 @@ let db: Kysely<Database>;
 let pool: pg.Pool;
 
 beforeAll(async () => {
-  ({ db, pool } = openDatabase({ connectionString: await createMigratedTestDatabase('read job changes'), maxConnections: 4 }));
+  ({ db, pool } = openDatabase({ connectionString: await createMigratedTestDatabase('read job changes'), maxConnections: 4, logger: createLogger('state', () => {}) }));
   await prepareSchema(db, createLogger('state', () => {}));
 });
 
