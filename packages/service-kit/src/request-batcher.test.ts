@@ -3,6 +3,9 @@ import { describe, expect, it, vi } from 'vitest';
 import { Code } from '@connectrpc/connect';
 import { RequestBatcher, type BatchBudget, type ItemOutcome } from './request-batcher.js';
 
+/** The end of this event-loop turn, when the batcher sends what arrived in it. */
+const turnEnds = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /** A decide function whose batches the test releases by hand. */
 function heldBatches() {
   const batches: { items: readonly number[]; release: (outcomes?: ItemOutcome<string>[]) => void; fail: (error: Error) => void }[] = [];
@@ -27,6 +30,7 @@ describe('RequestBatcher', () => {
       return decide(items);
     }, { maxBatch: 10, maxInFlight: 1 });
     const first = caller.run('call 1', () => commit.submit(1));
+    await turnEnds();
     const later = ['call 2', 'call 3'].map((name, index) => caller.run(name, () => commit.submit(index + 2)));
     caller.run('the releaser', () => batches[0]?.release());
     await first;
@@ -37,10 +41,12 @@ describe('RequestBatcher', () => {
     expect(seen).toEqual(['call 1', 'call 2']);
   });
 
-  it('sends an item at once when nothing is in flight, and groups what arrives meanwhile into the next batch', async () => {
+  it('sends an item at the end of its turn when nothing is in flight, and groups what arrives meanwhile into the next batch', async () => {
     const { batches, decide } = heldBatches();
     const commit = new RequestBatcher(decide, { maxBatch: 10, maxInFlight: 1 });
     const first = commit.submit(1);
+    expect(batches).toEqual([]);
+    await turnEnds();
     expect(batches.map((batch) => batch.items)).toEqual([[1]]);
     const later = [2, 3, 4].map((item) => commit.submit(item));
     expect(commit.load).toEqual({ waiting: 3, inFlight: 1 });
@@ -53,13 +59,24 @@ describe('RequestBatcher', () => {
     expect(commit.load).toEqual({ waiting: 0, inFlight: 0 });
   });
 
+  it('sends the items submitted in one turn as one batch', async () => {
+    const { batches, decide } = heldBatches();
+    const commit = new RequestBatcher(decide, { maxBatch: 10, maxInFlight: 1 });
+    const answers = [1, 2, 3].map((item) => commit.submit(item));
+    await turnEnds();
+    expect(batches.map((batch) => batch.items)).toEqual([[1, 2, 3]]);
+    batches[0]?.release();
+    expect(await Promise.all(answers)).toEqual(['decided 1', 'decided 2', 'decided 3']);
+  });
+
   it.each([
-    { maxBatch: 2, maxInFlight: 1, items: 5, firstBatches: [[0]], secondBatches: [[0], [1, 2]] },
-    { maxBatch: 3, maxInFlight: 2, items: 6, firstBatches: [[0], [1]], secondBatches: [[0], [1], [2, 3, 4]] },
+    { maxBatch: 2, maxInFlight: 1, items: 5, firstBatches: [[0, 1]], secondBatches: [[0, 1], [2, 3]] },
+    { maxBatch: 3, maxInFlight: 2, items: 8, firstBatches: [[0, 1, 2], [3, 4, 5]], secondBatches: [[0, 1, 2], [3, 4, 5], [6, 7]] },
   ])('never exceeds maxBatch $maxBatch items or maxInFlight $maxInFlight batches', async ({ maxBatch, maxInFlight, items, firstBatches, secondBatches }) => {
     const { batches, decide } = heldBatches();
     const commit = new RequestBatcher(decide, { maxBatch, maxInFlight });
     const answers = Array.from({ length: items }, (_, item) => commit.submit(item));
+    await turnEnds();
     expect(batches.map((batch) => batch.items)).toEqual(firstBatches);
     batches[0]?.release();
     await answers[0];
@@ -78,6 +95,7 @@ describe('RequestBatcher', () => {
     const { batches, decide } = heldBatches();
     const commit = new RequestBatcher(decide, { maxBatch: 10, maxInFlight: 1 });
     const lone = commit.submit(0);
+    await turnEnds();
     const [good, bad] = [commit.submit(1), commit.submit(2)];
     batches[0]?.fail(new Error('commit failed'));
     await expect(lone).rejects.toThrow('commit failed');
@@ -101,6 +119,7 @@ describe('RequestBatcher', () => {
       { maxBatch: 10, maxInFlight: 1 },
     );
     const first = commit.submit(1, { timeoutMs: 60_000 });
+    await turnEnds();
     const impatient = commit.submit(2, { timeoutMs: 1 });
     const patient = commit.submit(3, { timeoutMs: 5_000 });
     const later = commit.submit(4, { timeoutMs: 20_000 });

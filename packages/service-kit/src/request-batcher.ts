@@ -50,8 +50,12 @@ export interface RequestBatcherOptions {
  * shared by every item in it. This is the group commit of the state
  * service's write paths and the coalescing of the front services' calls to
  * it. Nothing waits for a batch to fill: while fewer than `maxInFlight`
- * batches are running, an arriving item is sent at once, so an idle system
- * answers a single caller as fast as without batching.
+ * batches are running, an arriving item is sent at the end of the event
+ * loop's turn it arrived in (`setImmediate`), with every item submitted in
+ * that turn: the items of one incoming RPC, or the requests one socket read
+ * delivered, share a batch instead of the first going alone. An idle
+ * system answers a single caller as fast as without batching, but for that
+ * turn's end.
  *
  * `decide` answers every item of its batch in order; if it throws, every
  * item of that batch gets the error (none of them was acknowledged).
@@ -68,6 +72,8 @@ export interface RequestBatcherOptions {
 export class RequestBatcher<Item, Result> {
   readonly #waiting: Waiting<Item, Result>[] = [];
   #inFlight = 0;
+  /** Whether a flush is already scheduled for the end of this turn. */
+  #flushScheduled = false;
 
   constructor(
     private readonly decide: (items: readonly Item[], budget: BatchBudget) => Promise<readonly ItemOutcome<Result>[]>,
@@ -85,13 +91,27 @@ export class RequestBatcher<Item, Result> {
         inCallerContext: !sentAtOnce && headsABatch ? AsyncLocalStorage.snapshot() : undefined,
         deadlineAt: options.timeoutMs === undefined ? undefined : performance.now() + options.timeoutMs,
       });
-      this.#flush();
+      this.#scheduleFlush();
     });
   }
 
   /** Items waiting for a batch, and batches in flight (for tests and metrics). */
   get load(): { readonly waiting: number; readonly inFlight: number } {
     return { waiting: this.#waiting.length, inFlight: this.#inFlight };
+  }
+
+  /**
+   * Flushes at the end of this turn, once however many items arrive in it.
+   * The callback runs in the async context of the item that scheduled it:
+   * the first of the turn, which is the one that heads its batch.
+   */
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    setImmediate(() => {
+      this.#flushScheduled = false;
+      this.#flush();
+    });
   }
 
   #flush(): void {
