@@ -9,6 +9,7 @@ import type {
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { failureOfStatus } from '@docket/client-kit';
 import { RequestBatcher, type BatchBudget, type ItemOutcome, type SubmitOptions } from './request-batcher.js';
+import type { ForwardedDeadline } from './deadline.js';
 
 /** How a front service coalesces its calls to the state service. */
 export interface StateBatchOptions {
@@ -70,15 +71,15 @@ function itemOutcome<Response>(result: { case: 'response'; value: Response } | {
 
 /** `answer`, unless the caller's deadline passes or it cancels first. */
 function withinCall<Response>(answer: Promise<Response>, callOptions: CallOptions | undefined): Promise<Response> {
-  const signal = callOptions?.signal;
+  const listenForAbort = abortListenerOf(callOptions);
   const timeoutMs = callOptions?.timeoutMs;
-  if (!signal && timeoutMs === undefined) return answer;
+  if (!listenForAbort && timeoutMs === undefined) return answer;
   return new Promise<Response>((resolve, reject) => {
+    let stopListening = (): void => {};
     const timer = timeoutMs === undefined ? undefined : setTimeout(() => settle(() => reject(new ConnectError('the deadline passed', Code.DeadlineExceeded))), timeoutMs);
-    const onAbort = (): void => settle(() => reject(ConnectError.from(signal?.reason ?? new Error('cancelled'), Code.Canceled)));
     const settle = (finish: () => void): void => {
       clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
+      stopListening();
       finish();
     };
     // The answer is always taken, even by a caller that already gave up: the batch may still decide
@@ -87,7 +88,27 @@ function withinCall<Response>(answer: Promise<Response>, callOptions: CallOption
       (value) => settle(() => resolve(value)),
       (error: unknown) => settle(() => reject(error)),
     );
-    if (signal?.aborted) return onAbort();
-    signal?.addEventListener('abort', onAbort, { once: true });
+    stopListening = listenForAbort?.((reason) => settle(() => reject(ConnectError.from(reason ?? new Error('cancelled'), Code.Canceled)))) ?? stopListening;
   });
+}
+
+/**
+ * How to hear that the caller gave up: a served call's own listener when
+ * the options came from {@link forwardDeadline} (no AbortSignal is made),
+ * else the options' signal.
+ */
+function abortListenerOf(callOptions: CallOptions | undefined): ForwardedDeadline['listenForAbort'] {
+  const forwarded = (callOptions as Partial<ForwardedDeadline> | undefined)?.listenForAbort;
+  if (forwarded) return forwarded;
+  const signal = callOptions?.signal;
+  if (!signal) return undefined;
+  return (listener) => {
+    if (signal.aborted) {
+      listener(signal.reason);
+      return () => {};
+    }
+    const onAbort = (): void => listener(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    return () => signal.removeEventListener('abort', onAbort);
+  };
 }

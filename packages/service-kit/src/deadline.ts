@@ -1,5 +1,5 @@
 import { ConnectError, type HandlerContext, type Interceptor } from '@connectrpc/connect';
-import { isCallAborted } from './call-abort.js';
+import { callAbortKey, isCallAborted, type CallAbortState } from './call-abort.js';
 import { REQUEST_ID_HEADER, requestIdKey } from './request-id.js';
 
 /**
@@ -17,9 +17,15 @@ export interface ForwardedDeadline {
   readonly timeoutMs?: number;
   /**
    * Aborts when the caller cancels, the deadline passes, the handler
-   * finishes, or the server's grace period ends.
+   * finishes, or the server's grace period ends. Made when first read.
    */
   readonly signal: AbortSignal;
+  /**
+   * Listens for the same abort without making `signal`, where the call can
+   * (see {@link CallAbortState}): what a next hop that only needs to stop
+   * waiting uses. Returns the function that stops listening.
+   */
+  readonly listenForAbort?: CallAbortState['listen'];
   /** The RPC's `x-request-id`, so the next hop logs the same id. */
   readonly headers?: Readonly<Record<string, string>>;
 }
@@ -36,8 +42,15 @@ export interface ForwardedDeadline {
 export function forwardDeadline(ctx: HandlerContext): ForwardedDeadline {
   const timeoutMs = ctx.timeoutMs();
   const requestId = ctx.values.get(requestIdKey);
-  const headers = requestId === '' ? undefined : { [REQUEST_ID_HEADER]: requestId };
-  return { ...(timeoutMs === undefined ? {} : { timeoutMs }), signal: ctx.signal, ...(headers ? { headers } : {}) };
+  const abort = ctx.values.get(callAbortKey);
+  return {
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    get signal() {
+      return ctx.signal;
+    },
+    ...(abort ? { listenForAbort: abort.listen } : {}),
+    ...(requestId === '' ? {} : { headers: { [REQUEST_ID_HEADER]: requestId } }),
+  };
 }
 
 /**

@@ -69,7 +69,7 @@ class InMemoryUnaryCall extends ServedUnaryCall {
   async run(chain: Chain, message: unknown): Promise<UnaryResponse> {
     const { signal, timeoutMs } = this.#call;
     if (signal?.aborted) throw ConnectError.from(signal.reason, Code.Canceled);
-    this.#values.set(callAbortKey, { aborted: () => this.isAborted() });
+    this.#values.set(callAbortKey, this.abortState());
     this.beginChain(this.#values);
     const call = this;
     const method = this.spec.method;

@@ -2,6 +2,7 @@ import { create, isMessage } from '@bufbuild/protobuf';
 import { Code, ConnectError, type ContextValues, type HandlerContext, type Interceptor, type UnaryRequest, type UnaryResponse } from '@connectrpc/connect';
 import type { UnarySpec } from './binary-grpc-call.js';
 import type { SignalRelay } from './signal-relay.js';
+import type { CallAbortState } from './call-abort.js';
 
 /** A unary method's interceptors around its implementation, as one function. */
 export type Chain = (req: UnaryRequest) => Promise<UnaryResponse>;
@@ -35,6 +36,8 @@ export abstract class ServedUnaryCall {
   protected deadlineAt: number | undefined;
   #abortReason: unknown;
   #controller: AbortController | undefined;
+  /** Who listens for the abort without a signal ({@link listenForAbort}). */
+  #abortListeners: Set<(reason: unknown) => void> | undefined;
   #deadlineTimer: NodeJS.Timeout | undefined;
   #stopListening: (() => void) | undefined;
   protected responseHeader: Headers | undefined;
@@ -115,21 +118,48 @@ export abstract class ServedUnaryCall {
     clearTimeout(this.#deadlineTimer);
     this.#stopListening?.();
     this.#controller?.abort(reason);
+    const listeners = this.#abortListeners;
+    this.#abortListeners = undefined;
+    listeners?.forEach((listener) => listener(reason));
   }
 
   /** The call's AbortSignal, made on first ask: it aborts at the deadline, when the caller leaves, at the hard stop and when the call ends. */
   protected signal(): AbortSignal {
     if (this.#controller) return this.#controller.signal;
     const controller = (this.#controller = new AbortController());
+    if (this.isAborted()) controller.abort(this.#abortReason);
+    else this.#watchForAbort();
+    return controller.signal;
+  }
+
+  /**
+   * Calls `listener` when the call aborts, as its signal would, without
+   * making the signal: a Set entry instead of an AbortController and its
+   * event. Returns the function that stops listening.
+   */
+  protected listenForAbort(listener: (reason: unknown) => void): () => void {
     if (this.isAborted()) {
-      controller.abort(this.#abortReason);
-      return controller.signal;
+      listener(this.#abortReason);
+      return () => {};
     }
+    this.#watchForAbort();
+    const listeners = (this.#abortListeners ??= new Set());
+    listeners.add(listener);
+    return () => void listeners.delete(listener);
+  }
+
+  /** Arms what aborts the call on its own (its deadline, the server's hard stop), once, for the first who asks. */
+  #watchForAbort(): void {
+    if (this.#stopListening) return;
     if (this.deadlineAt !== undefined) {
       this.#deadlineTimer = setTimeout(() => this.abort(new ConnectError('the operation timed out', Code.DeadlineExceeded)), Math.max(0, this.deadlineAt - Date.now()));
     }
-    this.#stopListening = this.#shutdown?.listen((reason) => this.abort(reason));
-    return controller.signal;
+    this.#stopListening = this.#shutdown?.listen((reason) => this.abort(reason)) ?? (() => {});
+  }
+
+  /** What {@link callAbortKey} holds for this call. */
+  protected abortState(): CallAbortState {
+    return { aborted: () => this.isAborted(), listen: (listener) => this.listenForAbort(listener) };
   }
 
   protected responseHeaders(): Headers {

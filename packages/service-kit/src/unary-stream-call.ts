@@ -155,7 +155,7 @@ class UnaryStreamCall extends ServedUnaryCall {
 
   async #run(message: unknown): Promise<void> {
     this.#values.set(encodedFramesKey, true);
-    this.#values.set(callAbortKey, { aborted: () => this.isAborted() });
+    this.#values.set(callAbortKey, this.abortState());
     this.beginChain(this.#values);
     const spec = this.spec;
     const call = this;
