@@ -10,7 +10,10 @@
 // the services are separate processes, so their profiles hold only their
 // own work. PROFILE_SESSION=1 makes the claims and reports on the worker
 // session (one ExecutionService/Work stream) instead of unary calls;
-// PROFILE_ONE_PROCESS=1 runs the services in one process (services/one-process).
+// PROFILE_ONE_PROCESS=1 runs the services in one process (services/one-process);
+// PROFILE_ITEMS=N submits with SubmitJobs of N items per call instead of
+// SubmitJob, and PROFILE_CLAIMS=0 leaves the claims out, so that the
+// profiles hold admission alone.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +29,8 @@ import { query, startDurablePostgres } from './postgres.mjs';
 
 const jobs = Number(process.argv[2] ?? 4000);
 const callers = Number(process.argv[3] ?? 16);
+const items = Number(process.env.PROFILE_ITEMS ?? 1);
+const claims = process.env.PROFILE_CLAIMS !== '0';
 const profiles = mkdtempSync(join(tmpdir(), 'docket-profile-'));
 const postgres = await startDurablePostgres();
 const databaseUrl = await postgres.createDatabase('profile');
@@ -41,10 +46,23 @@ const docket = await launchDocket({
 const operationId = () => `op_${randomBytes(12).toString('base64url')}`;
 try {
   const admission = clientWith(AdmissionService, docket.urls.admission[0], await docket.token('profile-user', 'user'));
-  const submitted = await runConcurrently(jobs, callers, (index) =>
-    admission.submitJob({ idempotencyKey: `profile-${index}-${randomBytes(8).toString('hex')}`, queue: 'profile', input: { index } }),
-  );
-  console.log(`SubmitJob: ${jobs} jobs, ${callers} callers, ${Math.round((jobs / submitted.elapsedMs) * 1000)}/s`);
+  const job = (index) => ({ idempotencyKey: `profile-${index}-${randomBytes(8).toString('hex')}`, queue: 'profile', input: { index } });
+  const submitted =
+    items > 1
+      ? await runConcurrently(Math.ceil(jobs / items), callers, (call) => admission.submitJobs({ items: Array.from({ length: items }, (_, item) => job(call * items + item)) }))
+      : await runConcurrently(jobs, callers, (index) => admission.submitJob(job(index)));
+  console.log(`${items > 1 ? `SubmitJobs of ${items}` : 'SubmitJob'}: ${jobs} jobs, ${callers} callers, ${Math.round((jobs / submitted.elapsedMs) * 1000)}/s`);
+  if (claims) await claimAndComplete();
+  await printStatements();
+} finally {
+  await docket.stop();
+  await postgres.stop();
+}
+
+printCpuProfiles(profiles, claims ? { count: jobs * 3, name: 'call (3 calls per job: submit, claim, report)' } : { count: jobs, name: 'job submitted' });
+
+/** The submitted jobs through 16 loops of ClaimJobs (one job) and ReportOutcome. */
+async function claimAndComplete() {
   const plan = await query(
     databaseUrl,
     `explain (analyze, buffers) select j.* from unnest('{profile}'::text[]) as q(queue) cross join lateral (
@@ -72,6 +90,9 @@ try {
   );
   session?.close();
   console.log(`claim + complete${session ? ' (worker session)' : ''}: ${done} jobs, 16 loops, ${Math.round((done / (performance.now() - started)) * 1000)}/s`);
+}
+
+async function printStatements() {
   const statements = await query(
     databaseUrl,
     `select calls, round(total_exec_time::numeric, 1) as total_ms, round(mean_exec_time::numeric, 3) as mean_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) as query
@@ -79,9 +100,4 @@ try {
   ).catch(() => []);
   console.table(statements);
   console.table(await query(databaseUrl, `select relname, n_tup_upd, n_tup_hot_upd, n_dead_tup from pg_stat_user_tables where relname in ('jobs', 'attempts', 'idempotency_records')`));
-} finally {
-  await docket.stop();
-  await postgres.stop();
 }
-
-printCpuProfiles(profiles, { count: jobs * 3, name: 'call (3 calls per job: submit, claim, report)' });
