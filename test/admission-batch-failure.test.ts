@@ -3,15 +3,7 @@ import { Code } from '@connectrpc/connect';
 import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AdmissionService, type SubmitJobResponse } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
-import {
-  bindingsByKey,
-  expectAdmissionsWhole,
-  inParallel,
-  keyHashOf,
-  sameAdmission,
-  submitJobDigest,
-  type SubmitJobInit,
-} from './support/admission-audit.js';
+import { expectAdmissionsWhole, inParallel, sameAdmission, type SubmitJobInit } from './support/admission-audit.js';
 import { clientFor, settle, type Settled } from './support/clients.js';
 import { startCluster, type DocketCluster } from './support/cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
@@ -94,15 +86,13 @@ describe('a batch whose transaction fails at COMMIT', () => {
     // While the failure is in force: every success answer names a job that exists, whole, bound to its
     // own request; no failed item's key has a binding (a failure answer acknowledged nothing).
     const failedAt = answers.flatMap((answer, index) => (answer.ok ? [] : [index]));
-    let ledger = await expectAdmissionsWhole(sql, owner);
-    let bindings = bindingsByKey(ledger);
-    const boundOf = (index: number) => bindings.get(keyHashOf(requests[index]!.idempotencyKey!));
+    let bindings = await expectAdmissionsWhole(sql, owner);
     for (const [index, answer] of answers.entries()) {
       if (!answer.ok) continue;
       expect(answer.value.replayed).toBe(false);
-      expect(boundOf(index)).toMatchObject({ job_id: answer.value.job!.id, request_digest: submitJobDigest(owner, requests[index]!) });
+      bindings.expectBound(requests[index]!, answer.value.job!.id);
     }
-    const failedButBound = failedAt.filter((index) => boundOf(index) !== undefined);
+    const failedButBound = failedAt.filter((index) => bindings.of(requests[index]!.idempotencyKey!) !== undefined);
     expect({ failed: failedAt.length, failedButBound: failedButBound.length }).toEqual({ failed: failedAt.length, failedButBound: 0 });
 
     // A failed batch is split in halves, each decided again in its own transaction, down to the item
@@ -112,12 +102,12 @@ describe('a batch whose transaction fails at COMMIT', () => {
     expect(failedAt.filter((index) => !poisonAt.has(index))).toEqual([]);
     expect(new Set(failedAt)).toEqual(poisonAt);
     for (const index of failedAt) expect((answers[index] as { failure: { code: Code } }).failure.code).toBe(Code.Internal);
-    expect(ledger).toHaveLength(TOTAL - poisonAt.size);
+    expect(bindings.size).toBe(TOTAL - poisonAt.size);
 
     // Retrying while the failure is still in force changes nothing.
     const retriedEarly = await Promise.all(failedAt.map((index) => settle(admission.submitJob(requests[index]!))));
     expect(retriedEarly.map((answer) => answer.ok)).toEqual(failedAt.map(() => false));
-    expect(await expectAdmissionsWhole(sql, owner)).toHaveLength(TOTAL - poisonAt.size);
+    expect((await expectAdmissionsWhole(sql, owner)).size).toBe(TOTAL - poisonAt.size);
 
     // Once the injection is removed, the same calls succeed, once; the earlier successes replay.
     await sql.query('drop trigger poison_guard on jobs');
@@ -129,12 +119,9 @@ describe('a batch whose transaction fails at COMMIT', () => {
       const first = answers[index]!.ok ? (answers[index] as { value: SubmitJobResponse }).value : retried[failedAt.indexOf(index)]!;
       expect(sameAdmission(replay, first)).toBe(true);
     }
-    ledger = await expectAdmissionsWhole(sql, owner);
-    bindings = bindingsByKey(ledger);
-    expect(ledger).toHaveLength(TOTAL);
-    for (const [index, replay] of replays.entries()) {
-      expect(bindings.get(keyHashOf(requests[index]!.idempotencyKey!))?.job_id).toBe(replay.job!.id);
-    }
+    bindings = await expectAdmissionsWhole(sql, owner);
+    expect(bindings.size).toBe(TOTAL);
+    for (const [index, replay] of replays.entries()) expect(bindings.of(requests[index]!.idempotencyKey!)?.job_id).toBe(replay.job!.id);
   });
 });
 
@@ -189,28 +176,22 @@ describe('a batch whose database connection is terminated', () => {
     // Nothing half-exists: every binding has its whole admission, every job its binding. Every success
     // answer names its bound job. A failed call left either nothing or (its COMMIT landed, the answer
     // was lost) a whole admission.
-    const ledger = await expectAdmissionsWhole(sql, owner);
-    const bindings = bindingsByKey(ledger);
+    const bindings = await expectAdmissionsWhole(sql, owner);
     for (const [index, answer] of answers.entries()) {
-      if (answer.ok) expect(bindings.get(keyHashOf(requests[index]!.idempotencyKey!))?.job_id).toBe(answer.value.job!.id);
+      if (answer.ok) expect(bindings.of(requests[index]!.idempotencyKey!)?.job_id).toBe(answer.value.job!.id);
     }
 
     // Retrying every failed call with its key yields one job each; earlier successes replay unchanged.
     const retried = await Promise.all(failedAt.map((index) => admission.submitJob(requests[index]!)));
-    for (const [position, index] of failedAt.entries()) {
-      const before = bindings.get(keyHashOf(requests[index]!.idempotencyKey!));
-      // A binding that existed before the retry is replayed; none means the retry admits it now.
-      expect(retried[position]!.replayed).toBe(before !== undefined);
-      if (before) expect(retried[position]!.job!.id).toBe(before.job_id);
-    }
+    // A binding that existed before the retry is replayed; none means the retry admits it now.
+    for (const [position, index] of failedAt.entries()) bindings.expectRetryAnswer(requests[index]!, retried[position]!);
     const replays = await inParallel(requests, 32, (request) => admission.submitJob(request));
     for (const [index, replay] of replays.entries()) {
       expect(replay.replayed).toBe(true);
       const answer = answers[index]!;
       if (answer.ok) expect(sameAdmission(replay, answer.value)).toBe(true);
     }
-    const final = await expectAdmissionsWhole(sql, owner);
-    expect(final).toHaveLength(TOTAL);
+    expect((await expectAdmissionsWhole(sql, owner)).size).toBe(TOTAL);
     expect(new Set(replays.map((replay) => replay.job!.id)).size).toBe(TOTAL);
 
     // The failures were retryable refusals (UNAVAILABLE), which gRPC clients retry, never a wrong answer.

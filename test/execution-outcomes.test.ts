@@ -10,6 +10,7 @@ import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { until } from './support/polling.js';
+import { LOST_ATTEMPT_RETRIED_JOURNAL } from './support/lost-attempt-journal.js';
 import { ExecutionHarness, freshQueue, type SubmitInit } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.js';
 
@@ -226,15 +227,7 @@ describe('a crashed worker whose name registers again', () => {
     expect(next?.authority?.fence).toBe(held.authority!.fence + 1n);
     expect(next?.envelope?.attemptNumber).toBe(2);
     await replacement.expectOk('reportOutcome', { attempt: attemptOf(next!), operationId: newOperationId(), outcome: { case: 'success', value: {} } });
-    expect(await harness.eventTypes(job.id)).toEqual([
-      'job.admitted',
-      'attempt.started',
-      'attempt.lost',
-      'job.retry_scheduled',
-      'job.requeued',
-      'attempt.started',
-      'job.succeeded',
-    ]);
+    expect(await harness.eventTypes(job.id)).toEqual(LOST_ATTEMPT_RETRIED_JOURNAL);
   });
 
   it('leaves the superseded incarnation refused with STALE_INCARNATION, and changes nothing for it', async () => {

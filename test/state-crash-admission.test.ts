@@ -3,16 +3,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '@docket/client';
 import { AdmissionService, type SubmitJobResponse } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
-import {
-  bindingsByKey,
-  expectAdmissionsWhole,
-  expectJournalVerifies,
-  inParallel,
-  keyHashOf,
-  sameAdmission,
-  submitJobDigest,
-  type SubmitJobInit,
-} from './support/admission-audit.js';
+import { expectAdmissionsWhole, expectJournalVerifies, inParallel, sameAdmission, submitJobDigest, type SubmitJobInit } from './support/admission-audit.js';
 import { clientFor, settle, type Settled } from './support/clients.js';
 import { startCluster, type DocketCluster } from './support/cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
@@ -93,13 +84,8 @@ describe('kill -9 of a state process while admission batches are in flight', () 
   it('leaves nothing half-admitted: every binding has its job, event 1 and feed entry, every job its binding', async () => {
     // expectAdmissionsWhole: every key in idempotency_records has its job row, exactly its one
     // job.admitted event and one feed entry; no job of the owner exists without its binding.
-    const bindings = bindingsByKey(await expectAdmissionsWhole(sql, OWNER));
-    for (const index of succeededAt) {
-      expect(bindings.get(keyHashOf(requests[index]!.idempotencyKey!))).toMatchObject({
-        job_id: responseAt(index).job!.id,
-        request_digest: submitJobDigest(OWNER, requests[index]!),
-      });
-    }
+    const bindings = await expectAdmissionsWhole(sql, OWNER);
+    for (const index of succeededAt) bindings.expectBound(requests[index]!, responseAt(index).job!.id);
   });
 
   it('replays every acknowledged admission identically, through the restarted state process too', async () => {
@@ -113,20 +99,15 @@ describe('kill -9 of a state process while admission batches are in flight', () 
   });
 
   it('lets every failed call be retried with its key into exactly one job, whose journal verifies', async () => {
-    const before = bindingsByKey(await expectAdmissionsWhole(sql, OWNER));
+    const before = await expectAdmissionsWhole(sql, OWNER);
     // The one whose COMMIT landed before the answer was lost (a replay), or a new one if nothing was written.
     const retried = await inParallel(failedAt, 32, (index) => through(index).submitJob(requests[index]!));
-    for (const [position, index] of failedAt.entries()) {
-      const bound = before.get(keyHashOf(requests[index]!.idempotencyKey!));
-      expect(retried[position]!.replayed).toBe(bound !== undefined);
-      if (bound) expect(retried[position]!.job!.id).toBe(bound.job_id);
-    }
-    const ledger = await expectAdmissionsWhole(sql, OWNER);
-    expect(ledger).toHaveLength(TOTAL);
-    const after = bindingsByKey(ledger);
+    for (const [position, index] of failedAt.entries()) before.expectRetryAnswer(requests[index]!, retried[position]!);
+    const after = await expectAdmissionsWhole(sql, OWNER);
+    expect(after.size).toBe(TOTAL);
     const jobOf = (index: number) => (answers[index]!.ok ? responseAt(index) : retried[failedAt.indexOf(index)]!).job!;
     for (const [index, request] of requests.entries()) {
-      expect(after.get(keyHashOf(request.idempotencyKey!))?.job_id).toBe(jobOf(index).id);
+      expect(after.of(request.idempotencyKey!)?.job_id).toBe(jobOf(index).id);
       expect(jobOf(index)).toMatchObject({ queue: request.queue, input: request.input, priority: request.priority });
     }
     await inParallel(requests, 16, async (request, index) => {
@@ -175,20 +156,18 @@ describe('kill -9 of a state process while a SubmitJobs call of 1,000 items is i
     }
     expect(acknowledged.size, 'the kill landed while the call was in flight').toBeLessThan(items.length);
     console.info(`SubmitJobs through a killed state process: ${answered.ok ? `${acknowledged.size} items acknowledged, the rest UNAVAILABLE` : 'the call failed UNAVAILABLE'}`);
-    const before = bindingsByKey(await expectAdmissionsWhole(sql, subject));
+    const before = await expectAdmissionsWhole(sql, subject);
     expect(before.size).toBeGreaterThanOrEqual(acknowledged.size);
 
     const again = await client.submitJobs({ items });
-    const ledger = bindingsByKey(await expectAdmissionsWhole(sql, subject));
-    expect(ledger.size).toBe(items.length);
+    const after = await expectAdmissionsWhole(sql, subject);
+    expect(after.size).toBe(items.length);
     for (const [index, result] of again.results.entries()) {
       expect(result.result.case, `item ${index}`).toBe('submitted');
       const response = result.result.value as SubmitJobResponse;
-      const bound = before.get(keyHashOf(items[index]!.idempotencyKey!));
-      expect(response.replayed, `item ${index}`).toBe(bound !== undefined);
-      if (bound) expect(response.job!.id).toBe(bound.job_id);
+      before.expectRetryAnswer(items[index]!, response, `item ${index}`);
       if (acknowledged.has(index)) expect(sameAdmission(response, acknowledged.get(index)!)).toBe(true);
-      expect(ledger.get(keyHashOf(items[index]!.idempotencyKey!))).toMatchObject({ job_id: response.job!.id, request_digest: submitJobDigest(subject, items[index]!) });
+      after.expectBound(items[index]!, response.job!.id, `item ${index}`);
     }
   }, 90_000);
 
@@ -210,11 +189,11 @@ describe('kill -9 of a state process while a SubmitJobs call of 1,000 items is i
       await victim.restart();
       const results = await sending;
       expect(results.filter((result) => !result.ok).map((result) => !result.ok && result.error.message)).toEqual([]);
-      const ledger = bindingsByKey(await expectAdmissionsWhole(sql, owner));
-      expect(ledger.size).toBe(jobs.length);
+      const bindings = await expectAdmissionsWhole(sql, owner);
+      expect(bindings.size).toBe(jobs.length);
       for (const [index, result] of results.entries()) {
         expect(result.ok && result.job.input, `job ${index}`).toEqual({ index });
-        expect(ledger.get(keyHashOf(result.idempotencyKey))?.job_id).toBe(result.ok && result.job.id);
+        expect(bindings.of(result.idempotencyKey)?.job_id).toBe(result.ok && result.job.id);
       }
     } finally {
       client.close();

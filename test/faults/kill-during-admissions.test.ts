@@ -5,15 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isRetryableFailure } from '@docket/client';
 import { delay, retryBackoffMs } from '@docket/contracts';
 import { AdmissionService, type SubmitJobResponse } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
-import {
-  bindingsByKey,
-  expectAdmissionsWhole,
-  inParallel,
-  keyHashOf,
-  sameAdmission,
-  submitJobDigest,
-  type SubmitJobInit,
-} from '../support/admission-audit.js';
+import { expectAdmissionsWhole, inParallel, sameAdmission, submitJobDigest, type SubmitJobInit } from '../support/admission-audit.js';
 import { clientFor, seenByConnect, settle, type SeenFailure } from '../support/clients.js';
 import { startCluster, type DocketCluster, type ServiceName } from '../support/cluster.js';
 import { createMigratedTestDatabase } from '../support/database.js';
@@ -281,7 +273,7 @@ describe(`kill -9 of every service during ${KEYS * CALLS_PER_KEY} concurrent adm
   afterAll(stopClustersWithSql);
 
   const failedCalls = () => records.flatMap((record, index) => (record.outcome.ok ? [] : [{ index, record }]));
-  const bound = async () => bindingsByKey(await expectAdmissionsWhole(sql, OWNER));
+  const bound = () => expectAdmissionsWhole(sql, OWNER);
   const winnerOf = (key: number, binding: { request_digest: string } | undefined): boolean | undefined => {
     if (binding?.request_digest === submitJobDigest(OWNER, requestFor(key, false))) return false;
     if (binding?.request_digest === submitJobDigest(OWNER, requestFor(key, true))) return true;
@@ -325,7 +317,7 @@ describe(`kill -9 of every service during ${KEYS * CALLS_PER_KEY} concurrent adm
     const bindings = await bound();
     expect(bindings.size, `seed ${SEED}`).toBe(KEYS);
     for (const [key, idempotencyKey] of keys.entries()) {
-      const binding = bindings.get(keyHashOf(idempotencyKey));
+      const binding = bindings.of(idempotencyKey);
       const winner = winnerOf(key, binding);
       expect(winner, `key ${key}: bound to a content never sent`).toBeDefined();
       if (!changedKeys.has(key)) expect(winner, `key ${key} was never sent changed`).toBe(false);
@@ -340,7 +332,7 @@ describe(`kill -9 of every service during ${KEYS * CALLS_PER_KEY} concurrent adm
     const created = new Map<number, number>();
     for (const [index, record] of records.entries()) {
       const { key, changed } = plan[index]!;
-      const binding = bindings.get(keyHashOf(keys[key]!))!;
+      const binding = bindings.of(keys[key]!)!;
       const winner = winnerOf(key, binding);
       if (record.outcome.ok) {
         const { value } = record.outcome;
@@ -359,7 +351,7 @@ describe(`kill -9 of every service during ${KEYS * CALLS_PER_KEY} concurrent adm
     const bindings = await bound();
     const problems: string[] = [];
     for (const key of changedKeys) {
-      const winner = winnerOf(key, bindings.get(keyHashOf(keys[key]!)));
+      const winner = winnerOf(key, bindings.of(keys[key]!));
       const losers = plan.flatMap((call, index) => (call.key === key && call.changed !== winner ? [index] : []));
       expect(losers.length, `key ${key}: the losing content was sent`).toBeGreaterThan(0);
       for (const index of losers) {

@@ -54,24 +54,26 @@ def _utf16_key(key):
     return key.encode("utf-16-be")
 
 
+# The characters RFC 8785 (3.2.2.2, as ECMAScript's JSON.stringify) writes
+# as a two-character escape; any other control character is \u00xx.
+_SHORT_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+}
+
+
 def _string(value):
     out = ['"']
     for char in value:
         code = ord(char)
-        if char == '"':
-            out.append('\\"')
-        elif char == "\\":
-            out.append("\\\\")
-        elif char == "\b":
-            out.append("\\b")
-        elif char == "\f":
-            out.append("\\f")
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\r":
-            out.append("\\r")
-        elif char == "\t":
-            out.append("\\t")
+        escaped = _SHORT_ESCAPES.get(char)
+        if escaped is not None:
+            out.append(escaped)
         elif code < 0x20:
             out.append("\\u%04x" % code)
         elif 0xD800 <= code <= 0xDFFF:

@@ -108,9 +108,9 @@ export async function unboundJobs(sql: pg.ClientBase | pg.Pool, owner: string): 
  * Checks a subject's stored admissions are whole: every binding names an
  * existing job with the binding's digest, whose journal is exactly its one
  * `job.admitted` event and which has exactly one feed entry; and every job
- * of the subject is named by a binding. Returns the ledger.
+ * of the subject is named by a binding. Returns the bindings.
  */
-export async function expectAdmissionsWhole(sql: pg.ClientBase | pg.Pool, subject: string): Promise<AdmissionLedgerRow[]> {
+export async function expectAdmissionsWhole(sql: pg.ClientBase | pg.Pool, subject: string): Promise<AdmissionBindings> {
   const ledger = await admissionLedger(sql, subject);
   const broken = ledger.filter(
     (row) =>
@@ -123,12 +123,53 @@ export async function expectAdmissionsWhole(sql: pg.ClientBase | pg.Pool, subjec
   expect(broken, 'bindings whose admission is not whole').toEqual([]);
   expect(await unboundJobs(sql, subject), 'jobs without a binding').toEqual([]);
   expect(new Set(ledger.map((row) => row.job_id)).size, 'one job per binding').toBe(ledger.length);
-  return ledger;
+  return new AdmissionBindings(subject, ledger);
 }
 
-/** The bindings of `ledger` by key hash. */
-export function bindingsByKey(ledger: readonly AdmissionLedgerRow[]): Map<string, AdmissionLedgerRow> {
-  return new Map(ledger.map((row) => [row.key_hash, row]));
+/**
+ * A subject's SubmitJob bindings as {@link expectAdmissionsWhole} found
+ * them, looked up by the idempotency key a test sent (the table stores
+ * only its hash), with the checks the admission tests make of them.
+ */
+export class AdmissionBindings {
+  readonly #byKeyHash: ReadonlyMap<string, AdmissionLedgerRow>;
+
+  constructor(
+    /** The subject the requests were submitted as: part of each request's digest. */
+    readonly subject: string,
+    /** Every binding of the subject, in key hash order. */
+    readonly rows: readonly AdmissionLedgerRow[],
+  ) {
+    this.#byKeyHash = new Map(rows.map((row) => [row.key_hash, row]));
+  }
+
+  /** How many keys are bound. */
+  get size(): number {
+    return this.rows.length;
+  }
+
+  /** The binding of `idempotencyKey`; undefined when the key is not bound. */
+  of(idempotencyKey: string): AdmissionLedgerRow | undefined {
+    return this.#byKeyHash.get(keyHashOf(idempotencyKey));
+  }
+
+  /** Fails unless `request`'s key is bound to job `jobId` and to the digest of `request` itself (SPEC section 2). */
+  expectBound(request: SubmitJobInit, jobId: string, message?: string): void {
+    expect(this.of(request.idempotencyKey!), message).toMatchObject({ job_id: jobId, request_digest: submitJobDigest(this.subject, request) });
+  }
+
+  /**
+   * Fails unless `answer`, to `request` sent again with its key (a retry
+   * of a failed call), is what these bindings, read before it was sent
+   * again, call for: a replay of the job the key is bound to (an admission
+   * that was acknowledged, or whose COMMIT landed though its answer was
+   * lost), or a new admission when the key is not bound.
+   */
+  expectRetryAnswer(request: SubmitJobInit, answer: SubmitJobResponse, message?: string): void {
+    const bound = this.of(request.idempotencyKey!);
+    expect(answer.replayed, message).toBe(bound !== undefined);
+    if (bound) expect(answer.job!.id, message).toBe(bound.job_id);
+  }
 }
 
 /** Whether two SubmitJob responses are the same stored response (job and expiry, byte for byte), replayed or not. */
