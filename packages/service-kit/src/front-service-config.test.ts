@@ -5,7 +5,7 @@ import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JWK } from 'j
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyBearer } from '@docket/auth';
 import { readPublicKeySet } from './environment.js';
-import { readCursorSecret, readFeedCursorTtlMs, readFrontServiceConfig } from './front-service-config.js';
+import { readCursorConfig, readCursorSecret, readFeedCursorTtlMs, readFrontServiceConfig } from './front-service-config.js';
 
 const AUTH_SECRET = 'public-secret-0123456789-abcdefghijklm';
 const SERVICE_SECRET = 'service-secret-0123456789-nopqrstuvwxyz';
@@ -110,5 +110,13 @@ describe('readFeedCursorTtlMs (DOCKET_FEED_CURSOR_TTL_SECONDS)', () => {
     expect(readFeedCursorTtlMs({})).toBe(7 * 86_400_000);
     expect(readFeedCursorTtlMs({ DOCKET_FEED_CURSOR_TTL_SECONDS: '3600' })).toBe(3_600_000);
     expect(() => readFeedCursorTtlMs({ DOCKET_FEED_CURSOR_TTL_SECONDS: '0' })).toThrow(/DOCKET_FEED_CURSOR_TTL_SECONDS/);
+  });
+});
+
+describe('readCursorConfig', () => {
+  it('reads the cursor secret and the feed cursor lifetime with the readers above, so admission and events agree', () => {
+    expect(readCursorConfig({ DOCKET_CURSOR_SECRET: AUTH_SECRET })).toStrictEqual({ cursorSecret: AUTH_SECRET, feedCursorTtlMs: 7 * 86_400_000 });
+    expect(readCursorConfig({ DOCKET_CURSOR_SECRET: AUTH_SECRET, DOCKET_FEED_CURSOR_TTL_SECONDS: '3600' }).feedCursorTtlMs).toBe(3_600_000);
+    expect(startupError(() => readCursorConfig({ DOCKET_FEED_CURSOR_TTL_SECONDS: '3600' }))).toBe('environment variable DOCKET_CURSOR_SECRET is required but not set');
   });
 });

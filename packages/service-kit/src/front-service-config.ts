@@ -105,3 +105,25 @@ export function readCursorSecret(env: Environment): string {
 export function readFeedCursorTtlMs(env: Environment): number {
   return readSecondsAsMs(env, 'DOCKET_FEED_CURSOR_TTL_SECONDS', DEFAULT_FEED_CURSOR_TTL_MS / 1000);
 }
+
+/**
+ * The settings of the tokens a caller hands back that the admission and
+ * events services must agree on: admission signs ListJobs page tokens,
+ * snapshot cursors and the change-feed cursors it hands out with a listing,
+ * which the events service resumes WatchJobs from.
+ */
+export interface CursorConfig {
+  /** The HMAC secret of every cursor and page token (see {@link readCursorSecret}). */
+  readonly cursorSecret: string;
+  /**
+   * How long a change-feed cursor stays resumable (see
+   * {@link readFeedCursorTtlMs}); the execution service prunes the feed a
+   * day after it, so no cursor outlives the entries it resumes from.
+   */
+  readonly feedCursorTtlMs: number;
+}
+
+/** Reads {@link CursorConfig}: DOCKET_CURSOR_SECRET and DOCKET_FEED_CURSOR_TTL_SECONDS, the one way both services read them. */
+export function readCursorConfig(env: Environment): CursorConfig {
+  return { cursorSecret: readCursorSecret(env), feedCursorTtlMs: readFeedCursorTtlMs(env) };
+}

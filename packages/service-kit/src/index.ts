@@ -67,7 +67,7 @@ export { answerInProcess, inProcessTransportOf, type InProcessServer } from './i
 export { createServiceTransport, type ServiceTransport, type ServiceTransportOptions } from './service-transport.js';
 export { startTracing, tracesExporterFrom, tracingInterceptor, type Tracing } from './tracing.js';
 export { durationMs, validateJobSpecMessage, type JobSpecMessage } from './job-spec-message.js';
-export { DEFAULT_STATE_URL, readCursorSecret, readFeedCursorTtlMs, readFrontServiceConfig, type FrontServiceConfig } from './front-service-config.js';
+export { DEFAULT_STATE_URL, readCursorConfig, readFeedCursorTtlMs, readFrontServiceConfig, type CursorConfig, type FrontServiceConfig } from './front-service-config.js';
 export { startFrontServer, stateTransportOf, type FrontServerOptions, type FrontServiceName } from './front-server.js';
 export { DEFAULT_CORS_ORIGINS, corsPolicy, readCorsOrigins, type CorsPolicy } from './cors.js';
 export { DEFAULT_FEED_CURSOR_TTL_MS, FeedCursorCodec, normaliseFeedFilter, type FeedCursorBinding, type FeedCursorFilter, type FeedCursorPosition, type FeedCursorRefusal, type OpenedFeedCursor } from './feed-cursor.js';
