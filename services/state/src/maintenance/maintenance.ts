@@ -2,7 +2,7 @@ import type { Kysely, Transaction } from 'kysely';
 import { invalidField } from '@docket/contracts';
 import { MaintenanceTask, type RunMaintenanceRequest } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { transactionNow } from '../db/queries/clock.js';
-import { deleteExpiredRecords, lockDueRetry, lockExpiredLease, nextDue } from '../db/queries/maintenance.js';
+import { deleteExpiredRecords, lockDue, nextDue } from '../db/queries/maintenance.js';
 import type { JobRow } from '../db/queries/jobs.js';
 import { foldQueueStats } from '../db/queries/queue-stats.js';
 import type { Database } from '../db/tables/index.js';
@@ -25,7 +25,7 @@ import type { MaintenanceStep } from './maintenance-step.js';
  * ({@link repeatPerJob}).
  */
 export async function settleExpiredAttempts(deps: QuarantineDependencies, limit: number): Promise<MaintenanceStep> {
-  const handled = await repeatPerJob(deps, 'SETTLE_EXPIRED_ATTEMPTS', limit, lockExpiredLease, (tx, job, now) =>
+  const handled = await repeatPerJob(deps, 'SETTLE_EXPIRED_ATTEMPTS', limit, (tx) => lockDue(tx, 'lease'), (tx, job, now) =>
     settleLostAttempt(tx, job, leaseEndOf(job), now),
   );
   return { handled, nextDueAt: await nextDue(deps.db, 'lease') };
@@ -33,7 +33,7 @@ export async function settleExpiredAttempts(deps: QuarantineDependencies, limit:
 
 /** The retry scheduler's step: RETRY_WAIT jobs whose backoff elapsed go back to QUEUED; a job that cannot is quarantined. */
 export async function requeueDueRetries(deps: QuarantineDependencies, limit: number): Promise<MaintenanceStep> {
-  const handled = await repeatPerJob(deps, 'REQUEUE_DUE_RETRIES', limit, lockDueRetry, async (tx, job, now) => {
+  const handled = await repeatPerJob(deps, 'REQUEUE_DUE_RETRIES', limit, (tx) => lockDue(tx, 'retry'), async (tx, job, now) => {
     await applyTransition(tx, job, { toStatus: 'QUEUED', events: [{ type: 'job.requeued', payload: { attempt_count: job.attempt_count } }], patch: { not_before: null } }, now);
   });
   return { handled, nextDueAt: await nextDue(deps.db, 'retry') };

@@ -4,46 +4,45 @@ import type { JobRow } from './jobs.js';
 import { notQuarantined } from './quarantine.js';
 
 /**
- * Locks one running job whose lease has expired by the database clock,
- * skipping rows other replicas hold and quarantined jobs.
+ * The work on jobs that falls due by the database clock, each with the
+ * statuses it applies to and the column that says when: a lease that
+ * expired (the reaper settles the attempt) and a retry whose backoff
+ * elapsed (the retry scheduler requeues the job). Each pair is the
+ * predicate and key of a partial index (`jobs_leased`, `jobs_retry_due`),
+ * so both queries below read only the jobs in question.
+ */
+const DUE_WORK = {
+  lease: { statuses: ['RUNNING', 'CANCELLING'], column: 'lease_expires_at' },
+  retry: { statuses: ['RETRY_WAIT'], column: 'not_before' },
+} as const;
+
+/** What falls due: `lease` (an expired lease) or `retry` (an elapsed backoff). */
+export type DueWork = keyof typeof DUE_WORK;
+
+/**
+ * Locks the job longest due for `what`, skipping rows other replicas hold
+ * and quarantined jobs.
  *
  * ```sql
+ * -- lease
  * select * from jobs where status in ('RUNNING', 'CANCELLING') and lease_expires_at <= now()
  *   and not exists (select 1 from job_quarantine q where q.job_id = jobs.id)
  * order by lease_expires_at limit 1 for update skip locked
- * ```
- */
-export async function lockExpiredLease(db: Queryable): Promise<JobRow | undefined> {
-  return db
-    .selectFrom('jobs')
-    .selectAll()
-    .where('status', 'in', ['RUNNING', 'CANCELLING'])
-    .where('lease_expires_at', '<=', sql<Date>`now()`)
-    .where(notQuarantined('jobs.id'))
-    .orderBy('lease_expires_at')
-    .limit(1)
-    .forUpdate()
-    .skipLocked()
-    .executeTakeFirst();
-}
-
-/**
- * Locks one RETRY_WAIT job whose backoff has elapsed, not quarantined.
- *
- * ```sql
- * select * from jobs where status = 'RETRY_WAIT' and not_before <= now()
+ * -- retry
+ * select * from jobs where status in ('RETRY_WAIT') and not_before <= now()
  *   and not exists (select 1 from job_quarantine q where q.job_id = jobs.id)
  * order by not_before limit 1 for update skip locked
  * ```
  */
-export async function lockDueRetry(db: Queryable): Promise<JobRow | undefined> {
+export async function lockDue(db: Queryable, what: DueWork): Promise<JobRow | undefined> {
+  const { statuses, column } = DUE_WORK[what];
   return db
     .selectFrom('jobs')
     .selectAll()
-    .where('status', '=', 'RETRY_WAIT')
-    .where('not_before', '<=', sql<Date>`now()`)
+    .where('status', 'in', statuses)
+    .where(column, '<=', sql<Date>`now()`)
     .where(notQuarantined('jobs.id'))
-    .orderBy('not_before')
+    .orderBy(column)
     .limit(1)
     .forUpdate()
     .skipLocked()
@@ -57,15 +56,13 @@ export async function lockDueRetry(db: Queryable): Promise<JobRow | undefined> {
  *
  * ```sql
  * select min(lease_expires_at) from jobs where status in ('RUNNING', 'CANCELLING') and not exists (<quarantined>)
- * select min(not_before) from jobs where status = 'RETRY_WAIT' and not exists (<quarantined>)
+ * select min(not_before) from jobs where status in ('RETRY_WAIT') and not exists (<quarantined>)
  * ```
  */
-export async function nextDue(db: Queryable, what: 'lease' | 'retry'): Promise<Date | undefined> {
-  const query =
-    what === 'lease'
-      ? sql<{ due: Date | null }>`select min(lease_expires_at) as due from jobs where status in ('RUNNING', 'CANCELLING') and ${notQuarantined('jobs.id')}`
-      : sql<{ due: Date | null }>`select min(not_before) as due from jobs where status = 'RETRY_WAIT' and ${notQuarantined('jobs.id')}`;
-  const result = await query.execute(db);
+export async function nextDue(db: Queryable, what: DueWork): Promise<Date | undefined> {
+  const { statuses, column } = DUE_WORK[what];
+  const result = await sql<{ due: Date | null }>`select min(${sql.ref(column)}) as due from jobs
+    where status in (${sql.join(statuses.map((status) => sql.lit(status)))}) and ${notQuarantined('jobs.id')}`.execute(db);
   return result.rows[0]?.due ?? undefined;
 }
 
