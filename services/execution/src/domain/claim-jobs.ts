@@ -31,9 +31,9 @@ export interface ClaimDependencies {
 
 /** The handler context a claim runs in. */
 export interface ClaimCall {
-  /** Aborts when the caller cancels or its deadline passes. */
+  /** Aborts when the caller cancels or its deadline passes; read only by a claim that waits. */
   readonly signal: AbortSignal;
-  /** Aborts when the server starts draining. */
+  /** Aborts when the server starts draining; read only by a claim that waits. */
   readonly drain: AbortSignal;
   /** The caller's deadline and cancellation as they stand now, for each call to the state service. */
   readonly forward: () => ForwardedDeadline;
@@ -75,10 +75,9 @@ export async function claimJobs(
 
   const waitEndsAt = performance.now() + budgetMs;
   const subscription = deps.ticks.subscribe();
-  const stop = new AbortController();
-  const onStop = (): void => stop.abort();
-  for (const signal of [call.signal, call.drain]) signal.addEventListener('abort', onStop, { once: true });
-  if (call.signal.aborted || call.drain.aborted) stop.abort();
+  // What ends a wait: made before the first one (a claim that finds work at once never waits).
+  let stop: AbortController | undefined;
+  const onStop = (): void => stop?.abort();
   try {
     let options = forwarded;
     let lastTry = false;
@@ -88,6 +87,11 @@ export async function claimJobs(
       if (claimed.assignments.length > 0 || lastTry || remainingMs <= 0) return claimed;
       if (claimQueues.length > 0) subscription.narrowTo(claimQueues);
       const pauseMs = Math.min(remainingMs, deps.recheckMs, untilClaimableMs(nextClaimableAt));
+      if (!stop) {
+        stop = new AbortController();
+        for (const signal of [call.signal, call.drain]) signal.addEventListener('abort', onStop, { once: true });
+        if (call.signal.aborted || call.drain.aborted) stop.abort();
+      }
       const woke = await subscription.wait(pauseMs, stop.signal);
       if (woke === 'aborted') {
         if (call.signal.aborted) throw ConnectError.from(call.signal.reason);
@@ -98,7 +102,7 @@ export async function claimJobs(
     }
   } finally {
     subscription.close();
-    for (const signal of [call.signal, call.drain]) signal.removeEventListener('abort', onStop);
+    if (stop) for (const signal of [call.signal, call.drain]) signal.removeEventListener('abort', onStop);
   }
 }
 

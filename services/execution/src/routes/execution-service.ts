@@ -42,8 +42,13 @@ export function executionServiceRoutes(deps: ExecutionRoutesDependencies): (rout
       },
       claimJobs: (request, ctx) =>
         claimJobs(deps, principalOf(ctx).subject, request, {
-          signal: ctx.signal,
-          drain: drainSignalOf(ctx),
+          // Made when read: a claim that finds work at once never waits, and never reads them.
+          get signal() {
+            return ctx.signal;
+          },
+          get drain() {
+            return drainSignalOf(ctx);
+          },
           forward: () => forwardDeadline(ctx),
         }),
       renewAttempt: forwarded('renewAttempt'),
