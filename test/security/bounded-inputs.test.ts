@@ -10,12 +10,14 @@ import { trailerParse } from '@connectrpc/connect/protocol-grpc-web';
 import fc from 'fast-check';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { receivedHeaders } from '@docket/client-kit/node';
 import { AdmissionService, ListJobsRequestSchema, SubmitJobRequestSchema } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { clientFor, failureOf, seenByConnect, settle, type Protocol, type SeenFailure } from '../support/clients.js';
 import { startCluster, type DocketCluster } from '../support/cluster.js';
 import { createMigratedTestDatabase } from '../support/database.js';
+import { jsonValueOf } from '../support/json-arbitrary.js';
 import { startClusterWithSql, stopClustersWithSql } from '../support/cluster-with-sql.js';
 import { newIdempotencyKey } from '../support/keys.js';
 import { admissionFootprint } from '../support/sql.js';
@@ -136,15 +138,6 @@ async function rawSubmit(request: RawRequest): Promise<SeenFailure | 'ok'> {
   }
 }
 
-function toHeaders(raw: http2.IncomingHttpHeaders): Headers {
-  const headers = new Headers();
-  for (const [key, value] of Object.entries(raw)) {
-    if (key.startsWith(':') || value === undefined) continue;
-    headers.set(key, Array.isArray(value) ? value.join(', ') : String(value));
-  }
-  return headers;
-}
-
 function decodeAnswer(protocol: Protocol, head: http2.IncomingHttpHeaders, trailers: http2.IncomingHttpHeaders, body: Buffer): SeenFailure | 'ok' {
   let error: ConnectError | undefined;
   switch (protocol) {
@@ -153,7 +146,7 @@ function decodeAnswer(protocol: Protocol, head: http2.IncomingHttpHeaders, trail
       error = errorFromJsonBytes(body, undefined, new ConnectError('undecodable error body', Code.Unknown));
       break;
     case 'grpc':
-      error = findTrailerError(toHeaders(trailers)) ?? findTrailerError(toHeaders(head));
+      error = findTrailerError(receivedHeaders(trailers)) ?? findTrailerError(receivedHeaders(head));
       break;
     case 'grpc-web': {
       let offset = 0;
@@ -163,7 +156,7 @@ function decodeAnswer(protocol: Protocol, head: http2.IncomingHttpHeaders, trail
         if (flags & 0x80) error = findTrailerError(trailerParse(body.subarray(offset + 5, offset + 5 + length)));
         offset += 5 + length;
       }
-      error ??= findTrailerError(toHeaders(head));
+      error ??= findTrailerError(receivedHeaders(head));
       break;
     }
   }
@@ -352,17 +345,7 @@ describe('garbage in the request space', () => {
   // Strings with NUL, controls, lone surrogates and astral characters.
   const garbageString = fc.oneof(fc.string({ unit: 'binary', maxLength: 40 }), fc.constantFrom('', '\u0000', 'a\u0000', '\ud800', 'default', 'q'.repeat(200)));
   const garbageNumber = fc.oneof(fc.double(), fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -0, 1e308));
-  const garbageJson: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
-    value: fc.oneof(
-      { depthSize: 'small', withCrossShrink: true },
-      garbageString,
-      garbageNumber,
-      fc.boolean(),
-      fc.constant(null),
-      fc.array(tie('value'), { maxLength: 4 }),
-      fc.dictionary(garbageString, tie('value'), { maxKeys: 4 }),
-    ),
-  })).value;
+  const garbageJson = jsonValueOf(garbageString, garbageNumber);
   const int32 = fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 });
   const int64 = fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n });
   const timestamp = fc.record({ seconds: int64, nanos: int32 });

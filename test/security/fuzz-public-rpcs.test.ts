@@ -10,6 +10,7 @@ import { findTrailerError } from '@connectrpc/connect/protocol-grpc';
 import { trailerParse } from '@connectrpc/connect/protocol-grpc-web';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { receivedHeaders } from '@docket/client-kit/node';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { EventService } from '@docket/proto/docket/events/v1/event_service_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
@@ -18,6 +19,7 @@ import type { Status } from '@docket/proto/google/rpc/status_pb.js';
 import { seenByConnect, seenInStatus, type Protocol, type SeenFailure } from '../support/clients.js';
 import { startCluster, stopAll, type DocketCluster, type ServiceProcess } from '../support/cluster.js';
 import { createMigratedTestDatabase } from '../support/database.js';
+import { jsonValueOf } from '../support/json-arbitrary.js';
 
 /*
  * Fuzzing every public RPC (issue 11, evidence): for each method of the
@@ -177,17 +179,7 @@ function nested(levels: number): unknown {
   return value;
 }
 
-const jsonArb: fc.Arbitrary<unknown> = fc.letrec<{ value: unknown }>((tie) => ({
-  value: fc.oneof(
-    { depthSize: 'small', withCrossShrink: true },
-    stringArb,
-    doubleArb,
-    fc.boolean(),
-    fc.constant(null),
-    fc.array(tie('value'), { maxLength: 4 }),
-    fc.dictionary(stringArb, tie('value'), { maxKeys: 4 }),
-  ),
-})).value;
+const jsonArb = jsonValueOf(stringArb, doubleArb);
 // Depths at, just over and far over `structDepth` (32), and over the decoder's 100 nested messages.
 const structArb = fc.oneof(
   { weight: 4, arbitrary: fc.dictionary(stringArb, jsonArb, { maxKeys: 5 }) },
@@ -414,15 +406,6 @@ function compress(body: Uint8Array, compression: Compression): Uint8Array {
   }
 }
 
-function toHeaders(raw: http2.IncomingHttpHeaders): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(raw)) {
-    if (name.startsWith(':') || value === undefined) continue;
-    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
-  }
-  return headers;
-}
-
 /** Splits complete length-prefixed frames off the front of `body`. */
 function frames(body: Buffer): { flags: number; data: Buffer }[] {
   const found: { flags: number; data: Buffer }[] = [];
@@ -541,11 +524,11 @@ function decodeAnswer(protocol: Protocol, streaming: boolean, head: http2.Incomi
       }
       break;
     case 'grpc':
-      error = findTrailerError(toHeaders(trailers)) ?? findTrailerError(toHeaders(head));
+      error = findTrailerError(receivedHeaders(trailers)) ?? findTrailerError(receivedHeaders(head));
       break;
     case 'grpc-web': {
       const trailer = frames(body).find((frame) => frame.flags & 0x80);
-      error = (trailer ? findTrailerError(trailerParse(trailer.data)) : undefined) ?? findTrailerError(toHeaders(head));
+      error = (trailer ? findTrailerError(trailerParse(trailer.data)) : undefined) ?? findTrailerError(receivedHeaders(head));
       break;
     }
   }

@@ -5,4 +5,5 @@
  */
 export { createServiceConnection, type ServiceConnection, type ServiceConnectionOptions } from './service-connection.js';
 export { frameFor, grpcFrame } from './grpc-frame.js';
+export { receivedHeaders } from './received-headers.js';
 export { callUnaryStream, headerFields, type UnaryStreamCall } from './unary-stream-client.js';

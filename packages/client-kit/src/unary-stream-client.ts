@@ -4,6 +4,7 @@ import { Code, ConnectError, type UnaryResponse } from '@connectrpc/connect';
 import type { Http2SessionManager } from '@connectrpc/connect-node';
 import { findTrailerError } from '@connectrpc/connect/protocol-grpc';
 import { grpcFrame } from './grpc-frame.js';
+import { receivedHeaders } from './received-headers.js';
 
 /** What {@link callUnaryStream} needs of its caller: where to send, what to add, when to give up. */
 export interface UnaryStreamCall<I extends DescMessage, O extends DescMessage> {
@@ -84,7 +85,7 @@ export async function callUnaryStream<I extends DescMessage, O extends DescMessa
       if (settled) return;
       const status = trailers ?? (responseHeaders?.['grpc-status'] !== undefined ? responseHeaders : undefined);
       if (Number(responseHeaders?.[':status']) !== 200 || status === undefined) return fail(new ConnectError(PEER_LOST, Code.Unavailable));
-      const failure = findTrailerError(headersOf(status));
+      const failure = findTrailerError(receivedHeaders(status));
       if (failure) return fail(failure.details.length === 0 && (failure.code === Code.Canceled || failure.code === Code.Aborted) ? new ConnectError(PEER_LOST, Code.Unavailable) : failure);
       const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
       if (body.byteLength < 5 || body[0] !== 0 || body.byteLength !== 5 + body.readUInt32BE(1)) {
@@ -102,10 +103,10 @@ export async function callUnaryStream<I extends DescMessage, O extends DescMessa
           service: method.parent,
           method,
           get header() {
-            return headersOf(responseHeaders ?? {});
+            return receivedHeaders(responseHeaders ?? {});
           },
           get trailer() {
-            return headersOf(trailers ?? {});
+            return receivedHeaders(trailers ?? {});
           },
           message,
         }),
@@ -113,16 +114,6 @@ export async function callUnaryStream<I extends DescMessage, O extends DescMessa
     });
     stream.end(frame);
   });
-}
-
-/** A WHATWG `Headers` of a received header object, pseudo-headers left out. */
-function headersOf(received: http2.IncomingHttpHeaders): Headers {
-  const headers = new Headers();
-  for (const [key, value] of Object.entries(received)) {
-    if (key.startsWith(':') || value === undefined) continue;
-    for (const item of Array.isArray(value) ? value : [value]) headers.append(key, item);
-  }
-  return headers;
 }
 
 /** The header fields a caller gave a call (`HeadersInit`, as a transport receives them), as an object. */
