@@ -9,7 +9,7 @@ import { clientFor, failureOf } from './support/clients.js';
 import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
-import { ExecutionHarness } from './support/raw-worker-harness.js';
+import { ExecutionHarness, quickSweepsEnv } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId } from './support/raw-worker.js';
 
 /*
@@ -23,10 +23,7 @@ import { attemptOf, newOperationId } from './support/raw-worker.js';
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  harness = await ExecutionHarness.start(startInProcessCluster, 'approval-owner', {
-    databaseUrl: await createMigratedTestDatabase('approvals'),
-    env: { state: { DOCKET_LEASE_MS: '2000' }, execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' } },
-  });
+  harness = await ExecutionHarness.start(startInProcessCluster, 'approval-owner', { databaseUrl: await createMigratedTestDatabase('approvals'), env: quickSweepsEnv(2_000) });
 });
 
 afterAll(() => harness?.close());

@@ -8,7 +8,7 @@ import type { Assignment } from '@docket/proto/docket/execution/v1/execution_ser
 import { failureOf } from './support/clients.js';
 import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
-import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
+import { ExecutionHarness, freshQueue, quickSweepsEnv } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.js';
 
 /*
@@ -26,13 +26,7 @@ const FAST_RETRY = { maxAttempts: 3, initialBackoff: durationFromMs(1), maxBacko
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  harness = await ExecutionHarness.start(startInProcessCluster, 'limits-owner', {
-    databaseUrl: await createMigratedTestDatabase('attempt limits'),
-    env: {
-      state: { DOCKET_LEASE_MS: String(LEASE_MS) },
-      execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' },
-    },
-  });
+  harness = await ExecutionHarness.start(startInProcessCluster, 'limits-owner', { databaseUrl: await createMigratedTestDatabase('attempt limits'), env: quickSweepsEnv(LEASE_MS) });
 });
 
 afterAll(() => harness?.close());

@@ -12,7 +12,7 @@ import {
 import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
-import { ExecutionHarness } from './support/raw-worker-harness.js';
+import { ExecutionHarness, quickSweepsEnv } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId, type AttemptRefInit, type RawWorker, type RequestOf } from './support/raw-worker.js';
 
 /*
@@ -32,10 +32,7 @@ const LEASE_MS = 5_000;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  harness = await ExecutionHarness.start(startInProcessCluster, 'effect-owner', {
-    databaseUrl: await createMigratedTestDatabase('effects'),
-    env: { state: { DOCKET_LEASE_MS: String(LEASE_MS) }, execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' } },
-  });
+  harness = await ExecutionHarness.start(startInProcessCluster, 'effect-owner', { databaseUrl: await createMigratedTestDatabase('effects'), env: quickSweepsEnv(LEASE_MS) });
 });
 
 afterAll(() => harness?.close());

@@ -8,7 +8,7 @@ import { failureOf } from './support/clients.js';
 import { startCluster, type DocketCluster } from './support/cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
-import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
+import { ExecutionHarness, freshQueue, quickSweepsEnv } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.js';
 
 /*
@@ -33,13 +33,7 @@ const RETRY_WAIT_BACKOFF = durationFromMs(7 * 24 * 3_600_000);
 let harness: ExecutionHarness<DocketCluster>;
 
 beforeAll(async () => {
-  harness = await ExecutionHarness.start(startCluster, 'control-owner', {
-    databaseUrl: await createMigratedTestDatabase('execution control'),
-    env: {
-      state: { DOCKET_LEASE_MS: String(LEASE_MS) },
-      execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' },
-    },
-  });
+  harness = await ExecutionHarness.start(startCluster, 'control-owner', { databaseUrl: await createMigratedTestDatabase('execution control'), env: quickSweepsEnv(LEASE_MS) });
 });
 
 afterAll(() => harness?.close());
@@ -67,6 +61,13 @@ function outcome(worker: RawWorker, assignment: Assignment, chosen: keyof typeof
   return worker.call('reportOutcome', { attempt: attemptOf(assignment), operationId: newOperationId(), outcome: OUTCOMES[chosen] });
 }
 
+/** Claims `jobId` on `worker` (it must be the job handed out) and fails its attempt with `failureClass`. */
+async function claimAndFail(worker: RawWorker, jobId: string, failureClass: FailureClass): Promise<void> {
+  const [assignment] = await worker.claim({ waitMs: 2_000 });
+  expect(assignment?.envelope?.jobId).toBe(jobId);
+  await worker.expectOk('reportOutcome', { attempt: attemptOf(assignment!), operationId: newOperationId(), outcome: { case: 'failure', value: { failureClass } } });
+}
+
 describe('CancelJob', () => {
   it('cancels a queued, a paused and a retry-waiting job at once', async () => {
     const queue = freshQueue('cancel-idle');
@@ -83,13 +84,7 @@ describe('CancelJob', () => {
     const worker = await harness.worker();
     await worker.register(`waiter-${queue}`, [queue]);
     const waiting = await harness.submit({ queue, retryPolicy: { maxAttempts: 3, initialBackoff: RETRY_WAIT_BACKOFF } });
-    const [assignment] = await worker.claim({ waitMs: 2_000 });
-    expect(assignment?.envelope?.jobId).toBe(waiting.id);
-    await worker.expectOk('reportOutcome', {
-      attempt: attemptOf(assignment!),
-      operationId: newOperationId(),
-      outcome: { case: 'failure', value: { failureClass: FailureClass.TRANSIENT } },
-    });
+    await claimAndFail(worker, waiting.id, FailureClass.TRANSIENT);
     expect((await harness.jobRow(waiting.id)).status).toBe('RETRY_WAIT');
     expect((await cancel(waiting.id)).job?.status).toBe(JobStatus.CANCELLED);
     expect(await harness.jobRow(waiting.id)).toMatchObject({ status: 'CANCELLED', not_before: null });
@@ -168,13 +163,7 @@ describe('PauseJob and ResumeJob', () => {
     await worker.register(`pauser-${queue}`, [queue]);
     expect(await worker.claim({ waitMs: 300 })).toEqual([]);
     expect((await resume(queued.id)).job?.status).toBe(JobStatus.QUEUED);
-    const [assignment] = await worker.claim({ waitMs: 2_000 });
-    expect(assignment?.envelope?.jobId).toBe(queued.id);
-    await worker.expectOk('reportOutcome', {
-      attempt: attemptOf(assignment!),
-      operationId: newOperationId(),
-      outcome: { case: 'failure', value: { failureClass: FailureClass.CAPACITY } },
-    });
+    await claimAndFail(worker, queued.id, FailureClass.CAPACITY);
     expect((await pause(queued.id)).job?.status).toBe(JobStatus.PAUSED);
     expect(await harness.jobRow(queued.id)).toMatchObject({ status: 'PAUSED', not_before: null });
     expect(await harness.eventTypes(queued.id)).toEqual([

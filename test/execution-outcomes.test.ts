@@ -11,7 +11,7 @@ import { createMigratedTestDatabase } from './support/database.js';
 import { newIdempotencyKey } from './support/keys.js';
 import { until } from './support/polling.js';
 import { LOST_ATTEMPT_RETRIED_JOURNAL } from './support/lost-attempt-journal.js';
-import { ExecutionHarness, freshQueue, type SubmitInit } from './support/raw-worker-harness.js';
+import { ExecutionHarness, freshQueue, quickSweepsEnv, type SubmitInit } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.js';
 
 /*
@@ -33,13 +33,7 @@ const FAST_RETRY = { initialBackoff: durationFromMs(1), maxBackoff: durationFrom
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  harness = await ExecutionHarness.start(startInProcessCluster, 'outcomes-owner', {
-    databaseUrl: await createMigratedTestDatabase('execution outcomes'),
-    env: {
-      state: { DOCKET_LEASE_MS: String(LEASE_MS) },
-      execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' },
-    },
-  });
+  harness = await ExecutionHarness.start(startInProcessCluster, 'outcomes-owner', { databaseUrl: await createMigratedTestDatabase('execution outcomes'), env: quickSweepsEnv(LEASE_MS) });
 });
 
 afterAll(() => harness?.close());

@@ -16,7 +16,7 @@ import { REPO_ROOT, startCluster, type DocketCluster, type ServiceProcess } from
 import { createMigratedTestDatabase } from './support/database.js';
 import { startClusterWithSql, stopClustersWithSql } from './support/cluster-with-sql.js';
 import { newIdempotencyKey } from './support/keys.js';
-import { openSql } from './support/sql.js';
+import { openSql, untilWaitingForALock } from './support/sql.js';
 
 /** Text that must never appear in a log line or an error a client sees. */
 const FORBIDDEN_PATTERNS: Record<string, RegExp> = {
@@ -191,17 +191,8 @@ describe('what leaves a service', () => {
     }
 
     /** Polls every 10 ms until a state-service connection waits for a lock. */
-    async function untilStateWaitsForALock(): Promise<void> {
-      for (let i = 0; i < 1_000; i++) {
-        const { rows } = await observer.query<{ n: number }>(
-          "select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'docket-state' and wait_event_type = 'Lock'",
-        );
-        if ((rows[0]?.n ?? 0) > 0) return;
-        // Real time: the poll interval of this wait.
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-      throw new Error('the state service never waited for the lock');
-    }
+    const untilStateWaitsForALock = () =>
+      untilWaitingForALock(observer, 'the state service never waited for the lock', { applicationName: 'docket-state', tries: 1_000 });
 
     const owner = () => clientFor(AdmissionService, cluster.admission.url, alice);
 

@@ -9,7 +9,7 @@ import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { docketVerify } from './support/docket-cli.js';
 import { newIdempotencyKey } from './support/keys.js';
-import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
+import { ExecutionHarness, freshQueue, quickSweepsEnv } from './support/raw-worker-harness.js';
 import { attemptOf, newOperationId, type RawWorker } from './support/raw-worker.js';
 
 /*
@@ -25,10 +25,7 @@ const LEASE_MS = 1_500;
 let harness: ExecutionHarness;
 
 beforeAll(async () => {
-  harness = await ExecutionHarness.start(startInProcessCluster, 'signal-owner', {
-    databaseUrl: await createMigratedTestDatabase('signals'),
-    env: { state: { DOCKET_LEASE_MS: String(LEASE_MS) }, execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' } },
-  });
+  harness = await ExecutionHarness.start(startInProcessCluster, 'signal-owner', { databaseUrl: await createMigratedTestDatabase('signals'), env: quickSweepsEnv(LEASE_MS) });
 });
 
 afterAll(() => harness?.close());

@@ -3,7 +3,7 @@ import { anyUnpack } from '@bufbuild/protobuf/wkt';
 import { ConnectError, createClient, type Client, type Interceptor, type Transport } from '@connectrpc/connect';
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
 import * as grpc from '@grpc/grpc-js';
-import { BadRequestSchema, ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
+import { BadRequestSchema, ErrorInfoSchema, type BadRequest, type ErrorInfo } from '@docket/proto/google/rpc/error_details_pb.js';
 import { StatusSchema, type Status } from '@docket/proto/google/rpc/status_pb.js';
 
 /** The three wire protocols every Docket service speaks on one port. */
@@ -75,16 +75,7 @@ export interface SeenFailure {
 /** Decodes a Connect client's error. */
 export function seenByConnect(error: unknown): SeenFailure {
   if (!(error instanceof ConnectError)) throw new Error(`expected a ConnectError, got ${String(error)}`);
-  const info = error.findDetails(ErrorInfoSchema)[0];
-  const badRequest = error.findDetails(BadRequestSchema)[0];
-  return {
-    code: error.code,
-    message: error.rawMessage,
-    reason: info?.reason,
-    domain: info?.domain,
-    metadata: { ...info?.metadata },
-    violations: (badRequest?.fieldViolations ?? []).map((v) => ({ field: v.field, description: v.description })),
-  };
+  return seenWith(error.code, error.rawMessage, error.findDetails(ErrorInfoSchema)[0], error.findDetails(BadRequestSchema)[0]);
 }
 
 /** Decodes a grpc-js error from its `grpc-status-details-bin` trailer by hand. */
@@ -100,9 +91,14 @@ export function seenByGrpcJs(error: unknown): SeenFailure {
 export function seenInStatus(status: Pick<Status, 'code' | 'message' | 'details'>): SeenFailure {
   const info = status.details.map((any) => anyUnpack(any, ErrorInfoSchema)).find((x) => x !== undefined);
   const badRequest = status.details.map((any) => anyUnpack(any, BadRequestSchema)).find((x) => x !== undefined);
+  return seenWith(status.code, status.message, info, badRequest);
+}
+
+/** A failure's code and message with the first ErrorInfo and BadRequest found among its details, however the client carried them. */
+function seenWith(code: number, message: string, info: ErrorInfo | undefined, badRequest: BadRequest | undefined): SeenFailure {
   return {
-    code: status.code,
-    message: status.message,
+    code,
+    message,
     reason: info?.reason,
     domain: info?.domain,
     metadata: { ...info?.metadata },

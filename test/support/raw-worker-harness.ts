@@ -71,6 +71,17 @@ export function freshQueue(label: string): string {
 }
 
 /**
+ * The environment of a cluster whose tests wait for lost attempts and due
+ * retries: attempts leased for `leaseMs`, and the execution service's reaper
+ * and retry sweeps every 100 ms rather than at their production intervals,
+ * so a test sees an expired lease or an ended backoff acted on within a
+ * tenth of a second.
+ */
+export function quickSweepsEnv(leaseMs: number): NonNullable<ClusterShape['env']> {
+  return { state: { DOCKET_LEASE_MS: String(leaseMs) }, execution: { DOCKET_REAPER_INTERVAL_MS: '100', DOCKET_RETRY_INTERVAL_MS: '100' } };
+}
+
+/**
  * What the execution tests share: a cluster, one job owner, direct SQL
  * connections for what the API does not show (attempts, leases), and raw
  * worker processes, all closed by {@link close} (the cluster too, when the

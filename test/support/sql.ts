@@ -11,6 +11,26 @@ export async function openSql(url: string): Promise<pg.Client> {
   return client;
 }
 
+/**
+ * Polls every 10 ms, `tries` times at most, until a backend of the
+ * observer's database waits for a lock (only a backend whose
+ * `application_name` is `applicationName`, when given); throws `failure`
+ * when none did. How a test knows a statement it started is now blocked.
+ */
+export async function untilWaitingForALock(observer: pg.Client, failure: string, options: { readonly applicationName?: string; readonly tries?: number } = {}): Promise<void> {
+  const { applicationName, tries = 500 } = options;
+  for (let i = 0; i < tries; i++) {
+    const { rows } = await observer.query<{ n: number }>(
+      "select count(*)::int as n from pg_stat_activity where datname = current_database() and ($1::text is null or application_name = $1) and wait_event_type = 'Lock'",
+      [applicationName ?? null],
+    );
+    if ((rows[0]?.n ?? 0) > 0) return;
+    // Real time: the poll interval of this wait.
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(failure);
+}
+
 /** One stored journal event, a `job_events` row as node-postgres reads it (bigints as strings). */
 export interface StoredEventRow {
   readonly job_id: string;

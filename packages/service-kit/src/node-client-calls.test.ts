@@ -26,20 +26,26 @@ const probe = (options: { token?: string; baseUrl?: string; tracerName?: string 
   return { client: createClient(ProbeService, connection.transport), close: () => connection.session.abort() };
 };
 
+/** Runs `body` with a probe client (see {@link probe}) whose connection is closed after it, whatever it did. */
+async function withProbe(options: Parameters<typeof probe>[0], body: (client: ReturnType<typeof probe>['client']) => Promise<void>): Promise<void> {
+  const { client, close } = probe(options);
+  try {
+    await body(client);
+  } finally {
+    close();
+  }
+}
+
 describe("a Node client's unary call", () => {
   it('sends the bearer token and reads the answer', async () => {
-    const { client, close } = probe({ token });
-    try {
+    await withProbe({ token }, async (client) => {
       expect((await client.echo({ text: 'who' })).text).toBe('alice/user');
       expect((await client.echo({ text: 'plain', count: 7 })).sequence).toBe(7);
-    } finally {
-      close();
-    }
+    });
   });
 
   it('gets the typed error with its details, UNAUTHENTICATED without a token, and never a bug’s message', async () => {
-    const { client, close } = probe({ token });
-    try {
+    await withProbe({ token }, async (client) => {
       const typed = (await client.echo({ text: 'docket-error' }).catch((caught: unknown) => caught)) as ConnectError;
       expect([typed.code, errorInfoOf(typed)?.reason]).toEqual([Code.InvalidArgument, 'INVALID_FIELD']);
       expect(fieldViolationsOf(typed)).toEqual(PROBE_VIOLATIONS);
@@ -50,44 +56,33 @@ describe("a Node client's unary call", () => {
       const refused = (await anonymous.client.echo({ text: 'who' }).catch((caught: unknown) => caught)) as ConnectError;
       anonymous.close();
       expect(refused.code).toBe(Code.Unauthenticated);
-    } finally {
-      close();
-    }
+    });
   });
 
   it('sends its deadline as grpc-timeout, gives up when it passes, and sends none when the caller set none', async () => {
-    const { client, close } = probe({ token });
-    try {
+    await withProbe({ token }, async (client) => {
       expect((await client.echo({ text: 'deadline' })).text).toBe('none');
       expect(Number((await client.echo({ text: 'deadline' }, { timeoutMs: 500 })).text)).toBeLessThanOrEqual(500);
       const late = (await client.echo({ text: 'sleep:2000' }, { timeoutMs: 100 }).catch((caught: unknown) => caught)) as ConnectError;
       expect(late.code).toBe(Code.DeadlineExceeded);
-    } finally {
-      close();
-    }
+    });
   });
 
   it('stops at once when the caller cancels', async () => {
-    const { client, close } = probe({ token });
-    try {
+    await withProbe({ token }, async (client) => {
       const controller = new AbortController();
       const call = client.echo({ text: 'sleep:5000' }, { signal: controller.signal }).catch((caught: unknown) => caught);
       setTimeout(() => controller.abort(), 50);
       expect(((await call) as ConnectError).code).toBe(Code.Canceled);
-    } finally {
-      close();
-    }
+    });
   });
 
   it('is UNAVAILABLE, saying the connection was refused, where nothing listens', async () => {
-    const { client, close } = probe({ token, baseUrl: 'http://127.0.0.1:9' });
-    try {
+    await withProbe({ token, baseUrl: 'http://127.0.0.1:9' }, async (client) => {
       const refused = (await client.echo({ text: 'who' }).catch((caught: unknown) => caught)) as ConnectError;
       expect(refused.code).toBe(Code.Unavailable);
       expect(refused.rawMessage).toContain('ECONNREFUSED');
-    } finally {
-      close();
-    }
+    });
   });
 
   it('is a CLIENT span of the caller’s trace, through Connect’s path, once an OpenTelemetry SDK is registered', async () => {

@@ -27,6 +27,17 @@ function abortProbe(result?: JsonObject): { handler: JobHandler; readonly kind: 
   };
 }
 
+/** A worker on a fresh fake whose one job is RUNNING under an {@link abortProbe} handler that returns `result`. */
+async function runningUnderAbortProbe(result?: JsonObject) {
+  const fake = new FakeExecution();
+  const job = fake.submit();
+  const probe = abortProbe(result);
+  const worker = startWorker(fake, probe.handler);
+  await worker.start();
+  await until(() => job.status === 'RUNNING');
+  return { fake, job, probe, worker };
+}
+
 /** A handler that takes `ms()` per job and counts how many jobs run at once. */
 function concurrencyProbe(ms: () => number): { handler: JobHandler; readonly most: number } {
   let inFlight = 0;
@@ -116,12 +127,7 @@ describe('createWorker against an in-memory execution service', () => {
   });
 
   it('aborts the handler with reason cancel when a renewal reports cancel_requested, and reports cancelled', async () => {
-    const fake = new FakeExecution();
-    const job = fake.submit();
-    const probe = abortProbe({ finished: false });
-    const worker = startWorker(fake, probe.handler);
-    await worker.start();
-    await until(() => job.status === 'RUNNING');
+    const { fake, job, probe } = await runningUnderAbortProbe({ finished: false });
     fake.cancel(job);
     await until(() => fake.outcomes.length === 1);
     expect(probe.kind).toBe('cancel');
@@ -148,12 +154,7 @@ describe('createWorker against an in-memory execution service', () => {
   });
 
   it('stops quietly on STALE_AUTHORITY: the signal aborts with lost and nothing is reported', async () => {
-    const fake = new FakeExecution();
-    const job = fake.submit();
-    const probe = abortProbe({ done: true });
-    const worker = startWorker(fake, probe.handler);
-    await worker.start();
-    await until(() => job.status === 'RUNNING');
+    const { fake, job, probe, worker } = await runningUnderAbortProbe({ done: true });
     job.attempt!.fence = 99n; // another attempt took over
     await until(() => probe.kind !== undefined);
     await until(() => worker.running === 0);
@@ -232,12 +233,7 @@ describe('createWorker against an in-memory execution service', () => {
   });
 
   it('exits when its incarnation is superseded, aborting running handlers with lost', async () => {
-    const fake = new FakeExecution();
-    const job = fake.submit();
-    const probe = abortProbe();
-    const worker = startWorker(fake, probe.handler);
-    await worker.start();
-    await until(() => job.status === 'RUNNING');
+    const { fake, probe, worker } = await runningUnderAbortProbe();
     fake.supersede();
     const exit = await worker.done;
     expect(exit).toMatchObject({ reason: 'superseded', error: { reason: 'STALE_INCARNATION' }, abandoned: 0 });

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GRPC_CODE, isDocketError } from '@docket/contracts';
 import { createTestDatabase } from '../../../../test/support/database.js';
+import { untilWaitingForALock } from '../../../../test/support/sql.js';
 import { translateDatabaseError } from './database-errors.js';
 import { sqlStateOf } from './sqlstate.js';
 
@@ -45,19 +46,6 @@ async function failureOf(query: Promise<unknown>): Promise<unknown> {
     return error;
   }
   throw new Error('expected the statement to fail');
-}
-
-/** Polls every 10 ms until another backend of this database waits for a lock. */
-async function untilSomeoneWaitsForALock(observer: pg.Client): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    const { rows } = await observer.query<{ n: number }>(
-      "select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
-    );
-    if ((rows[0]?.n ?? 0) > 0) return;
-    // Real time: the poll interval of this wait.
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error('nobody waited for a lock');
 }
 
 /** What a caller may see of a translated error: everything it carries, as text. */
@@ -108,7 +96,7 @@ describe('translateDatabaseError on real Postgres failures', () => {
     await first.query('update accounts set balance = balance - 1 where id = 1');
     await second.query('update accounts set balance = balance - 1 where id = 2');
     const firstWaits = first.query('update accounts set balance = balance + 1 where id = 2');
-    await untilSomeoneWaitsForALock(observer);
+    await untilWaitingForALock(observer, 'nobody waited for a lock');
     const raw = await failureOf(second.query('update accounts set balance = balance + 1 where id = 1'));
     await firstWaits;
     await first.query('rollback');

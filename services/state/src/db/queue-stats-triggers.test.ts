@@ -1,6 +1,7 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createMigratedTestDatabase } from '../../../../test/support/database.js';
+import { openSql } from '../../../../test/support/sql.js';
 
 /*
  * The queue statistics triggers run inside every write statement that
@@ -14,8 +15,7 @@ import { createMigratedTestDatabase } from '../../../../test/support/database.js
 let sql: pg.Client;
 
 beforeAll(async () => {
-  sql = new pg.Client({ connectionString: await createMigratedTestDatabase('queue stats triggers') });
-  await sql.connect();
+  sql = await openSql(await createMigratedTestDatabase('queue stats triggers'));
 });
 
 afterAll(async () => {

@@ -1,6 +1,7 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../../../test/support/database.js';
+import { openSql } from '../../../../test/support/sql.js';
 import { PreparedStatement } from './prepared-statement.js';
 import { literalOf } from './statement-literal.js';
 
@@ -13,8 +14,7 @@ import { literalOf } from './statement-literal.js';
 let client: pg.Client;
 
 beforeAll(async () => {
-  client = new pg.Client({ connectionString: await createTestDatabase('statement literals') });
-  await client.connect();
+  client = await openSql(await createTestDatabase('statement literals'));
 });
 
 afterAll(async () => {
