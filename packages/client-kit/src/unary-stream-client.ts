@@ -42,15 +42,8 @@ export async function callUnaryStream<I extends DescMessage, O extends DescMessa
   const frame = grpcFrame(toBinary(method.input, create(method.input, call.input)));
   const headers: http2.OutgoingHttpHeaders = { ...call.header, 'content-type': 'application/grpc+proto', te: 'trailers' };
   if (call.timeoutMs !== undefined) headers['grpc-timeout'] = `${Math.max(1, Math.ceil(call.timeoutMs))}m`;
-  let stream: http2.ClientHttp2Stream;
-  try {
-    stream = await call.session.request('POST', `/${method.parent.typeName}/${method.name}`, headers, {});
-  } catch (error) {
-    // The session manager's own UNAVAILABLE says why (`connect ECONNREFUSED 127.0.0.1:7401`).
-    if (error instanceof ConnectError && error.code === Code.Unavailable) throw error;
-    throw new ConnectError(PEER_LOST, Code.Unavailable, undefined, undefined, error);
-  }
   return new Promise<UnaryResponse<I, O>>((resolve, reject) => {
+    let stream: http2.ClientHttp2Stream | undefined;
     const chunks: Buffer[] = [];
     let responseHeaders: http2.IncomingHttpHeaders | undefined;
     let trailers: http2.IncomingHttpHeaders | undefined;
@@ -64,55 +57,66 @@ export async function callUnaryStream<I extends DescMessage, O extends DescMessa
     };
     const fail = (error: ConnectError): void =>
       settle(() => {
-        if (!stream.closed && !stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
+        if (stream && !stream.closed && !stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
         reject(error);
       });
+    // The deadline runs from the start: opening the stream may itself wait on a network that no longer answers (the
+    // session manager connecting, or pinging an idle session first).
     const deadline = call.timeoutMs === undefined ? undefined : setTimeout(() => fail(new ConnectError('the deadline passed', Code.DeadlineExceeded)), call.timeoutMs);
     const onAbort = (): void => fail(ConnectError.from(signal?.reason, Code.Canceled));
     signal?.addEventListener('abort', onAbort, { once: true });
-    stream.on('response', (received) => {
-      responseHeaders = received;
-    });
-    stream.on('data', (chunk: Buffer) => {
-      chunks.push(chunk);
-      call.session.notifyResponseByteRead(stream);
-    });
-    stream.on('trailers', (received) => {
-      trailers = received;
-    });
-    stream.on('error', (error) => fail(new ConnectError(PEER_LOST, Code.Unavailable, undefined, undefined, error)));
-    stream.on('close', () => {
-      if (settled) return;
-      const status = trailers ?? (responseHeaders?.['grpc-status'] !== undefined ? responseHeaders : undefined);
-      if (Number(responseHeaders?.[':status']) !== 200 || status === undefined) return fail(new ConnectError(PEER_LOST, Code.Unavailable));
-      const failure = findTrailerError(receivedHeaders(status));
-      if (failure) return fail(failure.details.length === 0 && (failure.code === Code.Canceled || failure.code === Code.Aborted) ? new ConnectError(PEER_LOST, Code.Unavailable) : failure);
-      const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-      if (body.byteLength < 5 || body[0] !== 0 || body.byteLength !== 5 + body.readUInt32BE(1)) {
-        return fail(new ConnectError('the peer answered a unary call without exactly one uncompressed message', Code.Internal));
-      }
-      let message: UnaryResponse<I, O>['message'];
-      try {
-        message = fromBinary(method.output, body.subarray(5));
-      } catch (error) {
-        return fail(new ConnectError('the peer answered a message that does not decode', Code.Internal, undefined, undefined, error));
-      }
-      settle(() =>
-        resolve({
-          stream: false,
-          service: method.parent,
-          method,
-          get header() {
-            return receivedHeaders(responseHeaders ?? {});
-          },
-          get trailer() {
-            return receivedHeaders(trailers ?? {});
-          },
-          message,
-        }),
-      );
-    });
-    stream.end(frame);
+    const answer = (opened: http2.ClientHttp2Stream): void => {
+      // A stream that opens after the call gave up (its deadline passed, its caller aborted) is cancelled at once.
+      if (settled) return void opened.close(http2.constants.NGHTTP2_CANCEL);
+      stream = opened;
+      opened.on('response', (received) => {
+        responseHeaders = received;
+      });
+      opened.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        call.session.notifyResponseByteRead(opened);
+      });
+      opened.on('trailers', (received) => {
+        trailers = received;
+      });
+      opened.on('error', (error) => fail(new ConnectError(PEER_LOST, Code.Unavailable, undefined, undefined, error)));
+      opened.on('close', () => {
+        if (settled) return;
+        const status = trailers ?? (responseHeaders?.['grpc-status'] !== undefined ? responseHeaders : undefined);
+        if (Number(responseHeaders?.[':status']) !== 200 || status === undefined) return fail(new ConnectError(PEER_LOST, Code.Unavailable));
+        const failure = findTrailerError(receivedHeaders(status));
+        if (failure) return fail(failure.details.length === 0 && (failure.code === Code.Canceled || failure.code === Code.Aborted) ? new ConnectError(PEER_LOST, Code.Unavailable) : failure);
+        const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+        if (body.byteLength < 5 || body[0] !== 0 || body.byteLength !== 5 + body.readUInt32BE(1)) {
+          return fail(new ConnectError('the peer answered a unary call without exactly one uncompressed message', Code.Internal));
+        }
+        let message: UnaryResponse<I, O>['message'];
+        try {
+          message = fromBinary(method.output, body.subarray(5));
+        } catch (error) {
+          return fail(new ConnectError('the peer answered a message that does not decode', Code.Internal, undefined, undefined, error));
+        }
+        settle(() =>
+          resolve({
+            stream: false,
+            service: method.parent,
+            method,
+            get header() {
+              return receivedHeaders(responseHeaders ?? {});
+            },
+            get trailer() {
+              return receivedHeaders(trailers ?? {});
+            },
+            message,
+          }),
+        );
+      });
+      opened.end(frame);
+    };
+    call.session.request('POST', `/${method.parent.typeName}/${method.name}`, headers, {}).then(answer, (error: unknown) =>
+      // The session manager's own UNAVAILABLE says why (`connect ECONNREFUSED 127.0.0.1:7401`).
+      fail(error instanceof ConnectError && error.code === Code.Unavailable ? error : new ConnectError(PEER_LOST, Code.Unavailable, undefined, undefined, error)),
+    );
   });
 }
 

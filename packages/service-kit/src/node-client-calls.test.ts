@@ -1,11 +1,13 @@
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
+import type { SessionKeepalive } from '@docket/client-kit';
 import { createServiceConnection } from '@docket/client-kit/node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorInfoOf, fieldViolationsOf } from './error-mapping.js';
 import { ProbeService } from './testing/probe-service.js';
 import { PROBE_VIOLATIONS, SECRET_BUG_MESSAGE, startProbeServer, type ProbeHarness } from './testing/probe-server.js';
+import { TcpProxy } from '../../../test/support/tcp-proxy.js';
 
 /*
  * The unary calls of Docket's Node clients (@docket/client, the worker
@@ -21,8 +23,8 @@ beforeAll(async () => {
 });
 afterAll(() => server.server.shutdown(500));
 
-const probe = (options: { token?: string; baseUrl?: string; tracerName?: string } = {}) => {
-  const connection = createServiceConnection({ baseUrl: options.baseUrl ?? server.url, token: options.token, tracerName: options.tracerName });
+const probe = (options: { token?: string; baseUrl?: string; tracerName?: string; keepalive?: SessionKeepalive } = {}) => {
+  const connection = createServiceConnection({ baseUrl: options.baseUrl ?? server.url, token: options.token, tracerName: options.tracerName, keepalive: options.keepalive });
   return { client: createClient(ProbeService, connection.transport), close: () => connection.session.abort() };
 };
 
@@ -75,6 +77,22 @@ describe("a Node client's unary call", () => {
       setTimeout(() => controller.abort(), 50);
       expect(((await call) as ConnectError).code).toBe(Code.Canceled);
     });
+  });
+
+  it('keeps its deadline while the session is still being opened: an idle session checked by a ping on a network that no longer answers', async () => {
+    const { proxy, url } = await TcpProxy.inFrontOf(server.url);
+    // A session idle for over 200 ms is checked by a PING before its next call, and only given up on after a minute without its answer.
+    await withProbe({ token, baseUrl: url, keepalive: { pingIntervalMs: 200, pingTimeoutMs: 60_000 } }, async (client) => {
+      expect((await client.echo({ text: 'who' })).text).toBe('alice/user');
+      // Real time: the session goes idle past its ping interval.
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      proxy.partition();
+      const startedAt = performance.now();
+      const late = (await client.echo({ text: 'who' }, { timeoutMs: 500 }).catch((caught: unknown) => caught)) as ConnectError;
+      expect(late.code).toBe(Code.DeadlineExceeded);
+      // Real time: the deadline, not the ping's minute, ended the call.
+      expect(performance.now() - startedAt).toBeLessThan(10_000);
+    }).finally(() => proxy.close());
   });
 
   it('is UNAVAILABLE, saying the connection was refused, where nothing listens', async () => {
