@@ -10,9 +10,9 @@ interface Waiting<Item, Result> {
   readonly settle: (outcome: ItemOutcome<Result>) => void;
   /**
    * Runs a function in the async context the item was submitted in; kept
-   * only for an item that will wait and head a batch (an item sent at once
-   * is decided in its caller's context anyway, and a snapshot per item
-   * costs).
+   * only for an item that will wait and head a batch (an item sent at the
+   * end of its own turn is decided in its caller's context anyway, the
+   * flush being scheduled in it, and a snapshot per item costs).
    */
   readonly inCallerContext: (<R>(fn: () => R) => R) | undefined;
   /** `performance.now()` at which its caller stops waiting; undefined without a deadline. */
@@ -82,13 +82,13 @@ export class RequestBatcher<Item, Result> {
 
   /** Decides `item` in the next batch and resolves (or rejects) with its own answer. */
   submit(item: Item, options: SubmitOptions = {}): Promise<Result> {
-    const sentAtOnce = this.#inFlight < this.options.maxInFlight && this.#waiting.length === 0;
+    const sentThisTurn = this.#inFlight < this.options.maxInFlight && this.#waiting.length === 0;
     const headsABatch = this.#waiting.length % this.options.maxBatch === 0;
     return new Promise<Result>((resolve, reject) => {
       this.#waiting.push({
         item,
         settle: (outcome) => (outcome.ok ? resolve(outcome.value) : reject(outcome.error)),
-        inCallerContext: !sentAtOnce && headsABatch ? AsyncLocalStorage.snapshot() : undefined,
+        inCallerContext: !sentThisTurn && headsABatch ? AsyncLocalStorage.snapshot() : undefined,
         deadlineAt: options.timeoutMs === undefined ? undefined : performance.now() + options.timeoutMs,
       });
       this.#scheduleFlush();
