@@ -51,7 +51,7 @@ export const DEFAULT_STATE_URL = 'http://127.0.0.1:7404';
  * a public token must never be able to pass for a service token), the
  * token rules (`readTokenRules`), DOCKET_SHUTDOWN_GRACE_MS,
  * DOCKET_STATE_BATCH_MAX (default 128, at most 256),
- * DOCKET_STATE_BATCHES_IN_FLIGHT (default 1) and
+ * DOCKET_STATE_BATCHES_IN_FLIGHT (default 2; beyond the first, only full batches) and
  * DOCKET_STATE_CALL_TIMEOUT_MS (default 10000) and DOCKET_CORS_ORIGINS.
  */
 export function readFrontServiceConfig(env: Environment, defaultPort: number): FrontServiceConfig {
@@ -78,7 +78,7 @@ export function readFrontServiceConfig(env: Environment, defaultPort: number): F
     shutdownGraceMs: readShutdownGraceMs(env),
     stateBatch: {
       maxBatch: Math.min(256, readPositiveInteger(env, 'DOCKET_STATE_BATCH_MAX', 128)),
-      maxInFlight: readPositiveInteger(env, 'DOCKET_STATE_BATCHES_IN_FLIGHT', 1),
+      maxInFlight: readPositiveInteger(env, 'DOCKET_STATE_BATCHES_IN_FLIGHT', 2),
       callTimeoutMs: stateCallTimeoutMs,
     },
     stateCallTimeoutMs,

@@ -71,7 +71,7 @@ describe('RequestBatcher', () => {
 
   it.each([
     { maxBatch: 2, maxInFlight: 1, items: 5, firstBatches: [[0, 1]], secondBatches: [[0, 1], [2, 3]] },
-    { maxBatch: 3, maxInFlight: 2, items: 8, firstBatches: [[0, 1, 2], [3, 4, 5]], secondBatches: [[0, 1, 2], [3, 4, 5], [6, 7]] },
+    { maxBatch: 3, maxInFlight: 2, items: 9, firstBatches: [[0, 1, 2], [3, 4, 5]], secondBatches: [[0, 1, 2], [3, 4, 5], [6, 7, 8]] },
   ])('never exceeds maxBatch $maxBatch items or maxInFlight $maxInFlight batches', async ({ maxBatch, maxInFlight, items, firstBatches, secondBatches }) => {
     const { batches, decide } = heldBatches();
     const commit = new RequestBatcher(decide, { maxBatch, maxInFlight });
@@ -89,6 +89,29 @@ describe('RequestBatcher', () => {
       await Promise.resolve();
     }
     expect(await Promise.all(answers)).toEqual(Array.from({ length: items }, (_, item) => `decided ${item}`));
+  });
+
+  it('starts a batch beside a running one only when it is full, and sends a partial one when nothing runs', async () => {
+    const { batches, decide } = heldBatches();
+    const commit = new RequestBatcher(decide, { maxBatch: 3, maxInFlight: 2 });
+    const first = commit.submit(0);
+    await turnEnds();
+    const partial = [1, 2].map((item) => commit.submit(item));
+    await turnEnds();
+    expect(batches.map((batch) => batch.items), 'two waiting items could still grow into a whole batch').toEqual([[0]]);
+    const whole = [3, 4].map((item) => commit.submit(item));
+    await turnEnds();
+    expect(batches.map((batch) => batch.items), 'three waiting: a whole batch goes beside the running one').toEqual([[0], [1, 2, 3]]);
+    batches[0]?.release();
+    await first;
+    await Promise.resolve();
+    expect(batches.map((batch) => batch.items), 'one partial item waits beside the running batch').toEqual([[0], [1, 2, 3]]);
+    batches[1]?.release();
+    await Promise.all(partial);
+    await Promise.resolve();
+    expect(batches.map((batch) => batch.items), 'it goes once nothing runs').toEqual([[0], [1, 2, 3], [4]]);
+    batches[2]?.release();
+    expect(await Promise.all([...partial, ...whole])).toEqual(['decided 1', 'decided 2', 'decided 3', 'decided 4']);
   });
 
   it('gives each item its own answer, and a failed batch fails only its own items', async () => {

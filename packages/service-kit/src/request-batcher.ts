@@ -39,7 +39,7 @@ export interface SubmitOptions {
 export interface RequestBatcherOptions {
   /** The most items one batch carries. */
   readonly maxBatch: number;
-  /** How many batches may be in flight at once (each holds one connection). */
+  /** How many batches may be in flight at once (each holds one connection); beyond the first, only full ones. */
   readonly maxInFlight: number;
 }
 
@@ -49,13 +49,19 @@ export interface RequestBatcherOptions {
  * costs (one transaction and its WAL flush, one RPC to another service) is
  * shared by every item in it. This is the group commit of the state
  * service's write paths and the coalescing of the front services' calls to
- * it. Nothing waits for a batch to fill: while fewer than `maxInFlight`
- * batches are running, an arriving item is sent at the end of the event
- * loop's turn it arrived in (`setImmediate`), with every item submitted in
- * that turn: the items of one incoming RPC, or the requests one socket read
- * delivered, share a batch instead of the first going alone. An idle
- * system answers a single caller as fast as without batching, but for that
- * turn's end.
+ * it. Nothing waits for a batch to fill: while no batch is running, an
+ * arriving item is sent at the end of the event loop's turn it arrived in
+ * (`setImmediate`), with every item submitted in that turn: the items of
+ * one incoming RPC, or the requests one socket read delivered, share a
+ * batch instead of the first going alone. An idle system answers a single
+ * caller as fast as without batching, but for that turn's end.
+ *
+ * Beside a running batch, another starts only when it is full (`maxBatch`
+ * items waiting), up to `maxInFlight` at once: waiting could not make it
+ * bigger, so a bulk load keeps several transactions busy, while a partial
+ * batch waits for the running one to end and grows meanwhile (two partial
+ * batches cost more per item than one that waited:
+ * docs/write-path.md#batches-in-flight).
  *
  * `decide` answers every item of its batch in order; if it throws, every
  * item of that batch gets the error (none of them was acknowledged).
@@ -82,7 +88,7 @@ export class RequestBatcher<Item, Result> {
 
   /** Decides `item` in the next batch and resolves (or rejects) with its own answer. */
   submit(item: Item, options: SubmitOptions = {}): Promise<Result> {
-    const sentThisTurn = this.#inFlight < this.options.maxInFlight && this.#waiting.length === 0;
+    const sentThisTurn = this.#inFlight === 0 && this.#waiting.length === 0;
     const headsABatch = this.#waiting.length % this.options.maxBatch === 0;
     return new Promise<Result>((resolve, reject) => {
       this.#waiting.push({
@@ -115,7 +121,7 @@ export class RequestBatcher<Item, Result> {
   }
 
   #flush(): void {
-    while (this.#inFlight < this.options.maxInFlight && this.#waiting.length > 0) {
+    while (this.#waiting.length > 0 && this.#mayStartBatch()) {
       const now = performance.now();
       const batch = this.#waiting.splice(0, this.options.maxBatch).filter((entry) => {
         if (entry.deadlineAt === undefined || entry.deadlineAt > now) return true;
@@ -126,6 +132,11 @@ export class RequestBatcher<Item, Result> {
       this.#inFlight += 1;
       void this.#run(batch, now);
     }
+  }
+
+  /** The first batch goes whatever its size; one beside it only when full, up to `maxInFlight`. */
+  #mayStartBatch(): boolean {
+    return this.#inFlight === 0 || (this.#inFlight < this.options.maxInFlight && this.#waiting.length >= this.options.maxBatch);
   }
 
   async #run(batch: Waiting<Item, Result>[], formedAt: number): Promise<void> {

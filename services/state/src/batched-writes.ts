@@ -13,7 +13,7 @@ import { withStatementBudget } from './db/statement-budget.js';
 export interface BatchedWriteSettings {
   /** Admissions per transaction (DOCKET_ADMIT_BATCH_MAX, default 128). */
   readonly admitBatchMax: number;
-  /** Admission transactions in flight per process (DOCKET_ADMIT_BATCHES_IN_FLIGHT, default 1). */
+  /** Admission transactions in flight per process (DOCKET_ADMIT_BATCHES_IN_FLIGHT, default 2; beyond the first, only full batches). */
   readonly admitBatchesInFlight: number;
   /** Claims per transaction (DOCKET_CLAIM_BATCH_MAX, default 32). */
   readonly claimBatchMax: number;

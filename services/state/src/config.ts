@@ -74,7 +74,7 @@ export function readStateConfig(env: Environment): StateConfig {
     leaseMs: readPositiveInteger(env, 'DOCKET_LEASE_MS', 30_000),
     batching: {
       admitBatchMax: readPositiveInteger(env, 'DOCKET_ADMIT_BATCH_MAX', 128),
-      admitBatchesInFlight: readPositiveInteger(env, 'DOCKET_ADMIT_BATCHES_IN_FLIGHT', 1),
+      admitBatchesInFlight: readPositiveInteger(env, 'DOCKET_ADMIT_BATCHES_IN_FLIGHT', 2),
       claimBatchMax: readPositiveInteger(env, 'DOCKET_CLAIM_BATCH_MAX', 32),
       reportBatchMax: readPositiveInteger(env, 'DOCKET_REPORT_BATCH_MAX', 128),
       claimBatchesInFlight: readPositiveInteger(env, 'DOCKET_CLAIM_BATCHES_IN_FLIGHT', 1),
