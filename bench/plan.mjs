@@ -58,7 +58,7 @@ export function sizesFor({ quick, jobs }) {
     jobs: perMeasurement,
     oneCallerJobs: Math.max(100, Math.round(perMeasurement / 4)),
     workJobs: Math.max(50, Math.round(perMeasurement / 20)),
-    warmUp: quick ? 20 : 100,
+    warmUp: quick ? 20 : 1000,
     backlogSmall,
     backlogLarge: quick ? 20_000 : 200_000,
     backlogDrain: Math.min(perMeasurement, backlogSmall),
