@@ -24,7 +24,7 @@ function heldStateClient(decided: Promise<void>) {
       },
     }),
   );
-  return batchingStateClient(createClient(StateService, transport), { maxBatch: 8, maxInFlight: 1 });
+  return batchingStateClient(transport, { maxBatch: 8, maxInFlight: 1 });
 }
 
 describe('batchingStateClient', () => {

@@ -1,11 +1,14 @@
-import { Code, ConnectError, type CallOptions, type Client } from '@connectrpc/connect';
+import { fromBinary, type DescMethodUnary } from '@bufbuild/protobuf';
+import { Code, ConnectError, createClient, type CallOptions, type Client, type Transport } from '@connectrpc/connect';
 import type { Status } from '@docket/proto/google/rpc/status_pb.js';
-import type {
-  AdmitJobRequest,
-  AdmitJobResponse,
-  HandleWorkerCallRequest,
-  HandleWorkerCallResponse,
+import {
+  AdmitJobResponseSchema,
+  AdmitJobsAnswerSchema,
   StateService,
+  type AdmitJobRequest,
+  type AdmitJobsRequestSchema,
+  type HandleWorkerCallRequest,
+  type HandleWorkerCallResponse,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { failureOfStatus } from '@docket/client-kit';
 import { RequestBatcher, type BatchBudget, type ItemOutcome, type SubmitOptions } from './request-batcher.js';
@@ -29,6 +32,22 @@ function batchTimeoutMs(budget: BatchBudget, longestMs: number): number {
   return Math.max(1, Math.min(longestMs, budget.timeoutMs ?? longestMs));
 }
 
+/** The state client a front service uses ({@link batchingStateClient}). */
+export type BatchingStateClient = Client<typeof StateService> & {
+  /**
+   * AdmitJob, answered with the AdmitJobResponse's bytes (which are also
+   * a SubmitJobResponse's), not decoded: the admission service passes them
+   * on to its caller as they are.
+   */
+  admitJobAnswer(request: AdmitJobRequest, options?: CallOptions): Promise<Uint8Array>;
+};
+
+/** AdmitJobs, its answer read as `AdmitJobsAnswer`: each decided admission left encoded. */
+const ADMIT_JOBS_ANSWER: DescMethodUnary<typeof AdmitJobsRequestSchema, typeof AdmitJobsAnswerSchema> = {
+  ...StateService.method.admitJobs,
+  output: AdmitJobsAnswerSchema,
+};
+
 /**
  * The state client a front service uses, with its two hot calls coalesced:
  * AdmitJob calls that arrive while earlier ones are in flight travel
@@ -42,21 +61,27 @@ function batchTimeoutMs(budget: BatchBudget, longestMs: number): number {
  * (the item may still be decided: every such call is idempotent by key or
  * operation id). Every other RPC passes through unchanged.
  */
-export function batchingStateClient(client: Client<typeof StateService>, options: StateBatchOptions): Client<typeof StateService> {
+export function batchingStateClient(transport: Transport, options: StateBatchOptions): BatchingStateClient {
+  const client = createClient(StateService, transport);
   const longestMs = options.callTimeoutMs ?? BATCH_TIMEOUT_MS;
-  const admissions = new RequestBatcher<AdmitJobRequest, AdmitJobResponse>(
-    async (requests, budget) => (await client.admitJobs({ requests: [...requests] }, { timeoutMs: batchTimeoutMs(budget, longestMs) })).results.map((item) => itemOutcome(item.result)),
+  const admissions = new RequestBatcher<AdmitJobRequest, Uint8Array>(
+    async (requests, budget) =>
+      (await transport.unary(ADMIT_JOBS_ANSWER, undefined, batchTimeoutMs(budget, longestMs), undefined, { requests: [...requests] })).message.results.map((item) =>
+        itemOutcome(item.result),
+      ),
     options,
   );
+  const admitJobAnswer = (request: AdmitJobRequest, callOptions?: CallOptions) => withinCall(admissions.submit(request, deadlineOf(callOptions)), callOptions);
   const workerCalls = new RequestBatcher<HandleWorkerCallRequest, HandleWorkerCallResponse>(
     async (calls, budget) => (await client.handleWorkerCalls({ calls: [...calls] }, { timeoutMs: batchTimeoutMs(budget, longestMs) })).results.map((item) => itemOutcome(item.result)),
     options,
   );
   return {
     ...client,
-    admitJob: (request, callOptions) => withinCall(admissions.submit(request as AdmitJobRequest, deadlineOf(callOptions)), callOptions),
+    admitJobAnswer,
+    admitJob: async (request, callOptions) => fromBinary(AdmitJobResponseSchema, await admitJobAnswer(request as AdmitJobRequest, callOptions)),
     handleWorkerCall: (request, callOptions) => withinCall(workerCalls.submit(request as HandleWorkerCallRequest, deadlineOf(callOptions)), callOptions),
-  } as Client<typeof StateService>;
+  } as BatchingStateClient;
 }
 
 function deadlineOf(callOptions: CallOptions | undefined): SubmitOptions {

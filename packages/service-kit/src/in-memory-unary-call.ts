@@ -50,7 +50,7 @@ export function inMemoryUnaryServer(methods: ReadonlyMap<string, UnarySpec>, opt
     const served = chains.get(`/${method.parent.typeName}/${method.name}`);
     if (!served) return undefined;
     const message = fromBinary(method.input, toBinary(method.input, create(method.input, input)));
-    return new InMemoryUnaryCall(served.spec, options, call).run(served.chain, message) as Promise<UnaryResponse<I, O>>;
+    return new InMemoryUnaryCall(served.spec, options, call).run(served.chain, message, method.output) as Promise<UnaryResponse<I, O>>;
   };
 }
 
@@ -66,7 +66,8 @@ class InMemoryUnaryCall extends ServedUnaryCall {
     this.deadlineAt = call.timeoutMs === undefined ? undefined : Date.now() + call.timeoutMs;
   }
 
-  async run(chain: Chain, message: unknown): Promise<UnaryResponse> {
+  /** Runs the call; its answer reaches the caller decoded as `answerSchema` (the caller's view of the output, which may keep parts encoded). */
+  async run(chain: Chain, message: unknown, answerSchema: DescMessage): Promise<UnaryResponse> {
     const { signal, timeoutMs } = this.#call;
     if (signal?.aborted) throw ConnectError.from(signal.reason, Code.Canceled);
     this.#values.set(callAbortKey, this.abortState());
@@ -100,8 +101,7 @@ class InMemoryUnaryCall extends ServedUnaryCall {
     });
     try {
       const answer = await Promise.race([chain(request), givenUp]);
-      const output = method.output;
-      return { ...answer, message: fromBinary(output, toBinary(output, answer.message as never)) } as UnaryResponse;
+      return { ...answer, message: fromBinary(answerSchema, toBinary(method.output, answer.message as never)) } as UnaryResponse;
     } catch (error) {
       throw asReceived(error);
     } finally {

@@ -74,7 +74,7 @@ export { DEFAULT_FEED_CURSOR_TTL_MS, FeedCursorCodec, normaliseFeedFilter, type 
 export { callerOf } from './state-caller.js';
 export { RequestBatcher, type BatchBudget, type ItemOutcome, type RequestBatcherOptions, type SubmitOptions } from './request-batcher.js';
 export { statusOfFailure } from './item-status.js';
-export { batchingStateClient, type StateBatchOptions } from './batching-state-client.js';
+export { batchingStateClient, type BatchingStateClient, type StateBatchOptions } from './batching-state-client.js';
 export { serviceHealthProbe, watchDependency, type DependencyProbe } from './dependency-health.js';
 export { ServiceMetrics } from './service-metrics.js';
 export { SharedUpstream, type SharedUpstreamOptions } from './shared-upstream.js';

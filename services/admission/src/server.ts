@@ -1,6 +1,4 @@
-import { createClient } from '@connectrpc/connect';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
-import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { FeedCursorCodec, batchingStateClient, startFrontServer, stateTransportOf, type Logger, type RunningServer } from '@docket/service-kit';
 import type { AdmissionConfig } from './config.js';
 import { PageTokenCodec } from './domain/page-token.js';
@@ -9,7 +7,7 @@ import { admissionServiceRoutes } from './routes/admission-service.js';
 /** Starts the admission service's server: AdmissionService, health, reflection. */
 export function startAdmissionServer(config: AdmissionConfig, logger: Logger): Promise<RunningServer> {
   const stateTransport = stateTransportOf(config, 'admission');
-  const state = batchingStateClient(createClient(StateService, stateTransport), config.stateBatch);
+  const state = batchingStateClient(stateTransport, config.stateBatch);
   return startFrontServer(config, {
     name: 'admission',
     services: [AdmissionService],

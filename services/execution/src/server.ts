@@ -1,6 +1,4 @@
-import { createClient } from '@connectrpc/connect';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { batchingStateClient, startFrontServer, stateTransportOf, type Logger, type RunningServer } from '@docket/service-kit';
 import type { ExecutionConfig } from './config.js';
 import { startBackgroundLoops, type BackgroundLoops } from './domain/background-loops.js';
@@ -20,7 +18,7 @@ import { executionServiceRoutes } from './routes/execution-service.js';
  */
 export async function startExecutionServer(config: ExecutionConfig, logger: Logger): Promise<RunningServer> {
   const stateTransport = stateTransportOf(config, 'execution');
-  const state = batchingStateClient(createClient(StateService, stateTransport), config.stateBatch);
+  const state = batchingStateClient(stateTransport, config.stateBatch);
   const ticks = new ChangeTicks((signal) => state.watchChanges({}, { signal }), logger);
   ticks.start();
   let loops: BackgroundLoops | undefined;

@@ -1,6 +1,5 @@
 import { create } from '@bufbuild/protobuf';
 import { durationFromMs, timestampDate, timestampFromDate } from '@bufbuild/protobuf/wkt';
-import type { Client } from '@connectrpc/connect';
 import { DocketError, coerceListPageSize, invalidField, isValidId, parseIdempotencyKey } from '@docket/contracts';
 import type { Principal } from '@docket/auth';
 import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
@@ -13,24 +12,21 @@ import {
   type ListJobsRequest,
   type ListJobsResponse,
   type SubmitJobRequest,
-  type SubmitJobResponse,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import {
   ExplainJobResponseSchema,
   GetJobResponseSchema,
   ListJobsResponseSchema,
-  SubmitJobResponseSchema,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import {
   AdmitJobRequestSchema,
   type AdmitJobRequest,
-  type AdmitJobResponse,
   type FeedPosition,
-  type StateService,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import {
   callerOf,
   normaliseFeedFilter,
+  type BatchingStateClient,
   validateJobSpecMessage,
   type FeedCursorCodec,
   type ForwardedDeadline,
@@ -41,7 +37,7 @@ import { fingerprintRequest } from './request-fingerprint.js';
 
 /** What the admission domain needs: the state service and its settings. */
 export interface AdmissionDependencies {
-  readonly state: Client<typeof StateService>;
+  readonly state: BatchingStateClient;
   readonly pageTokens: PageTokenCodec;
   readonly feedCursors: FeedCursorCodec;
   readonly idempotencyTtlMs: number;
@@ -54,15 +50,11 @@ export const SUBMIT_JOB_OPERATION = 'docket.admission.v1.AdmissionService/Submit
 
 /**
  * Admits a job for the authenticated caller (see {@link admissionOf}); the
- * state service decides, in one transaction, create or replay.
+ * state service decides, in one transaction, create or replay. Answers
+ * with the SubmitJobResponse's bytes (`submitJobAnswer` makes the answer).
  */
-export async function submitJob(
-  deps: AdmissionDependencies,
-  principal: Principal,
-  request: SubmitJobRequest,
-  call: ForwardedDeadline,
-): Promise<SubmitJobResponse> {
-  return submittedOf(await deps.state.admitJob(admissionOf(deps, principal, request), call));
+export async function submitJob(deps: AdmissionDependencies, principal: Principal, request: SubmitJobRequest, call: ForwardedDeadline): Promise<Uint8Array> {
+  return deps.state.admitJobAnswer(admissionOf(deps, principal, request), call);
 }
 
 /**
@@ -104,16 +96,6 @@ export function admissionOf(deps: AdmissionDependencies, principal: Principal, r
       dependsOn: [...spec.dependsOn],
       onParentFailure: request.onParentFailure,
     },
-  });
-}
-
-/** SubmitJob's answer from the state service's decision. */
-export function submittedOf(admitted: AdmitJobResponse): SubmitJobResponse {
-  return create(SubmitJobResponseSchema, {
-    job: admitted.job,
-    replayed: admitted.replayed,
-    idempotencyExpiresAt: admitted.idempotencyExpiresAt,
-    deduplicated: admitted.deduplicated,
   });
 }
 

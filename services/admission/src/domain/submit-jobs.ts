@@ -4,16 +4,13 @@ import { DocketError, LIMITS, batchTooLarge, invalidField } from '@docket/contra
 import type { Principal } from '@docket/auth';
 import {
   SubmitJobRequestSchema,
-  SubmitJobsResponseSchema,
-  SubmitJobsResultSchema,
   type SubmitJobRequest,
   type SubmitJobsRequest,
-  type SubmitJobsResponse,
-  type SubmitJobsResult,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import type { AdmitJobRequest } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { assertRequestWithinBounds, statusOfFailure, type ForwardedDeadline } from '@docket/service-kit';
-import { admissionOf, submittedOf, type AdmissionDependencies } from './admission.js';
+import { admissionOf, type AdmissionDependencies } from './admission.js';
+import { submittedJobId, type SubmittedItem } from './submitted-answers.js';
 
 /** Node's default listener count per event, kept for the call's other listeners. */
 const MAX_LISTENERS_DEFAULT = 10;
@@ -43,12 +40,12 @@ export async function submitJobs(
   principal: Principal,
   request: SubmitJobsRequest,
   call: ForwardedDeadline,
-): Promise<SubmitJobsResponse> {
+): Promise<SubmittedItem[]> {
   if (request.items.length > LIMITS.submitJobsItems) throw batchTooLarge('submitJobsItems', 'items');
   if (request.items.length === 0) throw invalidField('items', `must hold 1 to ${LIMITS.submitJobsItems} jobs`);
-  const results: SubmitJobsResult[] = new Array(request.items.length);
+  const results: SubmittedItem[] = new Array(request.items.length);
   const refused = (index: number, error: unknown): void => {
-    results[index] = create(SubmitJobsResultSchema, { result: { case: 'error', value: statusOfFailure(error, deps.logger, { rpc: SUBMIT_JOBS_RPC }) } });
+    results[index] = { error: statusOfFailure(error, deps.logger, { rpc: SUBMIT_JOBS_RPC }) };
   };
   const checked: { readonly index: number; readonly item: SubmitJobRequest }[] = [];
   request.items.forEach((item, index) => {
@@ -75,7 +72,7 @@ export async function submitJobs(
       await Promise.all(
         wave.map(async ({ index, admission }) => {
           try {
-            results[index] = create(SubmitJobsResultSchema, { result: { case: 'submitted', value: submittedOf(await deps.state.admitJob(admission, call)) } });
+            results[index] = { submitted: await deps.state.admitJobAnswer(admission, call) };
           } catch (error) {
             refused(index, error);
           }
@@ -83,7 +80,7 @@ export async function submitJobs(
       );
     }
   }
-  return create(SubmitJobsResponseSchema, { results });
+  return results;
 }
 
 /**
@@ -106,14 +103,13 @@ function assertItemParents(item: SubmitJobRequest, index: number): void {
  * resolved to, after `depends_on` (which is what its digest covers).
  * FAILED_PRECONDITION, reason PARENT_ITEM_FAILED, when one of them failed.
  */
-function withResolvedParents(item: SubmitJobRequest, results: readonly SubmitJobsResult[]): SubmitJobRequest {
+function withResolvedParents(item: SubmitJobRequest, results: readonly SubmittedItem[]): SubmitJobRequest {
   if (item.dependsOnItems.length === 0) return item;
   const resolved = item.dependsOnItems.map((parent) => {
-    const result = results[parent]?.result;
-    if (result?.case !== 'submitted' || !result.value.job) {
-      throw new DocketError('PARENT_ITEM_FAILED', 'a parent item of this item failed', { metadata: { item: String(parent) } });
-    }
-    return result.value.job.id;
+    const result = results[parent];
+    const jobId = result && 'submitted' in result ? submittedJobId(result.submitted) : undefined;
+    if (jobId === undefined) throw new DocketError('PARENT_ITEM_FAILED', 'a parent item of this item failed', { metadata: { item: String(parent) } });
+    return jobId;
   });
   return create(SubmitJobRequestSchema, { ...item, dependsOn: [...item.dependsOn, ...resolved], dependsOnItems: [] });
 }

@@ -7,6 +7,7 @@ import { getBulkOperation, startBulkOperation } from '../domain/bulk-operations.
 import { JOB_CHANGE_RPCS, changeJob } from '../domain/change-job.js';
 import { forwardOwnerCall } from '../domain/owner-call.js';
 import { submitJobs } from '../domain/submit-jobs.js';
+import { submitJobAnswer, submitJobsAnswer } from '../domain/submitted-answers.js';
 import { getDeletion, setLegalHold, setRetentionPolicy } from '../domain/lifecycle-admin.js';
 import { getQueue, getQueueStats, setQueuePolicy } from '../domain/queue-admin.js';
 import { getSchedule, listSchedules, mutateSchedule } from '../domain/schedules.js';
@@ -18,8 +19,8 @@ import { getSchedule, listSchedules, mutateSchedule } from '../domain/schedules.
 export function admissionServiceRoutes(deps: AdmissionDependencies): (router: ConnectRouter) => void {
   return (router) => {
     router.service(AdmissionService, {
-      submitJob: (request, ctx) => submitJob(deps, principalOf(ctx), request, forwardDeadline(ctx)),
-      submitJobs: (request, ctx) => submitJobs(deps, principalOf(ctx), request, forwardDeadline(ctx)),
+      submitJob: async (request, ctx) => submitJobAnswer(await submitJob(deps, principalOf(ctx), request, forwardDeadline(ctx)), ctx),
+      submitJobs: async (request, ctx) => submitJobsAnswer(await submitJobs(deps, principalOf(ctx), request, forwardDeadline(ctx)), ctx),
       getJob: (request, ctx) => getJob(deps, principalOf(ctx), request.jobId, forwardDeadline(ctx)),
       listJobs: (request, ctx) => listJobs(deps, principalOf(ctx), request, forwardDeadline(ctx)),
       cancelJob: (request, ctx) => changeJob(deps, principalOf(ctx), JOB_CHANGE_RPCS.cancel, request, forwardDeadline(ctx)),

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { toBinary } from '@bufbuild/protobuf';
 import type pg from 'pg';
 import { DocketError, GENESIS_HASH, newId, type IdempotencyKey, type RequestDigest, type ValidJobSpec } from '@docket/contracts';
-import { JobSchema } from '@docket/proto/docket/common/v1/job_pb.js';
+import { JobSchema, type Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import { admitBatch, admitBatchAndCommit, bumpChildCounts, readBindings, type AdmissionRow, type BoundRecord } from '../db/queries/admissions.js';
 import { lockParents, rewriteAdmissionResponses, type ParentRow } from '../db/queries/dependencies.js';
 import { UNTOUCHED_JOB_COLUMNS, type JobRow, type NewJobRow } from '../db/queries/jobs.js';
@@ -29,7 +29,14 @@ export interface AdmitJobCommand {
 }
 
 /** The decided admission: the original response, and whether it is a replay. */
-export type AdmissionOutcome = MutationOutcome;
+export interface AdmissionOutcome extends MutationOutcome {
+  /**
+   * `job` encoded (`toBinary(JobSchema, job)`) when the batch holds those
+   * bytes already: the stored response of a job it admitted, or of the
+   * binding it replayed. An AdmitJobs answer carries them as they are.
+   */
+  readonly encodedJob?: Uint8Array;
+}
 
 /**
  * Decides a batch of admissions (SPEC section 3) in one transaction with a
@@ -94,10 +101,9 @@ async function decideKeys(client: pg.ClientBase, all: readonly AdmissionCandidat
     const pendingBindings = rows.filter((item) => !bound.has(item.row.item_no)).map((item) => item.row);
     const bindings = new Map((await readBindings(client, pendingBindings)).map((record) => [scopeOf(record), record]));
     for (const { candidate, row, holder } of rows) {
-      const expiresAt = candidate.expiresAt;
       decisions[candidate.index] = bound.has(row.item_no)
         ? {
-            admitted: { job: holder ? projectJob(holder) : (settledAtOnce.get(candidate.row.job_id) ?? candidate.job), replayed: false, idempotencyExpiresAt: expiresAt, deduplicated: holder !== undefined },
+            admitted: admittedOutcome(candidate, holder, settledAtOnce.get(candidate.row.job_id)),
             digest: candidate.command.digest,
           }
         : { bound: bindings.get(scopeOf(row)) };
@@ -105,6 +111,14 @@ async function decideKeys(client: pg.ClientBase, all: readonly AdmissionCandidat
     pending = later;
   }
   return decisions;
+}
+
+/** What admitting `candidate` answers: its job, the active job holding its unique key, or the job as its failed parent settled it. */
+function admittedOutcome(candidate: AdmissionCandidate, holder: JobRow | undefined, settled: Job | undefined): AdmissionOutcome {
+  const outcome = { replayed: false, idempotencyExpiresAt: candidate.expiresAt, deduplicated: holder !== undefined };
+  if (holder) return { ...outcome, job: projectJob(holder) };
+  if (settled) return { ...outcome, job: settled };
+  return { ...outcome, job: candidate.job, encodedJob: candidate.encodedJob };
 }
 
 /**
@@ -212,7 +226,9 @@ interface AdmissionCandidate {
   /** Its `unique_while_active` scope, if it has a key. */
   readonly scope: UniqueScope | undefined;
   readonly row: AdmissionRow;
-  readonly job: ReturnType<typeof projectJob>;
+  readonly job: Job;
+  /** `job` encoded: its stored response. */
+  readonly encodedJob: Uint8Array;
   readonly expiresAt: Date;
   /** Where the job starts among its parents (undefined: it has none). */
   readonly start: DependencyStart | undefined;
@@ -232,12 +248,14 @@ function admissionCandidate(command: AdmitJobCommand, index: number, now: Date, 
   const refusal = isRefused(started) ? started : undefined;
   const start = isRefused(started) ? NO_PARENTS : started;
   const job = projectJob(newJobRow(jobId, command, eventHash, now, start));
+  const encodedJob = toBinary(JobSchema, job);
   const expiresAt = new Date(now.getTime() + command.ttlMs);
   return {
     command,
     index,
     scope: spec.uniqueKey === undefined ? undefined : { owner: command.subject, queue: spec.queue, unique_key: spec.uniqueKey },
     job,
+    encodedJob,
     expiresAt,
     start: spec.dependsOn.length === 0 ? undefined : start,
     refusal,
@@ -248,7 +266,7 @@ function admissionCandidate(command: AdmitJobCommand, index: number, now: Date, 
       key_hash: createHash('sha256').update(command.key.reveal()).digest('hex'),
       request_digest: command.digest,
       job_id: jobId,
-      response: Buffer.from(toBinary(JobSchema, job)).toString('base64'),
+      response: Buffer.from(encodedJob.buffer, encodedJob.byteOffset, encodedJob.byteLength).toString('base64'),
       expires_at: expiresAt.toISOString(),
       queue: spec.queue,
       label: spec.label,
@@ -346,7 +364,7 @@ function scopeOf(scope: { readonly subject: string; readonly operation: string; 
 function replay(record: BoundRecord, digest: RequestDigest): ItemOutcome<AdmissionOutcome> {
   try {
     const { value, replayed, idempotencyExpiresAt } = replayBinding(record, digest, JobSchema);
-    return { ok: true, value: { job: value, replayed, idempotencyExpiresAt, deduplicated: record.deduplicated } };
+    return { ok: true, value: { job: value, encodedJob: record.response, replayed, idempotencyExpiresAt, deduplicated: record.deduplicated } };
   } catch (error) {
     return { ok: false, error };
   }

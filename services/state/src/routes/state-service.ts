@@ -7,14 +7,11 @@ import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import { JobLifecycle, JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import {
-  AdmitJobResponseSchema,
   GetQueueResponseSchema,
   ExplainJobResponseSchema,
   ListWorkersResponseSchema,
   GetQueueStatsResponseSchema,
   SetQueuePolicyResponseSchema,
-  AdmitJobResultSchema,
-  AdmitJobsResponseSchema,
   ChangeJobResponseSchema,
   GetDeletionResponseSchema,
   MaintenanceTask,
@@ -59,6 +56,7 @@ import type { ExecutionSettings } from '../workers/register-worker.js';
 import { readJobChanges } from '../feed/read-job-changes.js';
 import { eventOf, readJobEvents } from '../journal/read-job-events.js';
 import { encodeEvents, encodedJournalAnswer } from './event-encoding.js';
+import { admitJobResponse, admitJobsResponse, encodedAdmitJobsAnswer, type AdmitJobItem } from './admission-answers.js';
 import { getJob, listJobs } from '../reads/read-jobs.js';
 import { explainJob } from '../reads/explain-job.js';
 import { listWorkers } from '../workers/list-workers.js';
@@ -114,31 +112,24 @@ export const MAX_BATCHED_CALLS = 256;
 
 /** Registers docket.state.v1.StateService: validate, call the domain, answer. */
 export function stateServiceRoutes(deps: StateRoutesDependencies): (router: ConnectRouter) => void {
-  const admitOne = async (request: AdmitJobRequest, ctx: HandlerContext) => {
-    const outcome = await deps.writes.admissions.submit(parseAdmitJobRequest(request), deadlineOf(ctx));
-    return create(AdmitJobResponseSchema, {
-      job: outcome.job,
-      replayed: outcome.replayed,
-      idempotencyExpiresAt: timestampFromDate(outcome.idempotencyExpiresAt),
-      deduplicated: outcome.deduplicated ?? false,
-    });
-  };
+  const admitted = (request: AdmitJobRequest, ctx: HandlerContext) => deps.writes.admissions.submit(parseAdmitJobRequest(request), deadlineOf(ctx));
   /** A failed item of a batched call: what the unary call would have answered (database errors translated first). */
   const itemStatus = (error: unknown, rpc: string) => statusOfFailure(translateDatabaseError(error), deps.logger, { rpc: `docket.state.v1.StateService/${rpc}` });
   return (router) => {
     router.service(StateService, withCallersBudget({
-      admitJob: admitOne,
+      admitJob: async (request, ctx) => admitJobResponse(await admitted(request, ctx)),
       async admitJobs(request, ctx) {
         if (request.requests.length > MAX_BATCHED_CALLS) throw invalidField('requests', `must hold at most ${MAX_BATCHED_CALLS} admissions`);
-        const results = await Promise.all(
+        const items = await Promise.all(
           request.requests.map((item) =>
-            admitOne(item, ctx).then(
-              (response) => create(AdmitJobResultSchema, { result: { case: 'response', value: response } }),
-              (error: unknown) => create(AdmitJobResultSchema, { result: { case: 'error', value: itemStatus(error, 'AdmitJobs') } }),
+            admitted(item, ctx).then(
+              (outcome): AdmitJobItem => ({ admitted: outcome }),
+              (error: unknown): AdmitJobItem => ({ error: itemStatus(error, 'AdmitJobs') }),
             ),
           ),
         );
-        return create(AdmitJobsResponseSchema, { results });
+        // Binary gRPC (the front services): each job goes as the bytes its batch already holds.
+        return writesEncodedFrames(ctx) ? encodedAdmitJobsAnswer(items) : admitJobsResponse(items);
       },
       async getJob(request) {
         const found = await getJob(deps.db, viewerOf(request.caller), parseJobId(request.jobId));
