@@ -33,7 +33,9 @@ const SUBMIT_JOBS_RPC = 'docket.admission.v1.AdmissionService/SubmitJobs';
  * decision and is then decided against the binding it left (a replay, or
  * IDEMPOTENCY_CONFLICT when its digest differs), exactly as if it had been
  * sent after it. Each wave holds at most one item per key, so most calls
- * are one wave.
+ * are one wave. Answers each item's result in item order: its
+ * SubmitJobResponse's bytes or its status (`submitJobsAnswer` makes the
+ * call's answer of them).
  */
 export async function submitJobs(
   deps: AdmissionDependencies,
