@@ -1,5 +1,4 @@
-import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
-import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
+import { create, fromBinary } from '@bufbuild/protobuf';
 import type { HandlerContext } from '@connectrpc/connect';
 import {
   SubmitJobResponseSchema,
@@ -8,8 +7,8 @@ import {
   type SubmitJobResponse,
   type SubmitJobsResponse,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
-import { StatusSchema, type Status } from '@docket/proto/google/rpc/status_pb.js';
-import { encodedFrame, writesEncodedFrames } from '@docket/service-kit';
+import type { Status } from '@docket/proto/google/rpc/status_pb.js';
+import { encodedBatchAnswer, encodedFrame, writesEncodedFrames } from '@docket/service-kit';
 
 /**
  * The answers of SubmitJob and SubmitJobs from what the state service
@@ -46,18 +45,5 @@ export function submitJobsAnswer(items: readonly SubmittedItem[], ctx: HandlerCo
       ),
     });
   }
-  const writer = new BinaryWriter();
-  for (const item of items) {
-    writer.tag(RESULTS_FIELD, WireType.LengthDelimited).fork();
-    if ('submitted' in item) writer.tag(SUBMITTED_FIELD, WireType.LengthDelimited).bytes(item.submitted);
-    else writer.tag(ERROR_FIELD, WireType.LengthDelimited).bytes(toBinary(StatusSchema, item.error));
-    writer.join();
-  }
-  const answer = writer.finish();
-  return encodedFrame(create(SubmitJobsResponseSchema), answer.byteLength, (into) => into.set(answer));
+  return encodedBatchAnswer(SubmitJobsResponseSchema, items.map((item) => ('submitted' in item ? { encoded: item.submitted } : item)));
 }
-
-/** `docket.admission.v1` field numbers: SubmitJobsResponse.results, SubmitJobsResult.submitted and .error. */
-const RESULTS_FIELD = 1;
-const SUBMITTED_FIELD = 1;
-const ERROR_FIELD = 2;

@@ -1,7 +1,7 @@
 import { create, toBinary } from '@bufbuild/protobuf';
 import { TimestampSchema, timestampFromDate } from '@bufbuild/protobuf/wkt';
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
-import { encodedFrame } from '@docket/service-kit';
+import { encodedBatchAnswer } from '@docket/service-kit';
 import { JobSchema } from '@docket/proto/docket/common/v1/job_pb.js';
 import {
   AdmitJobResponseSchema,
@@ -10,7 +10,7 @@ import {
   type AdmitJobResponse,
   type AdmitJobsResponse,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { StatusSchema, type Status } from '@docket/proto/google/rpc/status_pb.js';
+import type { Status } from '@docket/proto/google/rpc/status_pb.js';
 import type { AdmissionOutcome } from '../admission/admit-jobs.js';
 
 /** One item of an AdmitJobs answer: its decided admission, or the status AdmitJob would have failed with. */
@@ -45,30 +45,23 @@ export function admitJobsResponse(items: readonly AdmitJobItem[]): AdmitJobsResp
  * SubmitJobResponse they also are (`AdmitJobsAnswer`).
  */
 export function encodedAdmitJobsAnswer(items: readonly AdmitJobItem[]): AdmitJobsResponse {
-  const writer = new BinaryWriter();
-  for (const item of items) {
-    writer.tag(RESULTS_FIELD, WireType.LengthDelimited).fork();
-    if ('admitted' in item) writeAdmitted(writer.tag(RESPONSE_FIELD, WireType.LengthDelimited).fork(), item.admitted).join();
-    else writer.tag(ERROR_FIELD, WireType.LengthDelimited).bytes(toBinary(StatusSchema, item.error));
-    writer.join();
-  }
-  const answer = writer.finish();
-  return encodedFrame(create(AdmitJobsResponseSchema), answer.byteLength, (into) => into.set(answer));
+  return encodedBatchAnswer(
+    AdmitJobsResponseSchema,
+    items.map((item) => ('admitted' in item ? { encoded: encodedAdmission(item.admitted) } : item)),
+  );
 }
 
-/** An AdmitJobResponse's fields, in number order, as protobuf-es writes them (false booleans left out). */
-function writeAdmitted(writer: BinaryWriter, outcome: AdmissionOutcome): BinaryWriter {
+/** An AdmitJobResponse's bytes, its fields in number order as protobuf-es writes them (false booleans left out), the job as it came. */
+function encodedAdmission(outcome: AdmissionOutcome): Uint8Array {
+  const writer = new BinaryWriter();
   writer.tag(JOB_FIELD, WireType.LengthDelimited).bytes(outcome.encodedJob ?? toBinary(JobSchema, outcome.job));
   if (outcome.replayed) writer.tag(REPLAYED_FIELD, WireType.Varint).bool(true);
   writer.tag(EXPIRES_AT_FIELD, WireType.LengthDelimited).bytes(toBinary(TimestampSchema, timestampFromDate(outcome.idempotencyExpiresAt)));
   if (outcome.deduplicated) writer.tag(DEDUPLICATED_FIELD, WireType.Varint).bool(true);
-  return writer;
+  return writer.finish();
 }
 
-/** `docket.state.v1` field numbers: AdmitJobsResponse.results, AdmitJobResult.response and .error, AdmitJobResponse's four. */
-const RESULTS_FIELD = 1;
-const RESPONSE_FIELD = 1;
-const ERROR_FIELD = 2;
+/** `docket.state.v1.AdmitJobResponse` field numbers. */
 const JOB_FIELD = 1;
 const REPLAYED_FIELD = 2;
 const EXPIRES_AT_FIELD = 3;
