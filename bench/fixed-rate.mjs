@@ -6,7 +6,9 @@
 // For each system, two forked generators start together: an open-loop
 // submitter (bench/generators/offer.mjs: BENCH_FIXED_RATE jobs/s, default
 // 1,200, for BENCH_FIXED_SECONDS, default 60, 20 with --quick; each job
-// stamped with the moment it left) and a worker of 32 handlers whose jobs
+// stamped with the moment it left; Docket's is the Docket client's submit()
+// with coalesceSubmissions, as a producer at this rate would run it, or a
+// SubmitJob per job with BENCH_FIXED_SUBMIT=alone) and a worker of 32 handlers whose jobs
 // each wait 1 ms (bench/generators/work.mjs: Docket's createWorker, pg-boss's
 // work(); see the drivers). Halfway through, this process restarts the
 // server (BENCH_RESTART_MODE: fast, the default, or immediate; same port,
@@ -45,8 +47,9 @@ const PACE = 0.95;
 const STREAK = 3;
 
 const LABELS = {
-  docket: `SubmitJob + createWorker, ${HANDLERS} handlers (worker session)`,
-  pgboss: `send() + work(), batchSize ${HANDLERS}, notifyWorker`,
+  docket: (submit) =>
+    `${submit === 'coalesced' ? 'client submit() with coalesceSubmissions' : 'SubmitJob'} + createWorker, ${HANDLERS} handlers (worker session)`,
+  pgboss: () => `send() + work(), batchSize ${HANDLERS}, notifyWorker`,
 };
 
 /** The scenario's settings from the environment. */
@@ -58,11 +61,14 @@ export function fixedRateSettings({ quick }) {
   };
   const mode = process.env.BENCH_RESTART_MODE ?? 'fast';
   if (!['fast', 'immediate'].includes(mode)) throw new Error('BENCH_RESTART_MODE is fast or immediate');
+  const submit = process.env.BENCH_FIXED_SUBMIT ?? 'coalesced';
+  if (!['coalesced', 'alone'].includes(submit)) throw new Error('BENCH_FIXED_SUBMIT is coalesced or alone');
   return {
     rate: number('BENCH_FIXED_RATE', 1_200),
     durationMs: number('BENCH_FIXED_SECONDS', quick ? 20 : 60) * 1000,
     drainMs: number('BENCH_FIXED_DRAIN_SECONDS', 45) * 1000,
     mode,
+    submit,
     warmUp: quick ? 20 : 100,
   };
 }
@@ -105,7 +111,7 @@ function recoverySeconds(completed, rate, lastBucket, { mean = false } = {}) {
 
 /** One system's measurement: the two generators, the restart halfway, the drain, the ledger. */
 async function measure({ server, systems, system, settings, runId }) {
-  const { rate, durationMs, drainMs, mode, warmUp } = settings;
+  const { rate, durationMs, drainMs, mode, submit, warmUp } = settings;
   const instance = `${system}@${FIXED_RATE_GROUP}`;
   const connection = systems.connect(instance);
   const driver = await loadDriver(connection.kind);
@@ -118,7 +124,10 @@ async function measure({ server, systems, system, settings, runId }) {
   const drain = { waitedMs: 0, pendingAtEnd: undefined };
   const [offered, worked] = await runGenerators(
     [
-      { script: 'offer.mjs', config: { system: connection, queue, rate, durationMs, inFlightCap: IN_FLIGHT_CAP, graceMs: GRACE_MS, keyPrefix, warmUp } },
+      {
+        script: 'offer.mjs',
+        config: { system: connection, queue, rate, durationMs, inFlightCap: IN_FLIGHT_CAP, graceMs: GRACE_MS, keyPrefix, warmUp, submitOptions: { coalesced: submit === 'coalesced' } },
+      },
       { script: 'work.mjs', config: { system: connection, queue, concurrency: HANDLERS, workMs: WORK_MS, warmUp, keyPrefix: `${keyPrefix}-w` } },
     ],
     {
@@ -202,7 +211,7 @@ async function measure({ server, systems, system, settings, runId }) {
     groupKey: FIXED_RATE_GROUP,
     system,
     systemName: SYSTEM_NAMES[system],
-    label: LABELS[connection.kind],
+    label: LABELS[connection.kind](submit),
     callers: HANDLERS,
     jobs: ackedIds.length,
     reps: 1,

@@ -16,6 +16,7 @@
 // idle handlers), for the fixed-rate scenario; `pendingJobs` and `ledger`
 // read the deployment's database from the orchestrator, after the fact.
 import { randomBytes } from 'node:crypto';
+import { createClient } from '@docket/client';
 import { AdmissionService } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { createWorker, WorkSessionClient } from '@docket/worker-sdk';
@@ -60,8 +61,18 @@ export async function open(system) {
   const admission = clientWith(AdmissionService, system.admissionUrl, system.userToken);
   const unary = clientWith(ExecutionService, system.executionUrl, system.workerToken);
   const session = new WorkSessionClient(unary);
-  /** Resolves with the admitted job's id. */
-  const submitter = (queue) => async (key, input) => (await admission.submitJob({ idempotencyKey: key, queue, input })).job?.id;
+  /** The Docket client with coalesced submissions (`coalesceSubmissions`), made by the first submitter that asks for it. */
+  let coalescing;
+  /**
+   * Resolves with the admitted job's id: SubmitJob, or with `coalesced` the
+   * Docket client's `submit()` sharing SubmitJobs calls with the submissions
+   * made meanwhile (see SubmitCoalescer).
+   */
+  const submitter = (queue, { coalesced = false } = {}) => {
+    if (!coalesced) return async (key, input) => (await admission.submitJob({ idempotencyKey: key, queue, input })).job?.id;
+    coalescing ??= createClient({ admissionUrl: system.admissionUrl, token: system.userToken, coalesceSubmissions: true, retry: { tries: 1 } });
+    return async (key, input) => (await coalescing.submit({ queue, input }, { idempotencyKey: key })).job.id;
+  };
   /** SubmitJobs of the whole batch; a refused item fails the measurement. */
   const bulkSubmitter = (queue) => async (keys, inputs) => {
     const { results } = await admission.submitJobs({ items: keys.map((key, index) => ({ idempotencyKey: key, queue, input: inputs[index] })) });

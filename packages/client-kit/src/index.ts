@@ -5,3 +5,4 @@ export { errorInfoOf } from './error-info.js';
 export { failureOfStatus } from './item-failure.js';
 export { isNamedCallError } from './named-call-error.js';
 export { isRetryableFailure, type RetryableFailureOptions, type RetryScope } from './retryable-failure.js';
+export { RequestBatcher, type BatchBudget, type InContext, type ItemOutcome, type RequestBatcherOptions, type SubmitOptions } from './request-batcher.js';

@@ -12,6 +12,7 @@ import { createClient } from './create-client.js';
 import type { DocketClient } from './docket-client.js';
 import { isDocketClientError, type DocketClientError } from './docket-client-error.js';
 import type { JobWatchFrame } from './job-watch.js';
+import type { RetryPolicy } from './retry-policy.js';
 import { bearerAuth } from './transports.js';
 
 /*
@@ -192,24 +193,82 @@ describe('watch across an events-service restart', () => {
   }, 60_000);
 });
 
-describe('submit across a state-service crash', () => {
-  it('retries calls in flight with their keys: exactly one job per key, given or generated', async () => {
-    const queue = 'client-crash';
-    // Caller-built transports (the browser path), with an interceptor that records every try's key.
-    const triesByKey = new Map<string, number>();
-    const countTries: Interceptor = (next) => async (request) => {
-      const key = (request.message as { idempotencyKey?: string }).idempotencyKey;
+/** A client on caller-built transports (the browser path) that counts its calls by RPC and every try of each idempotency key. */
+function countingClient(options: { readonly coalesceSubmissions?: boolean; readonly retry?: Partial<RetryPolicy> } = {}) {
+  const calls = new Map<string, number>();
+  const triesByKey = new Map<string, number>();
+  const count: Interceptor = (next) => async (request) => {
+    calls.set(request.method.name, (calls.get(request.method.name) ?? 0) + 1);
+    const message = request.message as { idempotencyKey?: string; items?: { idempotencyKey: string }[] };
+    for (const key of message.items?.map((item) => item.idempotencyKey) ?? [message.idempotencyKey]) {
       if (key) triesByKey.set(key, (triesByKey.get(key) ?? 0) + 1);
-      return next(request);
-    };
-    const transportTo = (baseUrl: string) => createGrpcTransport({ baseUrl, interceptors: [bearerAuth(token), countTries] });
-    const patient = createClient({
-      transports: { admission: transportTo(cluster.admission.url), events: transportTo(cluster.events.url) },
-      retry: { tries: 30, initialDelayMs: 100, maxDelayMs: 1_000 },
-    });
+    }
+    return next(request);
+  };
+  const transportTo = (baseUrl: string) => createGrpcTransport({ baseUrl, interceptors: [bearerAuth(token), count] });
+  const counted = createClient({ transports: { admission: transportTo(cluster.admission.url), events: transportTo(cluster.events.url) }, ...options });
+  return { client: counted, calls, triesByKey };
+}
+
+describe('coalesced submissions (coalesceSubmissions)', () => {
+  it('shares SubmitJobs calls among concurrent submits, each with its own job, key and error', async () => {
+    const queue = 'client-coalesced';
+    const { client: coalescing, calls } = countingClient({ coalesceSubmissions: true });
+    const JOBS = 40;
+    const shared = 'client-coalesced-shared-key';
+    const receipts = await Promise.all([
+      ...Array.from({ length: JOBS }, (_, i) => coalescing.submit({ queue, input: { i } })),
+      // Two submissions of one request under one key, in the same call: one job.
+      coalescing.submit({ queue, input: { shared: true } }, { idempotencyKey: shared }),
+      coalescing.submit({ queue, input: { shared: true } }, { idempotencyKey: shared }),
+    ]);
+    const refused = await failureOf(coalescing.submit({ queue: 'not a queue name!', input: {} }));
+
+    expect(calls.get('SubmitJob')).toBeUndefined();
+    expect(calls.get('SubmitJobs')).toBeGreaterThanOrEqual(2);
+    expect(calls.get('SubmitJobs')).toBeLessThan(JOBS / 2);
+    for (const [i, receipt] of receipts.slice(0, JOBS).entries()) expect(receipt.job.input).toEqual({ i });
+    expect(new Set(receipts.slice(0, JOBS).map((receipt) => receipt.job.id)).size).toBe(JOBS);
+    const [first, second] = receipts.slice(JOBS);
+    expect(second!.job.id).toBe(first!.job.id);
+    expect(await jobCount(queue)).toBe(JOBS + 1);
+    // The refusal SubmitJob gives the same submission, code, reason and field.
+    const alone = await failureOf(client.submit({ queue: 'not a queue name!', input: {} }));
+    expect({ code: refused.code, reason: refused.reason, fields: refused.fieldViolations }).toEqual({ code: alone.code, reason: alone.reason, fields: alone.fieldViolations });
+    expect(refused.code).toBe(Code.InvalidArgument);
+    coalescing.close();
+  });
+
+  it('keeps SubmitJob\'s idempotency contract: a replay, a conflict on a changed request, and a large job sent alone', async () => {
+    const queue = 'client-coalesced-keys';
+    const { client: coalescing, calls } = countingClient({ coalesceSubmissions: true });
+    const first = await coalescing.submit({ queue, input: { n: 1 } });
+    const [replay, conflict] = await Promise.all([
+      coalescing.submit({ queue, input: { n: 1 } }, { idempotencyKey: first.idempotencyKey }),
+      failureOf(coalescing.submit({ queue, input: { n: 2 } }, { idempotencyKey: first.idempotencyKey })),
+    ]);
+    expect(replay).toMatchObject({ replayed: true, job: { id: first.job.id } });
+    expect({ code: conflict.code, reason: conflict.reason }).toEqual({ code: Code.AlreadyExists, reason: 'IDEMPOTENCY_CONFLICT' });
+    expect(conflict.message).not.toContain(first.idempotencyKey);
+    const large = await coalescing.submit({ queue, input: { blob: 'x'.repeat(20 * 1024) } });
+    expect(large.job.input).toEqual({ blob: 'x'.repeat(20 * 1024) });
+    expect(calls.get('SubmitJob')).toBe(1);
+    expect(await jobCount(queue)).toBe(2);
+    coalescing.close();
+  });
+});
+
+describe.each([
+  ['one call per submission', false],
+  ['coalesced submissions', true],
+])('submit across a state-service crash (%s)', (_, coalesceSubmissions) => {
+  it('retries calls in flight with their keys: exactly one job per key, given or generated', async () => {
+    const queue = `client-crash-${coalesceSubmissions ? 'coalesced' : 'alone'}`;
+    // Caller-built transports (the browser path), with an interceptor that records every try's key.
+    const { client: patient, triesByKey } = countingClient({ coalesceSubmissions, retry: { tries: 30, initialDelayMs: 100, maxDelayMs: 1_000 } });
     const CALLS = 60;
     // Even calls bring their own key; odd calls let the client draw one.
-    const givenKey = (i: number) => (i % 2 === 0 ? `client-crash-key-${String(i).padStart(4, '0')}` : undefined);
+    const givenKey = (i: number) => (i % 2 === 0 ? `${queue}-key-${String(i).padStart(4, '0')}` : undefined);
     let started = 0;
     const calls = Array.from({ length: CALLS }, async (_, i) => {
       // Spread the calls so that some are in flight when the process dies and some start while it is down.

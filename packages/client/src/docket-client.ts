@@ -1,4 +1,4 @@
-import type { JsonObject, MessageInitShape } from '@bufbuild/protobuf';
+import { create, type JsonObject, type MessageInitShape } from '@bufbuild/protobuf';
 import { durationFromMs, timestampDate, type Timestamp } from '@bufbuild/protobuf/wkt';
 import { Code, createClient as createConnectClient, type Client } from '@connectrpc/connect';
 import { callWithRetry, type TryOptions } from '@docket/client-kit';
@@ -12,7 +12,7 @@ import {
   type GetQueueStatsResponse,
   type Schedule,
   type Worker,
-  type SubmitJobRequestSchema,
+  SubmitJobRequestSchema,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ApprovalDecision } from '@docket/proto/docket/common/v1/approval_pb.js';
 import type { Deletion } from '@docket/proto/docket/common/v1/deletion_pb.js';
@@ -28,6 +28,7 @@ import { watchJob, type JobWatchFrame, type WatchOptions } from './job-watch.js'
 import type { DocketTransports, NodeTransportOptions } from './transports.js';
 import { clientRetry, retryPolicyOf, throwIfAborted, type RetryPolicy } from './retry-policy.js';
 import { submitMany, type BatchJob, type SubmitManyOptions, type SubmitManyResult } from './submit-many.js';
+import { SubmitCoalescer } from './submit-coalescing.js';
 
 /** Options of {@link createClient}: where the services are (or the transports to them), and how patient to be. */
 export type ClientOptions = (
@@ -41,6 +42,13 @@ export type ClientOptions = (
   readonly retry?: Partial<RetryPolicy>;
   /** Reconnections of streams: `tries` bounds consecutive reconnections without a frame (default 8 tries, 100 ms to 5 s). */
   readonly reconnect?: Partial<RetryPolicy>;
+  /**
+   * Whether concurrent {@link DocketClient.submit} calls share SubmitJobs
+   * calls (default false): for a producer submitting many jobs at once,
+   * each keeps SubmitJob's contract and errors, and costs a fraction of a
+   * call of its own (see `SubmitCoalescer`).
+   */
+  readonly coalesceSubmissions?: boolean;
 };
 
 /** A job as a submission (SubmitJob's fields, without the key, which is an option). */
@@ -168,6 +176,7 @@ export class DocketClient {
   readonly #reconnect: RetryPolicy;
   readonly #secrets: readonly string[];
   readonly #close: () => void;
+  readonly #coalescer: SubmitCoalescer | undefined;
 
   /**
    * @param connect builds transports from a URL and a token where the
@@ -189,6 +198,7 @@ export class DocketClient {
     }
     this.#admission = createConnectClient(AdmissionService, transports.admission);
     this.#events = createConnectClient(EventService, transports.events);
+    this.#coalescer = options.coalesceSubmissions === true ? new SubmitCoalescer(this.#admission) : undefined;
     this.#retry = retryPolicyOf(options.retry);
     this.#reconnect = retryPolicyOf({ ...DEFAULT_RECONNECT, ...options.reconnect });
   }
@@ -210,7 +220,9 @@ export class DocketClient {
    */
   async submit(spec: JobSpec, options: MutationOptions = {}): Promise<SubmitReceipt> {
     const key = resolveIdempotencyKey(options.idempotencyKey);
-    const response = await this.#mutate('SubmitJob', key, options, (o) => this.#admission.submitJob({ ...spec, idempotencyKey: key }, o));
+    const coalescer = this.#coalescer;
+    const request = create(SubmitJobRequestSchema, { ...spec, idempotencyKey: key });
+    const response = await this.#mutate('SubmitJob', key, options, (o) => (coalescer ? coalescer.submit(request, o) : this.#admission.submitJob(request, o)));
     return { job: required(response.job, 'SubmitJob', 'job'), ...receipt(response, key), deduplicated: response.deduplicated };
   }
 
