@@ -7,7 +7,7 @@ import {
   type SubmitJobResponse,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import type { Status } from '@docket/proto/google/rpc/status_pb.js';
-import { RequestBatcher, failureOfStatus, type ItemOutcome, type TryOptions } from '@docket/client-kit';
+import { RequestBatcher, abortListenerOfSignal, answeredWithin, failureOfStatus, type ItemOutcome, type TryOptions } from '@docket/client-kit';
 
 /**
  * The most submissions one coalesced SubmitJobs call carries. With each at
@@ -56,7 +56,8 @@ export class SubmitCoalescer {
     if (request.dependsOnItems.length > 0 || toBinary(SubmitJobRequestSchema, request).byteLength > COALESCED_ITEM_BYTES) {
       return this.#admission.submitJob(request, options);
     }
-    return answeredWithin(this.#batcher.submit(request, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }), options);
+    const { timeoutMs, signal } = options;
+    return answeredWithin(this.#batcher.submit(request, timeoutMs === undefined ? {} : { timeoutMs }), { timeoutMs, listenForAbort: abortListenerOfSignal(signal) });
   }
 
   async #submitJobs(items: readonly SubmitJobRequest[], timeoutMs: number | undefined): Promise<ItemOutcome<SubmitJobResponse>[]> {
@@ -72,33 +73,4 @@ export class SubmitCoalescer {
 /** The item's error as SubmitJob would have thrown it. */
 function itemFailure(status: Status | undefined): ConnectError {
   return status ? failureOfStatus(status) : new ConnectError('SubmitJobs answered an item without a result', Code.Internal);
-}
-
-/**
- * `answer`, unless the caller stops waiting first: its deadline passes
- * (DEADLINE_EXCEEDED) or its signal aborts (CANCELLED), as a SubmitJob of
- * its own would end. Either way the call it travels in goes on for the
- * others, and may still admit it; a retry with its key replays that.
- */
-function answeredWithin(answer: Promise<SubmitJobResponse>, { signal, timeoutMs }: TryOptions): Promise<SubmitJobResponse> {
-  if (signal === undefined && timeoutMs === undefined) return answer;
-  return new Promise((resolve, reject) => {
-    const stop = (error: ConnectError): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      reject(error);
-    };
-    const onAbort = (): void => stop(ConnectError.from(signal?.reason, Code.Canceled));
-    const timer = timeoutMs === undefined ? undefined : setTimeout(() => stop(new ConnectError('the deadline passed', Code.DeadlineExceeded)), timeoutMs);
-    if (signal?.aborted) return onAbort();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    answer.then(
-      (value) => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => stop(ConnectError.from(error)),
-    );
-  });
 }

@@ -10,7 +10,7 @@ import {
   type HandleWorkerCallRequest,
   type HandleWorkerCallResponse,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
-import { failureOfStatus } from '@docket/client-kit';
+import { abortListenerOfSignal, answeredWithin, failureOfStatus, type AbortListener, type CallerWait } from '@docket/client-kit';
 import { RequestBatcher, type BatchBudget, type ItemOutcome, type SubmitOptions } from './request-batcher.js';
 import type { ForwardedDeadline } from './deadline.js';
 
@@ -71,7 +71,7 @@ export function batchingStateClient(transport: Transport, options: StateBatchOpt
       ),
     options,
   );
-  const admitJobAnswer = (request: AdmitJobRequest, callOptions?: CallOptions) => withinCall(admissions.submit(request, deadlineOf(callOptions)), callOptions);
+  const admitJobAnswer = (request: AdmitJobRequest, callOptions?: CallOptions) => answeredWithin(admissions.submit(request, deadlineOf(callOptions)), callerWaitOf(callOptions));
   const workerCalls = new RequestBatcher<HandleWorkerCallRequest, HandleWorkerCallResponse>(
     async (calls, budget) => (await client.handleWorkerCalls({ calls: [...calls] }, { timeoutMs: batchTimeoutMs(budget, longestMs) })).results.map((item) => itemOutcome(item.result)),
     options,
@@ -80,8 +80,12 @@ export function batchingStateClient(transport: Transport, options: StateBatchOpt
     ...client,
     admitJobAnswer,
     admitJob: async (request, callOptions) => fromBinary(AdmitJobResponseSchema, await admitJobAnswer(request as AdmitJobRequest, callOptions)),
-    handleWorkerCall: (request, callOptions) => withinCall(workerCalls.submit(request as HandleWorkerCallRequest, deadlineOf(callOptions)), callOptions),
+    handleWorkerCall: (request, callOptions) => answeredWithin(workerCalls.submit(request as HandleWorkerCallRequest, deadlineOf(callOptions)), callerWaitOf(callOptions)),
   } as BatchingStateClient;
+}
+
+function callerWaitOf(callOptions: CallOptions | undefined): CallerWait {
+  return { timeoutMs: callOptions?.timeoutMs, listenForAbort: abortListenerOf(callOptions) };
 }
 
 function deadlineOf(callOptions: CallOptions | undefined): SubmitOptions {
@@ -94,46 +98,11 @@ function itemOutcome<Response>(result: { case: 'response'; value: Response } | {
   return { ok: false, error: new ConnectError('the state service answered a batched call without a result', Code.Internal) };
 }
 
-/** `answer`, unless the caller's deadline passes or it cancels first. */
-function withinCall<Response>(answer: Promise<Response>, callOptions: CallOptions | undefined): Promise<Response> {
-  const listenForAbort = abortListenerOf(callOptions);
-  const timeoutMs = callOptions?.timeoutMs;
-  if (!listenForAbort && timeoutMs === undefined) return answer;
-  return new Promise<Response>((resolve, reject) => {
-    let stopListening = (): void => {};
-    const timer = timeoutMs === undefined ? undefined : setTimeout(() => settle(() => reject(new ConnectError('the deadline passed', Code.DeadlineExceeded))), timeoutMs);
-    const settle = (finish: () => void): void => {
-      clearTimeout(timer);
-      stopListening();
-      finish();
-    };
-    // The answer is always taken, even by a caller that already gave up: the batch may still decide
-    // (or refuse) its item later, and a rejection nobody takes would end the process.
-    answer.then(
-      (value) => settle(() => resolve(value)),
-      (error: unknown) => settle(() => reject(error)),
-    );
-    stopListening = listenForAbort?.((reason) => settle(() => reject(ConnectError.from(reason ?? new Error('cancelled'), Code.Canceled)))) ?? stopListening;
-  });
-}
-
 /**
  * How to hear that the caller gave up: a served call's own listener when
  * the options came from {@link forwardDeadline} (no AbortSignal is made),
  * else the options' signal.
  */
-function abortListenerOf(callOptions: CallOptions | undefined): ForwardedDeadline['listenForAbort'] {
-  const forwarded = (callOptions as Partial<ForwardedDeadline> | undefined)?.listenForAbort;
-  if (forwarded) return forwarded;
-  const signal = callOptions?.signal;
-  if (!signal) return undefined;
-  return (listener) => {
-    if (signal.aborted) {
-      listener(signal.reason);
-      return () => {};
-    }
-    const onAbort = (): void => listener(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    return () => signal.removeEventListener('abort', onAbort);
-  };
+function abortListenerOf(callOptions: CallOptions | undefined): AbortListener | undefined {
+  return (callOptions as Partial<ForwardedDeadline> | undefined)?.listenForAbort ?? abortListenerOfSignal(callOptions?.signal);
 }
