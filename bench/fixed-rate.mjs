@@ -126,7 +126,7 @@ async function measure({ server, systems, system, settings, runId }) {
     [
       {
         script: 'offer.mjs',
-        config: { system: connection, queue, rate, durationMs, inFlightCap: IN_FLIGHT_CAP, graceMs: GRACE_MS, keyPrefix, warmUp, submitOptions: { coalesced: submit === 'coalesced' } },
+        config: { system: connection, queue, rate, durationMs, inFlightCap: IN_FLIGHT_CAP, graceMs: GRACE_MS, keyPrefix, warmUp, shape: connection.kind === 'docket' && submit === 'coalesced' ? 'coalesced' : undefined },
       },
       { script: 'work.mjs', config: { system: connection, queue, concurrency: HANDLERS, workMs: WORK_MS, warmUp, keyPrefix: `${keyPrefix}-w` } },
     ],

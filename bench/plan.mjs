@@ -154,7 +154,11 @@ export function buildScenarios(sizes, docketSystems) {
       submitCase(sizes, 'handwritten', 'idempotent INSERT', 'insert', callers, total),
       submitCase(sizes, 'handwritten', 'job + first event (CTE)', 'cte', callers, total),
       ...(withPeers ? [submitCase(sizes, 'pgboss', 'send()', undefined, callers, total), submitCase(sizes, 'graphile', 'addJob()', undefined, callers, total)] : []),
-      ...forDocket((docket) => [submitCase(sizes, docket, 'SubmitJob', undefined, callers, total)]),
+      ...forDocket((docket) => [
+        submitCase(sizes, docket, 'SubmitJob', undefined, callers, total),
+        // A job per client call too, made by many callers at once: what a producer gets from the client's coalesceSubmissions.
+        ...(callers > 1 ? [submitCase(sizes, docket, 'client submit(), coalesceSubmissions', 'coalesced', callers, total)] : []),
+      ]),
     ],
   });
   return {

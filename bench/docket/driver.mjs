@@ -64,12 +64,12 @@ export async function open(system) {
   /** The Docket client with coalesced submissions (`coalesceSubmissions`), made by the first submitter that asks for it. */
   let coalescing;
   /**
-   * Resolves with the admitted job's id: SubmitJob, or with `coalesced` the
-   * Docket client's `submit()` sharing SubmitJobs calls with the submissions
-   * made meanwhile (see SubmitCoalescer).
+   * Resolves with the admitted job's id: SubmitJob, or with the shape
+   * `coalesced` the Docket client's `submit()` sharing SubmitJobs calls
+   * with the submissions made meanwhile (see SubmitCoalescer).
    */
-  const submitter = (queue, { coalesced = false } = {}) => {
-    if (!coalesced) return async (key, input) => (await admission.submitJob({ idempotencyKey: key, queue, input })).job?.id;
+  const submitter = (queue, shape) => {
+    if (shape !== 'coalesced') return async (key, input) => (await admission.submitJob({ idempotencyKey: key, queue, input })).job?.id;
     coalescing ??= createClient({ admissionUrl: system.admissionUrl, token: system.userToken, coalesceSubmissions: true, retry: { tries: 1 } });
     return async (key, input) => (await coalescing.submit({ queue, input }, { idempotencyKey: key })).job.id;
   };

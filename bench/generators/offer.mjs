@@ -24,13 +24,13 @@ const CONNECTIONS = 36;
 /** How often the schedule is looked at; every submission due by then leaves. */
 const TICK_MS = 1;
 
-serveGenerator(async ({ system, queue, rate, durationMs, inFlightCap, graceMs, keyPrefix, warmUp = 0, submitOptions = {} }) => {
+serveGenerator(async ({ system, queue, rate, durationMs, inFlightCap, graceMs, keyPrefix, warmUp = 0, shape }) => {
   const driver = await (await loadDriver(system.kind)).open(system, { connections: CONNECTIONS, onError: () => undefined });
   if (warmUp > 0) {
-    const warm = await driver.submitter(`${queue}-warm`, submitOptions);
+    const warm = await driver.submitter(`${queue}-warm`, shape);
     await runConcurrently(warmUp, 16, (index) => warm(jobKey(`${keyPrefix}-warm`, index), jobInput(index)));
   }
-  const submit = await driver.submitter(queue, submitOptions);
+  const submit = await driver.submitter(queue, shape);
   return {
     async run() {
       const total = Math.round((rate * durationMs) / 1000);
