@@ -14,10 +14,10 @@ import { RequestBatcher, abortListenerOfSignal, answeredWithin, failureOfStatus,
  * most {@link COALESCED_ITEM_BYTES}, a call stays under the admission
  * service's 2 MiB request limit with room to spare.
  */
-export const COALESCED_ITEMS = 100;
+const COALESCED_ITEMS = 100;
 
 /** A submission larger than this, encoded, goes alone as a SubmitJob. */
-export const COALESCED_ITEM_BYTES = 16 * 1024;
+const COALESCED_ITEM_BYTES = 16 * 1024;
 
 /** Coalesced SubmitJobs calls in flight at once: the second only when full (see `RequestBatcher`). */
 const CALLS_IN_FLIGHT = 2;
