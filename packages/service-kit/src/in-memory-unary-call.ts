@@ -101,7 +101,9 @@ class InMemoryUnaryCall extends ServedUnaryCall {
     });
     try {
       const answer = await Promise.race([chain(request), givenUp]);
-      return { ...answer, message: fromBinary(answerSchema, toBinary(method.output, answer.message as never)) } as UnaryResponse;
+      // Its header and trailer may be getters of the answer's class, which a spread does not copy.
+      const message = fromBinary(answerSchema, toBinary(method.output, answer.message as never));
+      return { ...answer, header: answer.header, trailer: answer.trailer, message } as UnaryResponse;
     } catch (error) {
       throw asReceived(error);
     } finally {

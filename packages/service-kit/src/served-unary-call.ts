@@ -1,5 +1,5 @@
 import { create, isMessage } from '@bufbuild/protobuf';
-import { Code, ConnectError, type ContextValues, type HandlerContext, type Interceptor, type UnaryRequest, type UnaryResponse } from '@connectrpc/connect';
+import { Code, ConnectError, createContextKey, type ContextValues, type HandlerContext, type Interceptor, type UnaryRequest, type UnaryResponse } from '@connectrpc/connect';
 import type { UnarySpec } from './binary-grpc-call.js';
 import type { SignalRelay } from './signal-relay.js';
 import type { CallAbortState } from './call-abort.js';
@@ -7,15 +7,20 @@ import type { CallAbortState } from './call-abort.js';
 /** A unary method's interceptors around its implementation, as one function. */
 export type Chain = (req: UnaryRequest) => Promise<UnaryResponse>;
 
-/** Where the innermost step of a chain finds its call. */
-const currentCall = new WeakMap<ContextValues, ServedUnaryCall>();
+/**
+ * Where the innermost step of a chain finds its call: a context value of
+ * the request, set by the call as it enters the chain (a property of the
+ * call's own context values, not an entry of a weak map, which the
+ * collector would have to trace for every call).
+ */
+const currentCall = createContextKey<ServedUnaryCall | undefined>(undefined, { description: 'docket served unary call' });
 
 /** The interceptors around the implementation, outermost first, built once per method. */
 export function chainOf(spec: UnarySpec, interceptors: readonly Interceptor[]): Chain {
   const output = spec.method.output;
   const impl = spec.impl as (message: unknown, context: HandlerContext) => Promise<unknown>;
   const innermost: Chain = async (req) => {
-    const call = currentCall.get(req.contextValues) as ServedUnaryCall;
+    const call = req.contextValues.get(currentCall) as ServedUnaryCall;
     const answer = await impl(req.message, call.handlerContext(req));
     return call.response(isMessage(answer, output) ? answer : create(output, answer as never));
   };
@@ -50,11 +55,11 @@ export abstract class ServedUnaryCall {
 
   /** Has the chain's innermost step find this call through `values`, until {@link endChain}. */
   protected beginChain(values: ContextValues): void {
-    currentCall.set(values, this);
+    values.set(currentCall, this);
   }
 
   protected endChain(values: ContextValues): void {
-    currentCall.delete(values);
+    values.delete(currentCall);
   }
 
   /** The context the implementation sees, as the chain passed the request on. */
@@ -85,21 +90,7 @@ export abstract class ServedUnaryCall {
 
   /** The chain's answer to a request: the implementation's message, with this call's headers and trailers. */
   response(message: UnaryResponse['message']): UnaryResponse {
-    const call = this;
-    const response: UnaryResponse = {
-      stream: false,
-      service: this.spec.method.parent,
-      method: this.spec.method as UnaryResponse['method'],
-      get header() {
-        return call.responseHeaders();
-      },
-      get trailer() {
-        return call.responseTrailers();
-      },
-      message,
-    };
-    ownResponses.add(response);
-    return response;
+    return new OwnResponse(this, this.spec.method, message);
   }
 
   /** Whether the call was aborted (its deadline passed, its caller left, the server stopped it, it ended). */
@@ -162,19 +153,44 @@ export abstract class ServedUnaryCall {
     return { aborted: () => this.isAborted(), listen: (listener) => this.listenForAbort(listener) };
   }
 
-  protected responseHeaders(): Headers {
+  /** The call's response headers, made when first asked for. */
+  responseHeaders(): Headers {
     return (this.responseHeader ??= new Headers());
   }
 
-  protected responseTrailers(): Headers {
+  /** The call's response trailers, made when first asked for. */
+  responseTrailers(): Headers {
     return (this.responseTrailer ??= new Headers());
   }
 }
 
-/** The answers calls made themselves (their headers and trailers are the call's own). */
-const ownResponses = new WeakSet<UnaryResponse>();
+/** An answer a call made itself: its headers and trailers are the call's own, made only when asked for. */
+class OwnResponse implements UnaryResponse {
+  readonly stream = false;
+  readonly service: UnaryResponse['service'];
+  readonly method: UnaryResponse['method'];
+  readonly #call: ServedUnaryCall;
+
+  constructor(
+    call: ServedUnaryCall,
+    method: UnarySpec['method'],
+    readonly message: UnaryResponse['message'],
+  ) {
+    this.#call = call;
+    this.service = method.parent;
+    this.method = method as UnaryResponse['method'];
+  }
+
+  get header(): Headers {
+    return this.#call.responseHeaders();
+  }
+
+  get trailer(): Headers {
+    return this.#call.responseTrailers();
+  }
+}
 
 /** Whether `answer` is a call's own (see {@link ServedUnaryCall.response}), not one an interceptor made. */
 export function isOwnResponse(answer: UnaryResponse): boolean {
-  return ownResponses.has(answer);
+  return answer instanceof OwnResponse;
 }
