@@ -65,28 +65,12 @@ export abstract class ServedUnaryCall {
 
   /** The context the implementation sees, as the chain passed the request on. */
   handlerContext(req: UnaryRequest): HandlerContext {
-    const call = this;
-    return {
-      method: this.spec.method,
-      service: req.service,
-      requestMethod: 'POST',
-      protocolName: 'grpc',
-      url: req.url,
-      get signal() {
-        return req.signal;
-      },
-      timeoutMs: () => (this.deadlineAt === undefined ? undefined : this.deadlineAt - Date.now()),
-      get requestHeader() {
-        return req.header;
-      },
-      get responseHeader() {
-        return call.responseHeaders();
-      },
-      get responseTrailer() {
-        return call.responseTrailers();
-      },
-      values: req.contextValues,
-    };
+    return new CallContext(this, this.spec.method, req);
+  }
+
+  /** Milliseconds until the call's deadline; undefined without one. */
+  remainingMs(): number | undefined {
+    return this.deadlineAt === undefined ? undefined : this.deadlineAt - Date.now();
   }
 
   /** The chain's answer to a request: the implementation's message, with this call's headers and trailers. */
@@ -162,6 +146,45 @@ export abstract class ServedUnaryCall {
   /** The call's response trailers, made when first asked for. */
   responseTrailers(): Headers {
     return (this.responseTrailer ??= new Headers());
+  }
+}
+
+/** A call's handler context: the request's fields as the chain passed it on, the call's headers made only when asked for. */
+class CallContext implements HandlerContext {
+  readonly requestMethod = 'POST';
+  readonly protocolName = 'grpc';
+  readonly method: HandlerContext['method'];
+  readonly service: HandlerContext['service'];
+  readonly url: string;
+  readonly values: HandlerContext['values'];
+  readonly #call: ServedUnaryCall;
+  readonly #req: UnaryRequest;
+  /** A property, not a method: a handler may take it out of the context. */
+  readonly timeoutMs = (): number | undefined => this.#call.remainingMs();
+
+  constructor(call: ServedUnaryCall, method: UnarySpec['method'], req: UnaryRequest) {
+    this.#call = call;
+    this.#req = req;
+    this.method = method;
+    this.service = req.service;
+    this.url = req.url;
+    this.values = req.contextValues;
+  }
+
+  get signal(): AbortSignal {
+    return this.#req.signal;
+  }
+
+  get requestHeader(): Headers {
+    return this.#req.header;
+  }
+
+  get responseHeader(): Headers {
+    return this.#call.responseHeaders();
+  }
+
+  get responseTrailer(): Headers {
+    return this.#call.responseTrailers();
   }
 }
 
