@@ -1,13 +1,14 @@
 import * as http2 from 'node:http2';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
-import { createClient, type HandlerContext } from '@connectrpc/connect';
+import { createClient, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
+import type { ServiceError } from '@grpc/grpc-js';
 import { createConnectTransport, createGrpcTransport } from '@connectrpc/connect-node';
 import { LIMITS } from '@docket/contracts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isBinaryGrpc } from './binary-grpc-call.js';
 import { encodedFrame, frameOf, sharedFrame, writesEncodedFrames } from './shared-frame.js';
-import { grpcJsProbe } from './testing/grpc-js-probe.js';
+import { grpcJsProbe, seenByGrpcJs } from './testing/grpc-js-probe.js';
 import { probeImplementation, startProbeServer, type ProbeHarness } from './testing/probe-server.js';
 import { rawGrpcStream } from './testing/raw-grpc-stream.js';
 import { streamSinkOf } from './stream-sink.js';
@@ -80,20 +81,20 @@ async function offeringServer(): Promise<{ produced: () => number; offered: () =
   return { produced: () => produced, offered: () => offered, refused: () => refused, sinks };
 }
 
-/** A raw HTTP/2 gRPC call of Count (see `rawGrpcStream`). */
-function rawCount(url: string, token: string, count: number) {
+/** A raw HTTP/2 gRPC call of Count, or of `path` with the same one request (see `rawGrpcStream`). */
+function rawCount(url: string, token: string, count: number, path = '/docket.testing.v1.ProbeService/Count') {
   const request = toBinary(ProbeRequestSchema, create(ProbeRequestSchema, { text: 'x', count }));
-  return rawGrpcStream(url, '/docket.testing.v1.ProbeService/Count', request, { authorization: `Bearer ${token}` });
+  return rawGrpcStream(url, path, request, { authorization: `Bearer ${token}` });
 }
 
 /**
- * Calls Count for 20,000 replies with a client that reads nothing for a
- * second: the client's 64 KiB stream window and the server's write buffer
- * hold a few dozen 1 KiB replies, and the rest must not have been made.
- * Then the client reads on and must get all of them, in order.
+ * Calls Count (or `path`) for 20,000 replies with a client that reads
+ * nothing for a second: the client's 64 KiB stream window and the server's
+ * write buffer hold a few dozen 1 KiB replies, and the rest must not have
+ * been made. Then the client reads on and must get all of them, in order.
  */
-async function expectHeldBackThenDelivered(produced: () => number): Promise<void> {
-  const call = rawCount(harness!.url, await harness!.token(), 20_000);
+async function expectHeldBackThenDelivered(produced: () => number, path?: string, server: ProbeHarness = harness!): Promise<void> {
+  const call = rawCount(server.url, await server.token(), 20_000, path);
   call.pause();
   // Real time: a deliberately slow consumer that reads nothing for a second.
   await sleep(1_000);
@@ -231,11 +232,16 @@ interface SeenAnswer {
 }
 
 /** A binary gRPC call of Echo whose request stream is exactly `body`, over its own HTTP/2 session. */
-async function rawEcho(url: string, body: Uint8Array, headers: Record<string, string>): Promise<SeenAnswer> {
+function rawEcho(url: string, body: Uint8Array, headers: Record<string, string>): Promise<SeenAnswer> {
+  return rawCall(url, '/docket.testing.v1.ProbeService/Echo', body, headers);
+}
+
+/** A binary gRPC call of `path` whose request stream is exactly `body`, over its own HTTP/2 session. */
+async function rawCall(url: string, path: string, body: Uint8Array, headers: Record<string, string>): Promise<SeenAnswer> {
   const session = http2.connect(url);
   session.on('error', () => {});
   try {
-    const stream = session.request({ ':method': 'POST', ':path': '/docket.testing.v1.ProbeService/Echo', 'content-type': 'application/grpc', te: 'trailers', ...headers });
+    const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...headers });
     stream.on('error', () => {});
     stream.end(body);
     const chunks: Buffer[] = [];
@@ -333,3 +339,158 @@ describe('binary gRPC unary calls a server writes itself', () => {
     ]);
   });
 });
+
+/** The next reply (or the error) a grpc-js duplex call gives. */
+function nextReply(call: ReturnType<ReturnType<typeof grpcJsProbe>['converse']>): Promise<{ text: string; sequence: number }> {
+  return new Promise((resolve, reject) => {
+    const onData = (reply: { text: string; sequence: number }) => (call.off('error', onError), resolve({ text: reply.text, sequence: reply.sequence }));
+    const onError = (error: Error) => (call.off('data', onData), reject(error));
+    call.once('data', onData);
+    call.once('error', onError);
+  });
+}
+
+describe('binary gRPC bidirectional streams a server writes itself', () => {
+  const servers: ProbeHarness[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((server) => server.server.shutdown(1_000)));
+  });
+
+  /** A probe server whose Converse is answered by the writer when `written`, by Connect otherwise. */
+  async function converseServer(written: boolean, implementation: Partial<ServiceImpl<typeof ProbeService>> = probeImplementation): Promise<ProbeHarness> {
+    const server = await startProbeServer({
+      routes: (router) => (written ? router.service(ProbeService, implementation) : router.service(ProbeService, implementation, {})),
+    });
+    servers.push(server);
+    return server;
+  }
+
+  it('answer every request stream, and refuse every bad one, exactly as Connect answers it', async () => {
+    const [connect, written] = [await converseServer(false), await converseServer(true)];
+    const auth = { authorization: `Bearer ${await connect.token()}` };
+    const request = (text: string, count = 0) => envelope(toBinary(ProbeRequestSchema, create(ProbeRequestSchema, { text, count })));
+    const cases: Record<string, { body: Uint8Array; headers: Record<string, string> }> = {
+      'three requests': { body: Buffer.concat([request('a'), request('b', 3), request('c')]), headers: auth },
+      'no request': { body: new Uint8Array(0), headers: auth },
+      'a DocketError after a reply': { body: Buffer.concat([request('a'), request('fail'), request('c')]), headers: auth },
+      'an unexpected Error after a reply': { body: Buffer.concat([request('a'), request('bug')]), headers: auth },
+      'no token': { body: request('a'), headers: {} },
+      'a body that is not a request, after one that is': { body: Buffer.concat([request('a'), envelope(Uint8Array.of(0xff, 0xff, 0xff, 0xff))]), headers: auth },
+      'a message cut short': { body: Buffer.concat([request('a'), request('b').subarray(0, 8)]), headers: auth },
+      'a length prefix over the limit': { body: envelope(Uint8Array.of(10, 1, 0x61), LIMITS.admissionRequestBytes + 1), headers: auth },
+      'an unparsable grpc-timeout': { body: request('a'), headers: { ...auth, 'grpc-timeout': 'soon' } },
+      'an unsupported compression': { body: request('a'), headers: { ...auth, 'grpc-encoding': 'snappy' } },
+    };
+    const converse = (url: string, { body, headers }: { body: Uint8Array; headers: Record<string, string> }) => rawCall(url, '/docket.testing.v1.ProbeService/Converse', body, headers);
+    for (const [name, call] of Object.entries(cases)) {
+      const [byConnect, byWriter] = await Promise.all([converse(connect.url, call), converse(written.url, call)]);
+      expect(byWriter, name).toEqual(byConnect);
+    }
+    const seen = await Promise.all(Object.values(cases).map((call) => converse(written.url, call)));
+    expect(new Set(seen.map((answer) => answer.status))).toEqual(new Set(['0', '3', '5', '12', '13', '16']));
+    expect(seen[0]?.replies.map((reply) => `${reply.text}${reply.sequence}`)).toEqual(['a1', 'b2', 'b3', 'b4', 'c5']);
+    expect(JSON.stringify(seen)).not.toContain('sekrit');
+  });
+
+  it('answer each request while the client still writes, to grpc-js and to Connect, and end with the status the handler ended with', async () => {
+    const written = await converseServer(true);
+    const headers = { authorization: `Bearer ${await written.token()}` };
+    const grpcJs = grpcJsProbe(written.url);
+    try {
+      const call = grpcJs.converse(headers);
+      for (const [index, text] of ['a', 'b', 'c'].entries()) {
+        const reply = nextReply(call);
+        call.write(create(ProbeRequestSchema, { text }));
+        // Each reply arrives before the next request is written: nothing waits for the client to half-close.
+        expect(await reply).toEqual({ text, sequence: index + 1 });
+      }
+      const failure = nextReply(call);
+      call.write(create(ProbeRequestSchema, { text: 'fail' }));
+      expect(seenByGrpcJs((await failure.catch((error: unknown) => error)) as ServiceError)).toMatchObject({ code: 5, reason: 'NOT_FOUND' });
+    } finally {
+      grpcJs.close();
+    }
+
+    const client = createClient(ProbeService, createGrpcTransport({ baseUrl: written.url }));
+    const requests = new PushedRequests();
+    const seen: string[] = [];
+    requests.push('a');
+    for await (const reply of client.converse(requests, { headers })) {
+      seen.push(`${reply.text}${reply.sequence}`);
+      if (seen.length === 1) requests.push('b');
+      else requests.end();
+    }
+    expect(seen).toEqual(['a1', 'b2']);
+  });
+
+  it('hold the handler back while the client does not read (HTTP/2 flow control), then deliver every reply in order', async () => {
+    let produced = 0;
+    const writers: boolean[] = [];
+    await converseServer(true, {
+      async *converse(requests, ctx) {
+        writers.push(writesEncodedFrames(ctx));
+        for await (const request of requests) {
+          for (let sequence = 1; sequence <= request.count; sequence++) {
+            produced = sequence;
+            yield { text: 'x'.repeat(1024), sequence };
+          }
+        }
+      },
+    });
+    await expectHeldBackThenDelivered(() => produced, '/docket.testing.v1.ProbeService/Converse', servers[0]!);
+    // Served by the writer, not by Connect's pipeline.
+    expect(writers).toEqual([true]);
+  });
+
+  it('end the handler\'s reading of the requests and abort its signal when the client cancels, as Connect does', async () => {
+    let ended: (value: string) => void = () => {};
+    const end = new Promise<string>((resolve) => (ended = resolve));
+    const written = await converseServer(true, {
+      async *converse(requests, ctx) {
+        const aborted = new Promise<void>((resolve) => (ctx.signal.aborted ? resolve() : ctx.signal.addEventListener('abort', () => resolve(), { once: true })));
+        try {
+          for await (const request of requests) yield { text: request.text, sequence: 1 };
+        } finally {
+          void aborted.then(() => ended('ended, its signal aborted'));
+        }
+      },
+    });
+    const grpcJs = grpcJsProbe(written.url);
+    try {
+      const call = grpcJs.converse({ authorization: `Bearer ${await written.token()}` });
+      const reply = nextReply(call);
+      call.write(create(ProbeRequestSchema, { text: 'a' }));
+      await reply;
+      call.on('error', () => {});
+      call.cancel();
+      expect(await end).toBe('ended, its signal aborted');
+    } finally {
+      grpcJs.close();
+    }
+  });
+});
+
+/** Requests a test pushes into a Connect client's stream as it goes. */
+class PushedRequests implements AsyncIterable<{ text: string }> {
+  readonly #items: string[] = [];
+  #ended = false;
+  #wake: (() => void) | undefined;
+
+  push(text: string): void {
+    this.#items.push(text);
+    this.#wake?.();
+  }
+
+  end(): void {
+    this.#ended = true;
+    this.#wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<{ text: string }> {
+    for (;;) {
+      while (this.#items.length > 0) yield { text: this.#items.shift()! };
+      if (this.#ended) return;
+      await new Promise<void>((resolve) => (this.#wake = resolve));
+    }
+  }
+}

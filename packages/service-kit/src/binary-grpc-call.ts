@@ -30,8 +30,8 @@ import { encodedFramesKey, envelope } from './shared-frame.js';
 import type { SignalRelay } from './signal-relay.js';
 import { streamSinkKey, type StreamSink } from './stream-sink.js';
 
-/** A server-streaming method's implementation, as Connect's router registered it. */
-export type ServerStreamSpec = Extract<MethodImplSpec, { kind: 'server_streaming' }>;
+/** A server-streaming or bidirectional method's implementation, as Connect's router registered it. */
+export type StreamSpec = Extract<MethodImplSpec, { kind: 'server_streaming' | 'bidi_streaming' }>;
 
 /** A unary method's implementation, as Connect's router registered it. */
 export type UnarySpec = Extract<MethodImplSpec, { kind: 'unary' }>;
@@ -76,7 +76,7 @@ export function isBinaryGrpc(contentType: string | undefined): boolean {
  *
  * Answers are never compressed (see `boundedNodeAdapter`).
  */
-export async function serveBinaryGrpc(spec: ServerStreamSpec, options: BinaryGrpcOptions, request: UniversalServerRequest, response: http2.Http2ServerResponse): Promise<void> {
+export async function serveBinaryGrpc(spec: StreamSpec, options: BinaryGrpcOptions, request: UniversalServerRequest, response: http2.Http2ServerResponse): Promise<void> {
   const timeout = parseTimeout(request.header.get(headerTimeout), Number.MAX_SAFE_INTEGER);
   const context = createHandlerContext({
     ...spec,
@@ -130,7 +130,7 @@ export async function serveBinaryGrpc(spec: ServerStreamSpec, options: BinaryGrp
 
 /** Writes a server stream's messages, as they come or as they are offered; false when the client went away first. */
 async function streamAnswers(
-  spec: ServerStreamSpec,
+  spec: StreamSpec,
   options: BinaryGrpcOptions,
   context: CallContext,
   input: AsyncIterable<unknown>,
@@ -178,10 +178,11 @@ async function streamAnswers(
   }
 }
 
-/** Runs the interceptor chain around the implementation, as Connect does for a server-streaming method. */
-function invokeStream(spec: ServerStreamSpec, context: HandlerContext, interceptors: readonly Interceptor[], input: AsyncIterable<unknown>): Promise<StreamResponse> {
+/** Runs the interceptor chain around the implementation, as Connect does for a server-streaming or bidirectional method. */
+function invokeStream(spec: StreamSpec, context: HandlerContext, interceptors: readonly Interceptor[], input: AsyncIterable<unknown>): Promise<StreamResponse> {
   let next = async (req: StreamRequest): Promise<StreamResponse> => {
-    const message = await single(req.message, 'server-streaming');
+    // A bidirectional handler reads the requests as they arrive; a server-streaming one gets its single request.
+    const message = spec.kind === 'bidi_streaming' ? req.message : await single(req.message, 'server-streaming');
     const impl = spec.impl as (message: unknown, context: HandlerContext) => AsyncIterable<unknown>;
     return { ...responseCommon(spec, context), stream: true, message: impl(message, implementationContext(context, req)) } as StreamResponse;
   };
@@ -190,7 +191,7 @@ function invokeStream(spec: ServerStreamSpec, context: HandlerContext, intercept
 }
 
 /** What every request the chain sees carries, from the call's context. */
-function requestCommon(spec: ServerStreamSpec, context: HandlerContext) {
+function requestCommon(spec: StreamSpec, context: HandlerContext) {
   return {
     method: spec.method,
     requestMethod: context.requestMethod,
@@ -203,7 +204,7 @@ function requestCommon(spec: ServerStreamSpec, context: HandlerContext) {
 }
 
 /** What every answer the chain returns carries: the call's own headers and trailers. */
-function responseCommon(spec: ServerStreamSpec, context: HandlerContext) {
+function responseCommon(spec: StreamSpec, context: HandlerContext) {
   return { method: spec.method, service: spec.method.parent, header: context.responseHeader, trailer: context.responseTrailer };
 }
 

@@ -19,7 +19,7 @@ import { trailerFlag, trailerParse, trailerSerialize } from '@connectrpc/connect
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from '@connectrpc/connect-node';
 import { LIMITS, type LimitName } from '@docket/contracts';
 import { file_google_rpc_error_details } from '@docket/proto/google/rpc/error_details_pb.js';
-import { isBinaryGrpc, serveBinaryGrpc, type BinaryGrpcOptions, type ServerStreamSpec, type UnarySpec } from './binary-grpc-call.js';
+import { isBinaryGrpc, serveBinaryGrpc, type BinaryGrpcOptions, type StreamSpec, type UnarySpec } from './binary-grpc-call.js';
 import { inMemoryUnaryServer, type InMemoryUnaryServer } from './in-memory-unary-call.js';
 import { unaryStreamServer, type UnaryStreamServer } from './unary-stream-call.js';
 import { requestDecodeFailure, type ChainReached } from './request-bounds.js';
@@ -176,7 +176,7 @@ export function boundedNodeAdapter(options: BoundedNodeAdapterOptions): BoundedH
 /** The methods whose binary gRPC calls Docket serves itself, by request path. */
 interface WrittenCalls {
   readonly unary: Map<string, UnarySpec>;
-  readonly streams: Map<string, ServerStreamSpec>;
+  readonly streams: Map<string, StreamSpec>;
 }
 
 /**
@@ -194,7 +194,7 @@ function recordingWrittenCalls(router: ConnectRouter, calls: WrittenCalls): Conn
     service(service, implementation, serviceOptions) {
       if (!serviceOptions) {
         for (const spec of Object.values(createServiceImplSpec(service, implementation).methods)) {
-          if (spec.kind === 'server_streaming') calls.streams.set(createMethodUrl('/', spec.method), spec);
+          if (spec.kind === 'server_streaming' || spec.kind === 'bidi_streaming') calls.streams.set(createMethodUrl('/', spec.method), spec);
           if (spec.kind === 'unary') calls.unary.set(createMethodUrl('/', spec.method), spec);
         }
       }

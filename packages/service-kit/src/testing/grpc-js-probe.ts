@@ -21,16 +21,22 @@ export interface SeenFailure {
   violations: { field: string; description: string; reason: string }[];
 }
 
-const probeDefinition = {
-  echo: {
-    path: '/docket.testing.v1.ProbeService/Echo',
-    requestStream: false,
-    responseStream: false,
+/** A probe method as grpc-js describes one, its messages encoded with protobuf-es. */
+function probeMethod<Streams extends boolean>(name: string, streams: Streams) {
+  return {
+    path: `/docket.testing.v1.ProbeService/${name}`,
+    requestStream: streams,
+    responseStream: streams,
     requestSerialize: (m: ProbeRequest) => Buffer.from(toBinary(ProbeRequestSchema, m)),
     requestDeserialize: (b: Buffer) => fromBinary(ProbeRequestSchema, b),
     responseSerialize: (m: ProbeReply) => Buffer.from(toBinary(ProbeReplySchema, m)),
     responseDeserialize: (b: Buffer) => fromBinary(ProbeReplySchema, b),
-  },
+  };
+}
+
+const probeDefinition = {
+  echo: probeMethod('Echo', false),
+  converse: probeMethod('Converse', true),
 } satisfies grpc.ServiceDefinition;
 
 /**
@@ -56,6 +62,12 @@ export function grpcJsProbe(url: string) {
           (error: grpc.ServiceError | null, reply?: ProbeReply) => (error ? reject(error) : resolve(reply!)),
         );
       });
+    },
+    /** A Converse call, written and read as the test goes. */
+    converse(headers: Record<string, string> = {}): grpc.ClientDuplexStream<ProbeRequest, ProbeReply> {
+      const metadata = new grpc.Metadata();
+      for (const [key, value] of Object.entries(headers)) metadata.set(key, value);
+      return client.makeBidiStreamRequest(probeDefinition.converse.path, probeDefinition.converse.requestSerialize, probeDefinition.converse.responseDeserialize, metadata);
     },
     close: () => client.close(),
   };

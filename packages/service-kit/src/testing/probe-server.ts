@@ -26,7 +26,10 @@ export const SECRET_BUG_MESSAGE = 'SELECT * FROM jobs WHERE token = sekrit-4711 
  * violations, `bug` throws a plain Error whose message is secret,
  * `deadline` answers the remaining timeout, `sleep:<ms>` waits; Count
  * streams `count` replies, `fail-mid` / `bug-mid` fail after the first,
- * `until-drained` streams until the server drains, then sends `drained`.
+ * `until-drained` streams until the server drains, then sends `drained`;
+ * Converse answers each request as it arrives with `count` replies (at
+ * least one) numbered across the stream, and fails at a request `fail`
+ * (a DocketError) or `bug` (a plain Error whose message is secret).
  */
 export const probeImplementation: Partial<ServiceImpl<typeof ProbeService>> = {
   async echo(request, ctx) {
@@ -71,6 +74,14 @@ export const probeImplementation: Partial<ServiceImpl<typeof ProbeService>> = {
       // Ignores the drain: only the hard stop ends it.
       if (!ctx.signal.aborted) await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
       throw ctx.signal.reason;
+    }
+  },
+  async *converse(requests) {
+    let sequence = 0;
+    for await (const request of requests) {
+      if (request.text === 'fail') throw new DocketError('NOT_FOUND', 'job not found');
+      if (request.text === 'bug') throw new Error(SECRET_BUG_MESSAGE);
+      for (let sent = 0; sent < Math.max(1, request.count); sent++) yield { text: request.text, sequence: (sequence += 1) };
     }
   },
 };

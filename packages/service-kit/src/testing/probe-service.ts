@@ -63,6 +63,13 @@ const probeRegistry = proto3Registry({
           serverStreaming: true,
         },
         { name: 'Unbuilt', inputType: '.docket.testing.v1.ProbeRequest', outputType: '.docket.testing.v1.ProbeReply' },
+        {
+          name: 'Converse',
+          inputType: '.docket.testing.v1.ProbeRequest',
+          outputType: '.docket.testing.v1.ProbeReply',
+          clientStreaming: true,
+          serverStreaming: true,
+        },
       ],
     },
   ],
@@ -95,18 +102,20 @@ export const ProbeRequestSchema = probeRegistry.getMessage('docket.testing.v1.Pr
 export const ProbeReplySchema = probeRegistry.getMessage('docket.testing.v1.ProbeReply') as GenMessage<ProbeReply>;
 export const RpcStatusSchema = statusRegistry.getMessage('google.rpc.Status') as GenMessage<RpcStatus>;
 
-type ProbeMethod<Kind extends 'unary' | 'server_streaming'> = {
+type ProbeMethod<Kind extends 'unary' | 'server_streaming' | 'bidi_streaming'> = {
   methodKind: Kind;
   input: typeof ProbeRequestSchema;
   output: typeof ProbeReplySchema;
 };
 
 /**
- * `docket.testing.v1.ProbeService`: Echo (unary), Count (server streaming)
- * and Unbuilt, which tests leave unimplemented on purpose.
+ * `docket.testing.v1.ProbeService`: Echo (unary), Count (server streaming),
+ * Converse (bidirectional) and Unbuilt, which tests leave unimplemented on
+ * purpose.
  */
 export const ProbeService = probeRegistry.getService('docket.testing.v1.ProbeService') as GenService<{
   echo: ProbeMethod<'unary'>;
   count: ProbeMethod<'server_streaming'>;
   unbuilt: ProbeMethod<'unary'>;
+  converse: ProbeMethod<'bidi_streaming'>;
 }>;
