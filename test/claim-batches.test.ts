@@ -7,9 +7,10 @@ import { FailureClass } from '@docket/proto/docket/common/v1/failure_pb.js';
 import type { Job } from '@docket/proto/docket/common/v1/job_pb.js';
 import { JobStatus } from '@docket/proto/docket/common/v1/job_status_pb.js';
 import { ExecutionService, type Assignment } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import { StateService } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { inParallel } from './support/admission-audit.js';
-import { settle, type Settled } from './support/clients.js';
+import { clientFor, settle, type Settled } from './support/clients.js';
 import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
@@ -362,5 +363,54 @@ describe('attempt reports in one coalesced batch', () => {
     expect(moved.entries).toBe(succeeded.length);
     expect(moved.transactions).toBeLessThan(succeeded.length);
     expect(await attemptAnomalies([queue])).toEqual({ doubleActive: [], fencesNotIncreasing: [] });
+  });
+});
+
+describe('a worker batch of reports and claims', () => {
+  it('decides them in one transaction, the claims counting the slots the reports free, and answers each as if alone', async () => {
+    const queue = freshQueue('together');
+    await harness.limitQueue(queue, 1);
+    const jobs = await submitMany(2, (index) => ({ queue, input: { index } }));
+    const incarnation = await register('together', [queue], 1);
+    const [held] = await claim(incarnation, 1, 0, 2_000);
+    const first = jobs.find((job) => job.id === held!.envelope!.jobId);
+    const second = jobs.find((job) => job !== first);
+    const { rows } = await harness.sql.query<{ subject: string }>('select subject from worker_incarnations where id = $1', [incarnation]);
+    const subject = rows[0]!.subject;
+
+    // What one execution process sends when a worker reports a job and claims the next in the same turn:
+    // one HandleWorkerCalls, which the state process decides as one worker batch.
+    const state = clientFor(StateService, harness.cluster.state.url, harness.cluster.serviceToken);
+    const { results } = await state.handleWorkerCalls({
+      calls: [
+        {
+          subject,
+          request: { case: 'reportOutcome', value: { attempt: attemptOf(held!), operationId: newOperationId(), outcome: { case: 'success', value: {} } } },
+        },
+        { subject, request: { case: 'claimJobs', value: { workerIncarnation: incarnation, maxJobs: 1, operationId: newOperationId() } } },
+        { subject, request: { case: 'claimJobs', value: { workerIncarnation: 'wi_unknown_0000', maxJobs: 1, operationId: newOperationId() } } },
+      ],
+    });
+    const [reported, claimed, stale] = results.map((result) => result.result);
+    expect(reported?.case === 'response' && reported.value.response.case).toBe('reportOutcome');
+    // The incarnation (max_concurrency 1) and the queue (max_concurrency 1) were full as the batch began; the report freed both.
+    const assignments = claimed?.case === 'response' && claimed.value.response.case === 'claimJobs' ? claimed.value.response.value.assignments : [];
+    expect(assignments.map((assignment) => assignment.envelope!.jobId)).toEqual([second!.id]);
+    expect(stale?.case === 'error' && stale.value.code).toBe(Code.FailedPrecondition);
+
+    const ended = await transactionsMoving([first!.id], 'SUCCEEDED');
+    const started = await harness.sql.query<{ transaction_id: string }>(
+      "select transaction_id::text from job_changes where job_id = $1 and status = 'RUNNING'",
+      [second!.id],
+    );
+    const finished = await harness.sql.query<{ transaction_id: string }>(
+      "select transaction_id::text from job_changes where job_id = $1 and status = 'SUCCEEDED'",
+      [first!.id],
+    );
+    expect(ended).toEqual({ entries: 1, transactions: 1 });
+    expect(started.rows.map((row) => row.transaction_id)).toEqual(finished.rows.map((row) => row.transaction_id));
+    // Nothing beyond the limits: one job running, in its queue and for its incarnation.
+    const running = await harness.sql.query<{ running: number }>("select count(*)::int as running from jobs where queue = $1 and status = 'RUNNING'", [queue]);
+    expect(running.rows[0]!.running).toBe(1);
   });
 });

@@ -55,7 +55,7 @@ describe.each(modes)('Docket through PgBouncer in $mode mode', ({ mode, env }) =
   (haveBouncer ? it : it.skip)('admits, wakes a waiting claim, completes and journals every job', async () => {
     // Small batches, several in flight: the state service works on many connections at once, which the
     // transaction pool's two server connections serve in turns.
-    const concurrent = { DOCKET_ADMIT_BATCH_MAX: '2', DOCKET_ADMIT_BATCHES_IN_FLIGHT: '6', DOCKET_REPORT_BATCH_MAX: '2', DOCKET_REPORT_BATCHES_IN_FLIGHT: '6' };
+    const concurrent = { DOCKET_ADMIT_BATCH_MAX: '2', DOCKET_ADMIT_BATCHES_IN_FLIGHT: '6', DOCKET_REPORT_BATCH_MAX: '2', DOCKET_WORKER_BATCHES_IN_FLIGHT: '6' };
     const cluster = await startInProcessCluster({ databaseUrl, env: { state: { ...concurrent, ...env() } } });
     const harness = await ExecutionHarness.open(cluster, `bouncer-${mode}`);
     try {

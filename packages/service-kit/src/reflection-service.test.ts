@@ -24,6 +24,7 @@ async function bufCurl(...args: string[]): Promise<string> {
 }
 
 const ALL_METHODS = [
+  'docket.testing.v1.ProbeService/Converse',
   'docket.testing.v1.ProbeService/Count',
   'docket.testing.v1.ProbeService/Echo',
   'docket.testing.v1.ProbeService/Unbuilt',
@@ -67,5 +68,22 @@ describe('server reflection, as buf curl uses it', () => {
       );
       expect(JSON.parse(out)).toEqual({ text: 'reflector/user' });
     }
+  });
+
+  it('lets buf curl hold a bidirectional stream, answered message by message by the server\'s own writer', async () => {
+    const token = await harness.token('user', { subject: 'reflector' });
+    const out = await bufCurl(
+      '--header',
+      `authorization: Bearer ${token}`,
+      '--data',
+      '{"text":"a"} {"text":"b","count":2}',
+      `${harness.url}/docket.testing.v1.ProbeService/Converse`,
+    );
+    const replies = out.trim().split(/\n(?=\{)/).map((reply) => JSON.parse(reply) as { text: string; sequence: number });
+    expect(replies).toEqual([
+      { text: 'a', sequence: 1 },
+      { text: 'b', sequence: 2 },
+      { text: 'b', sequence: 3 },
+    ]);
   });
 });

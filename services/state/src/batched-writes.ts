@@ -2,11 +2,12 @@ import type pg from 'pg';
 import { isDatabaseUnavailable, isRetryableTransactionFailure } from './db/sqlstate.js';
 import { admitJobs, type AdmissionOutcome, type AdmitJobCommand } from './admission/admit-jobs.js';
 import type { AttemptReport } from './worker-calls/attempt-report.js';
-import { claimJobs, type ClaimCommand, type ClaimOutcome } from './claims/claim-jobs.js';
-import { decideAttemptReports, type ReportResponse } from './worker-calls/decide-attempt-reports.js';
+import type { ClaimCommand, ClaimOutcome } from './claims/claim-jobs.js';
+import type { ReportResponse } from './worker-calls/decide-attempt-reports.js';
+import { decideWorkerBatch, type WorkerWrite, type WorkerWriteResult } from './worker-calls/decide-worker-batch.js';
 import type { ExecutionSettings } from './workers/register-worker.js';
 import type { QuarantineReport } from './journal/job-quarantine.js';
-import { RequestBatcher, type BatchBudget, type ItemOutcome, type RequestBatcherOptions } from '@docket/service-kit';
+import { RequestBatcher, type BatchBudget, type ItemOutcome, type RequestBatcherOptions, type SubmitOptions } from '@docket/service-kit';
 import { withStatementBudget } from './db/statement-budget.js';
 
 /** How the state process groups concurrent writes into transactions. */
@@ -15,59 +16,92 @@ export interface BatchedWriteSettings {
   readonly admitBatchMax: number;
   /** Admission transactions in flight per process (DOCKET_ADMIT_BATCHES_IN_FLIGHT, default 2; beyond the first, only full batches). */
   readonly admitBatchesInFlight: number;
-  /** Claims per transaction (DOCKET_CLAIM_BATCH_MAX, default 32). */
+  /** Claims per worker transaction (DOCKET_CLAIM_BATCH_MAX, default 32). */
   readonly claimBatchMax: number;
-  /** Attempt reports (renewals, progress, checkpoints, events, outcomes) per transaction (DOCKET_REPORT_BATCH_MAX, default 128). */
+  /** Attempt reports (renewals, progress, checkpoints, events, outcomes) per worker transaction (DOCKET_REPORT_BATCH_MAX, default 128). */
   readonly reportBatchMax: number;
   /**
-   * Claim transactions in flight per process (DOCKET_CLAIM_BATCHES_IN_FLIGHT, default 1): claims lock their
-   * incarnation's row, so two claim batches of one process would mostly wait for each other.
+   * Worker transactions (claims and reports together) in flight per process (DOCKET_WORKER_BATCHES_IN_FLIGHT,
+   * default 1): claims lock their incarnation's row, so two batches of one process would mostly wait for each other.
    */
-  readonly claimBatchesInFlight: number;
-  /** Report transactions in flight per process (DOCKET_REPORT_BATCHES_IN_FLIGHT, default 1). */
-  readonly reportBatchesInFlight: number;
+  readonly workerBatchesInFlight: number;
 }
 
 /** The state process's group-committed write paths. */
 export interface BatchedWrites {
   readonly admissions: RequestBatcher<AdmitJobCommand, AdmissionOutcome>;
-  readonly claims: RequestBatcher<ClaimCommand, ClaimOutcome>;
-  readonly reports: RequestBatcher<AttemptReport, ReportResponse>;
+  /** A claim, decided in the process's next worker batch (`decideWorkerBatch`). */
+  claim(command: ClaimCommand, options?: SubmitOptions): Promise<ClaimOutcome>;
+  /** An attempt-scoped report, decided in the process's next worker batch, beside the claims. */
+  report(report: AttemptReport, options?: SubmitOptions): Promise<ReportResponse>;
 }
+
+/** What a batch's metric counts: admissions, or the claims and the reports of a worker batch. */
+export type WritePath = 'admissions' | 'claims' | 'reports';
 
 /** How often a batch that hit a deadlock or serialization failure is decided afresh. */
 const TRANSACTION_ATTEMPTS = 3;
 
-/** Builds the group commits of one state process over its pool. */
+/**
+ * Builds the group commits of one state process over its pool: admissions,
+ * and worker batches, where the claims and the attempt reports that
+ * arrive together share one transaction. A worker batch holds at most
+ * `claimBatchMax` claims and `reportBatchMax` reports; past either, the
+ * calls taken together are decided in consecutive transactions.
+ */
 export function batchedWrites(
   pool: pg.Pool,
   settings: BatchedWriteSettings,
   execution: ExecutionSettings,
-  onBatch: (path: keyof BatchedWrites, size: number) => void = () => {},
+  onBatch: (path: WritePath, size: number) => void = () => {},
   reportQuarantine: QuarantineReport = () => {},
 ): BatchedWrites {
-  // Each batch is observed, and its transactions' statements may run only as long as its latest caller still waits.
-  const observed =
-    <Item, Result>(path: keyof BatchedWrites, decide: (items: readonly Item[]) => Promise<readonly ItemOutcome<Result>[]>) =>
-    (items: readonly Item[], budget: BatchBudget) => {
-      onBatch(path, items.length);
-      return withStatementBudget(budget.timeoutMs, () => decide(items));
-    };
   const batches = (maxBatch: number, maxInFlight: number): RequestBatcherOptions => ({ maxBatch, maxInFlight });
+  const admitted = isolatingFailures((items: readonly AdmitJobCommand[]) => admitJobs(pool, items));
+  const decided = isolatingFailures((items: readonly WorkerWrite[]) => decideWorkerBatch(pool, execution, items, reportQuarantine));
+  // Each transaction is observed, and its statements may run only as long as its batch's latest caller still waits.
+  const workerBatch = (items: readonly WorkerWrite[], budget: BatchBudget) =>
+    withStatementBudget(budget.timeoutMs, async () => {
+      const outcomes: ItemOutcome<WorkerWriteResult>[] = [];
+      for (const part of withinLimits(items, settings)) {
+        const claims = part.filter((item) => 'claim' in item).length;
+        if (claims > 0) onBatch('claims', claims);
+        if (claims < part.length) onBatch('reports', part.length - claims);
+        outcomes.push(...(await decided(part)));
+      }
+      return outcomes;
+    });
+  const workerCalls = new RequestBatcher<WorkerWrite, WorkerWriteResult>(workerBatch, batches(settings.claimBatchMax + settings.reportBatchMax, settings.workerBatchesInFlight));
   return {
     admissions: new RequestBatcher(
-      observed('admissions', isolatingFailures((items: readonly AdmitJobCommand[]) => admitJobs(pool, items))),
+      (items: readonly AdmitJobCommand[], budget: BatchBudget) => {
+        onBatch('admissions', items.length);
+        return withStatementBudget(budget.timeoutMs, () => admitted(items));
+      },
       batches(settings.admitBatchMax, settings.admitBatchesInFlight),
     ),
-    claims: new RequestBatcher(
-      observed('claims', isolatingFailures((items: readonly ClaimCommand[]) => claimJobs(pool, execution, items, reportQuarantine))),
-      batches(settings.claimBatchMax, settings.claimBatchesInFlight),
-    ),
-    reports: new RequestBatcher(
-      observed('reports', isolatingFailures((items: readonly AttemptReport[]) => decideAttemptReports(pool, execution, items))),
-      batches(settings.reportBatchMax, settings.reportBatchesInFlight),
-    ),
+    claim: (command, options) => workerCalls.submit({ claim: command }, options) as Promise<ClaimOutcome>,
+    report: (report, options) => workerCalls.submit({ report }, options) as Promise<ReportResponse>,
   };
+}
+
+/** `items` in order, cut into parts of at most `claimBatchMax` claims and `reportBatchMax` reports each. */
+function withinLimits(items: readonly WorkerWrite[], settings: BatchedWriteSettings): WorkerWrite[][] {
+  const parts: WorkerWrite[][] = [];
+  let part: WorkerWrite[] = [];
+  let claims = 0;
+  for (const item of items) {
+    const claim = 'claim' in item;
+    if ((claim ? claims >= settings.claimBatchMax : part.length - claims >= settings.reportBatchMax) && part.length > 0) {
+      parts.push(part);
+      part = [];
+      claims = 0;
+    }
+    part.push(item);
+    if (claim) claims += 1;
+  }
+  if (part.length > 0) parts.push(part);
+  return parts;
 }
 
 /**

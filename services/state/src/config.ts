@@ -47,10 +47,15 @@ export const STATE_DEFAULT_PORT = 7404;
  * DOCKET_SERVICE_AUTH_SECRET, DOCKET_DB_POOL_SIZE, DOCKET_SHUTDOWN_GRACE_MS,
  * DOCKET_LEASE_MS and the batching settings (DOCKET_ADMIT_BATCH_MAX,
  * DOCKET_ADMIT_BATCHES_IN_FLIGHT, DOCKET_CLAIM_BATCH_MAX,
- * DOCKET_CLAIM_BATCHES_IN_FLIGHT, DOCKET_REPORT_BATCH_MAX,
- * DOCKET_REPORT_BATCHES_IN_FLIGHT) and DOCKET_STATE_WATERMARK_FILE.
+ * DOCKET_REPORT_BATCH_MAX, DOCKET_WORKER_BATCHES_IN_FLIGHT) and
+ * DOCKET_STATE_WATERMARK_FILE. The settings claims and reports had each
+ * before they shared transactions are refused, with the one that replaced
+ * them named, rather than ignored.
  */
 export function readStateConfig(env: Environment): StateConfig {
+  for (const replaced of ['DOCKET_CLAIM_BATCHES_IN_FLIGHT', 'DOCKET_REPORT_BATCHES_IN_FLIGHT']) {
+    if (env[replaced] !== undefined) throw new Error(`${replaced} is replaced by DOCKET_WORKER_BATCHES_IN_FLIGHT: claims and reports share transactions`);
+  }
   const pooling = env['DOCKET_DATABASE_POOLING'] || 'session';
   if (pooling !== 'session' && pooling !== 'transaction') {
     throw new Error(`DOCKET_DATABASE_POOLING must be session or transaction, got ${JSON.stringify(pooling)}`);
@@ -77,8 +82,7 @@ export function readStateConfig(env: Environment): StateConfig {
       admitBatchesInFlight: readPositiveInteger(env, 'DOCKET_ADMIT_BATCHES_IN_FLIGHT', 2),
       claimBatchMax: readPositiveInteger(env, 'DOCKET_CLAIM_BATCH_MAX', 32),
       reportBatchMax: readPositiveInteger(env, 'DOCKET_REPORT_BATCH_MAX', 128),
-      claimBatchesInFlight: readPositiveInteger(env, 'DOCKET_CLAIM_BATCHES_IN_FLIGHT', 1),
-      reportBatchesInFlight: readPositiveInteger(env, 'DOCKET_REPORT_BATCHES_IN_FLIGHT', 1),
+      workerBatchesInFlight: readPositiveInteger(env, 'DOCKET_WORKER_BATCHES_IN_FLIGHT', 1),
     },
     watermarkFile: env['DOCKET_STATE_WATERMARK_FILE'] || (databaseUrl === undefined ? join(dataDir, 'state-watermark.json') : undefined),
   };

@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import type pg from 'pg';
 import { ServiceMetrics } from '@docket/service-kit';
 import type { ChangeListenerHub } from './db/change-listener.js';
-import type { BatchedWrites } from './batched-writes.js';
+import type { WritePath } from './batched-writes.js';
 
 /** The statuses a job is still on its way through (counted on every scrape; ended jobs are not). */
 const OPEN_STATUSES = ['WAITING', 'QUEUED', 'RUNNING', 'PAUSED', 'RETRY_WAIT', 'CANCELLING'];
@@ -11,7 +11,7 @@ const OPEN_STATUSES = ['WAITING', 'QUEUED', 'RUNNING', 'PAUSED', 'RETRY_WAIT', '
 export interface StateMetrics {
   readonly service: ServiceMetrics;
   /** Items per group-committed transaction, by write path. */
-  observeBatch(path: keyof BatchedWrites, size: number): void;
+  observeBatch(path: WritePath, size: number): void;
   /** Items one maintenance step handled (settled leases, re-queued retries, swept records, ...), by task. */
   countMaintenance(task: string, handled: number): void;
   /** One job newly quarantined, by the task that met it (a maintenance task or CLAIM_JOBS). */

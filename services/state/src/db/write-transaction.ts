@@ -64,6 +64,23 @@ export interface Opening<Opened> {
   readonly read: (rows: readonly unknown[][]) => Opened;
 }
 
+/**
+ * The openings of two parts of one transaction as one: `first`'s
+ * statements, then `second`'s, each part reading its own rows. A part may
+ * be absent (a batch without claims, or without reports); its reading is
+ * then undefined.
+ */
+export function jointOpening<First, Second>(
+  first: Opening<First> | undefined,
+  second: Opening<Second> | undefined,
+): Opening<{ readonly first: First | undefined; readonly second: Second | undefined }> {
+  const split = first?.statements.length ?? 0;
+  return {
+    statements: [...(first?.statements ?? []), ...(second?.statements ?? [])],
+    read: (rows) => ({ first: first?.read(rows.slice(0, split)), second: second?.read(rows.slice(split)) }),
+  };
+}
+
 /** Options for {@link inWriteTransaction}. */
 export interface WriteTransactionOptions<T, Opened> {
   /** The first statements, sent with BEGIN; their reading is the body's fourth argument. */

@@ -1,15 +1,14 @@
 import type { MessageShape } from '@bufbuild/protobuf';
 import type pg from 'pg';
-import { operationKeyOf, reportContextOpening } from '../db/queries/worker-call-reads.js';
-import { inWriteTransaction } from '../db/write-transaction.js';
+import { operationKeyOf, reportContextOpening, type ReportContext } from '../db/queries/worker-call-reads.js';
+import type { Opening } from '../db/write-transaction.js';
 import { checkAuthority, staleIncarnation } from '../attempts/attempt-authority.js';
 import { recordOperation, type AttemptReport, type ReportReads } from './attempt-report.js';
 import { readEffects, type EffectKey } from '../db/queries/effects.js';
 import { readOutstandingSignals } from '../db/queries/signals.js';
 import type { JobRow } from '../db/queries/jobs.js';
 import type { ItemOutcome } from '@docket/service-kit';
-import { JobWriteSet } from '../transitions/job-write-set.js';
-import { writeDecidedBatch } from '../transitions/write-decided-batch.js';
+import type { JobWriteSet } from '../transitions/job-write-set.js';
 import type { ExecutionSettings } from '../workers/register-worker.js';
 import { replayOperation } from './worker-operation.js';
 
@@ -17,16 +16,27 @@ import { replayOperation } from './worker-operation.js';
 export type ReportResponse = MessageShape<AttemptReport['responseSchema']>;
 
 /**
- * Decides a batch of attempt-scoped worker calls (renewals, progress,
- * checkpoints, worker events, outcomes) in one transaction with a fixed
- * number of round trips, whatever the batch size (two, once the
- * connection holds both statements prepared): one statement, sent with
- * BEGIN, reads the recorded operations and the incarnations and locks the
- * jobs of the named attempts (in id order); every call is decided in
- * memory, in batch order; one statement, sent with COMMIT, writes
- * everything they changed, checks the journals' stored heads and sends one
- * NOTIFY. Renewals that hand out signals, and calls on effects, read once
- * more.
+ * The opening read of a batch's attempt reports, which travels with BEGIN
+ * (`inWriteTransaction`): the responses recorded for their operation ids,
+ * their incarnations (marked seen) and the jobs of the attempts they name,
+ * locked in id order (`reportContextOpening`).
+ */
+export function reportOpening(reports: readonly AttemptReport[]): Opening<ReportContext> {
+  return reportContextOpening(
+    reports.map(operationKey),
+    reports.map((report) => report.incarnation),
+    reports.flatMap((report) => (report.attempt ? [report.attempt.attemptId] : [])),
+  );
+}
+
+/**
+ * Decides a batch's attempt-scoped worker calls (renewals, progress,
+ * checkpoints, worker events, outcomes) in its open transaction, in batch
+ * order, against their opening read (`reportOpening`: the recorded
+ * operations and the incarnations, and the jobs of the named attempts,
+ * locked): what they change goes into `writes`, which the batch writes
+ * once at its end, with its COMMIT (`decideWorkerBatch`). Renewals that
+ * hand out signals, and calls on effects, read once more.
  *
  * Each call gets its own answer, exactly as if it ran alone: an
  * incarnation unknown to the caller's subject is STALE_INCARNATION; a
@@ -39,44 +49,38 @@ export type ReportResponse = MessageShape<AttemptReport['responseSchema']>;
  * its neighbours.
  */
 export async function decideAttemptReports(
-  pool: pg.Pool,
+  client: pg.ClientBase,
   settings: ExecutionSettings,
   reports: readonly AttemptReport[],
+  context: ReportContext,
+  now: Date,
+  clockNow: () => Date,
+  writes: JobWriteSet,
 ): Promise<ItemOutcome<ReportResponse>[]> {
-  const opening = reportContextOpening(
-    reports.map(operationKey),
-    reports.map((report) => report.incarnation),
-    reports.flatMap((report) => (report.attempt ? [report.attempt.attemptId] : [])),
-  );
-  return inWriteTransaction(pool, async (client, now, clockNow, context) => {
-    const recorded = context.operations;
-    const byAttempt = new Map([...context.jobs.values()].flatMap((job) => (job.current_attempt_id ? [[job.current_attempt_id, job] as const] : [])));
-    const reads = await readReportNeeds(client, reports, byAttempt);
-    // Leases are judged now, with the job locks held: a call that waited for a lock past its lease's expiry is refused.
-    const judgedAt = clockNow();
-    const writes = new JobWriteSet();
-    const decidedHere = new Map<string, { rpc: string; request_digest: string; response: Buffer }>();
+  const recorded = context.operations;
+  const byAttempt = new Map([...context.jobs.values()].flatMap((job) => (job.current_attempt_id ? [[job.current_attempt_id, job] as const] : [])));
+  const reads = await readReportNeeds(client, reports, byAttempt);
+  // Leases are judged now, with the job locks held: a call that waited for a lock past its lease's expiry is refused.
+  const judgedAt = clockNow();
+  const decidedHere = new Map<string, { rpc: string; request_digest: string; response: Buffer }>();
 
-    const outcomes = reports.map((report): ItemOutcome<ReportResponse> => {
-      try {
-        const found = context.incarnations.get(report.incarnation);
-        const incarnation = found?.subject === report.subject ? found : undefined;
-        if (!incarnation) throw staleIncarnation();
-        const key = operationKeyOf(operationKey(report));
-        const earlier = recorded.get(key) ?? decidedHere.get(key);
-        if (earlier) return { ok: true, value: replayOperation(earlier, report.rpc, report.digest, report.responseSchema) };
-        const lockedJob = report.attempt ? byAttempt.get(report.attempt.attemptId) : undefined;
-        const job = checkAuthority(incarnation, report.attempt, lockedJob && writes.current(lockedJob), judgedAt);
-        const response = report.perform(job, writes, now, settings, reads);
-        decidedHere.set(key, recordOperation(writes, report, response, now));
-        return { ok: true, value: response };
-      } catch (error) {
-        return { ok: false, error };
-      }
-    });
-    await writeDecidedBatch(client, writes, now);
-    return outcomes;
-  }, { opening });
+  return reports.map((report): ItemOutcome<ReportResponse> => {
+    try {
+      const found = context.incarnations.get(report.incarnation);
+      const incarnation = found?.subject === report.subject ? found : undefined;
+      if (!incarnation) throw staleIncarnation();
+      const key = operationKeyOf(operationKey(report));
+      const earlier = recorded.get(key) ?? decidedHere.get(key);
+      if (earlier) return { ok: true, value: replayOperation(earlier, report.rpc, report.digest, report.responseSchema) };
+      const lockedJob = report.attempt ? byAttempt.get(report.attempt.attemptId) : undefined;
+      const job = checkAuthority(incarnation, report.attempt, lockedJob && writes.current(lockedJob), judgedAt);
+      const response = report.perform(job, writes, now, settings, reads);
+      decidedHere.set(key, recordOperation(writes, report, response, now));
+      return { ok: true, value: response };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  });
 }
 
 /**

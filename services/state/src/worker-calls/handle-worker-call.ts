@@ -18,8 +18,8 @@ import { registerWorker, type ExecutionSettings } from '../workers/register-work
 /**
  * Dispatches one worker RPC, forwarded by the execution service with the
  * authenticated worker subject: registrations run alone; claims and
- * attempt-scoped reports are checked here and then decided in the state
- * process's next claim or report batch (see `BatchedWrites`).
+ * attempt-scoped reports are checked here and then decided together in the
+ * state process's next worker batch (see `BatchedWrites`).
  */
 export async function handleWorkerCall(
   db: Kysely<Database>,
@@ -34,7 +34,7 @@ export async function handleWorkerCall(
     case 'registerWorker':
       return create(HandleWorkerCallResponseSchema, { response: { case: 'registerWorker', value: await registerWorker(db, settings, subject, request.value) } });
     case 'claimJobs': {
-      const claimed = await writes.claims.submit(parseClaim(subject, request.value), deadline);
+      const claimed = await writes.claim(parseClaim(subject, request.value), deadline);
       return create(HandleWorkerCallResponseSchema, {
         response: { case: 'claimJobs', value: claimed.response },
         nextClaimableAt: claimed.nextClaimableAt ? timestampFromDate(claimed.nextClaimableAt) : undefined,
@@ -51,7 +51,7 @@ export async function handleWorkerCall(
     case 'beginEffect':
     case 'advanceEffect': {
       const report = parseAttemptReport(subject, request);
-      const response = await writes.reports.submit(report, deadline);
+      const response = await writes.report(report, deadline);
       return create(HandleWorkerCallResponseSchema, { response: { case: report.case, value: response } as HandleWorkerCallResponse['response'] });
     }
     case 'listRecoverableEffects':

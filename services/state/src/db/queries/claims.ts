@@ -77,7 +77,7 @@ const QUEUE_ROOM = new PreparedStatement<{
   `select s.queue, s.paused, s.rate_jobs, s.rate_per_ms, s.per_key_concurrency, b.tokens,
           case when s.paused then 0 else least(
             case when s.max_concurrency is null then null else s.max_concurrency - (
-              select count(*) from jobs j where j.queue = s.queue and ${holdsASlot('j')}) end,
+              select count(*) from jobs j where j.queue = s.queue and ${holdsASlot('j')}) + coalesce(($2::json ->> s.queue)::bigint, 0) end,
             floor(b.tokens)::bigint) end as remaining
    from queue_settings s
    cross join lateral (select ${rateTokensNow('s')} as tokens) b
@@ -101,19 +101,21 @@ export interface QueueRoom {
  * tokens of its rate limit's bucket (refilled by the database clock since
  * it was last spent, never above `rate_jobs`), none while paused. Run after
  * their advisory locks, in a statement of its own, so it counts every
- * claim committed before them.
+ * claim committed before them. `freed` are the slots per queue that this
+ * transaction's own reports give up (`FreedSlots`): still running in the
+ * rows the statement counts, free once the transaction commits.
  *
  * ```sql
  * select s.queue, case when s.paused then 0 else least(
- *          s.max_concurrency - (select count(*) from jobs j where j.queue = s.queue and j.status in ('RUNNING', 'CANCELLING')),
+ *          s.max_concurrency - (select count(*) from jobs j where j.queue = s.queue and j.status in ('RUNNING', 'CANCELLING')) + <freed>,
  *          floor(least(rate_jobs, coalesce(rate_tokens, rate_jobs) + elapsed_ms * rate_jobs / rate_per_ms))) end
  * from queue_settings s where s.queue = any($1)
  * ```
  */
-export async function readQueueRoom(client: pg.ClientBase, limited: readonly string[]): Promise<Map<string, QueueRoom>> {
+export async function readQueueRoom(client: pg.ClientBase, limited: readonly string[], freed: ReadonlyMap<string, number>): Promise<Map<string, QueueRoom>> {
   if (limited.length === 0) return new Map();
   return new Map(
-    (await QUEUE_ROOM.run(client, [[...limited]])).map((row) => [
+    (await QUEUE_ROOM.run(client, [[...limited], jsonParameter(Object.fromEntries(freed))])).map((row) => [
       row.queue,
       {
         remaining: row.remaining === null ? undefined : Math.max(0, Number(row.remaining)),
