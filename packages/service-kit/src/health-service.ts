@@ -1,15 +1,30 @@
+import { create } from '@bufbuild/protobuf';
 import { Code, type ConnectRouter } from '@connectrpc/connect';
 import {
   Health,
+  HealthCheckResponseSchema,
   HealthCheckResponse_ServingStatus as WireStatus,
+  type HealthCheckResponse,
 } from '@docket/proto/grpc/health/v1/health_pb.js';
 import { docketConnectError } from './error-mapping.js';
 import type { HealthRegistry, WatchedStatus } from './health-registry.js';
+import { sharedFrame } from './shared-frame.js';
 
 const WIRE_STATUS: Readonly<Record<WatchedStatus, WireStatus>> = {
   SERVING: WireStatus.SERVING,
   NOT_SERVING: WireStatus.NOT_SERVING,
   SERVICE_UNKNOWN: WireStatus.SERVICE_UNKNOWN,
+};
+
+/**
+ * The one answer per status, made once and marked as sent unchanged on
+ * every call (`sharedFrame`): a binary gRPC Check or Watch writes its frame
+ * as encoded the first time, with no message made or encoded per call.
+ */
+const ANSWERS: Readonly<Record<WatchedStatus, HealthCheckResponse>> = {
+  SERVING: sharedFrame(create(HealthCheckResponseSchema, { status: WireStatus.SERVING })),
+  NOT_SERVING: sharedFrame(create(HealthCheckResponseSchema, { status: WireStatus.NOT_SERVING })),
+  SERVICE_UNKNOWN: sharedFrame(create(HealthCheckResponseSchema, { status: WireStatus.SERVICE_UNKNOWN })),
 };
 
 /**
@@ -26,11 +41,11 @@ export function registerHealthService(router: ConnectRouter, registry: HealthReg
       if (status === undefined) {
         throw docketConnectError({ code: Code.NotFound, reason: 'NOT_FOUND', message: 'unknown service' });
       }
-      return { status: WIRE_STATUS[status] };
+      return ANSWERS[status];
     },
     async *watch(request, ctx) {
       for await (const status of registry.watch(request.service, ctx.signal)) {
-        yield { status: WIRE_STATUS[status] };
+        yield ANSWERS[status];
       }
     },
     list() {
