@@ -7,3 +7,4 @@ export { isNamedCallError } from './named-call-error.js';
 export { isRetryableFailure, type RetryableFailureOptions, type RetryScope } from './retryable-failure.js';
 export { RequestBatcher, type BatchBudget, type InContext, type ItemOutcome, type RequestBatcherOptions, type SubmitOptions } from './request-batcher.js';
 export { abortListenerOfSignal, answeredWithin, type AbortListener, type CallerWait } from './answered-within.js';
+export { PushedMessages } from './pushed-messages.js';

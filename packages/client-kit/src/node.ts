@@ -7,3 +7,4 @@ export { createServiceConnection, type ServiceConnection, type ServiceConnection
 export { frameFor, grpcFrame } from './grpc-frame.js';
 export { receivedHeaders } from './received-headers.js';
 export { callUnaryStream, headerFields, type UnaryStreamCall } from './unary-stream-client.js';
+export { callBidiStream, type BidiStreamCall } from './bidi-stream-client.js';

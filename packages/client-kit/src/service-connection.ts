@@ -4,6 +4,7 @@ import { Http2SessionManager, createGrpcTransport, type GrpcTransportOptions } f
 import { isTracingRegistered, tracedCalls } from '@docket/trace-context';
 import { bearerAuth, bearerValue, type TokenSource } from './bearer.js';
 import type { ReceiveWindows, SessionKeepalive } from './connection-limits.js';
+import { callBidiStream } from './bidi-stream-client.js';
 import { callUnaryStream, headerFields } from './unary-stream-client.js';
 
 /** Options of {@link createServiceConnection}. */
@@ -54,8 +55,10 @@ export interface ServiceConnection {
  *
  * Without interceptors of the caller's own, a unary call is written and
  * read by hand on the session (`callUnaryStream`: a quarter of the CPU of
- * Connect's path on this project's machines) unless an OpenTelemetry SDK
- * is registered, when it goes through Connect's path as a CLIENT span.
+ * Connect's path on this project's machines), and so is a bidirectional
+ * one (`callBidiStream`, the worker session: the requests made together
+ * are written together), unless an OpenTelemetry SDK is registered, when
+ * they go through Connect's path as CLIENT spans.
  */
 export function createServiceConnection(options: ServiceConnectionOptions): ServiceConnection {
   const { token, tracerName } = options;
@@ -63,14 +66,22 @@ export function createServiceConnection(options: ServiceConnectionOptions): Serv
   // A caller with interceptors of its own (a service's transport) keeps Connect's path and chooses for itself.
   if (options.outerInterceptors !== undefined || options.innerInterceptors !== undefined) return connection;
   const { transport: connected, session } = connection;
-  const unary: Transport['unary'] = async (method, signal, timeoutMs, header, input, contextValues) => {
-    // A traced call is a CLIENT span, with its traceparent: Connect's path, with the tracing interceptor.
-    if (tracerName !== undefined && isTracingRegistered()) return connected.unary(method, signal, timeoutMs, header, input, contextValues);
+  // A traced call is a CLIENT span, with its traceparent: Connect's path, with the tracing interceptor.
+  const traced = (): boolean => tracerName !== undefined && isTracingRegistered();
+  const fieldsOf = async (header: Parameters<Transport['unary']>[3]): Promise<Record<string, string>> => {
     const fields = headerFields(header);
     if (token !== undefined) fields['authorization'] = await bearerValue(token);
-    return callUnaryStream({ session, method, input, header: fields, timeoutMs, signal });
+    return fields;
   };
-  return { transport: { unary, stream: (...args) => connected.stream(...args) }, session };
+  const unary: Transport['unary'] = async (method, signal, timeoutMs, header, input, contextValues) => {
+    if (traced()) return connected.unary(method, signal, timeoutMs, header, input, contextValues);
+    return callUnaryStream({ session, method, input, header: await fieldsOf(header), timeoutMs, signal });
+  };
+  const stream: Transport['stream'] = async (method, signal, timeoutMs, header, input, contextValues) => {
+    if (method.methodKind !== 'bidi_streaming' || traced()) return connected.stream(method, signal, timeoutMs, header, input, contextValues);
+    return callBidiStream({ session, method, input, header: await fieldsOf(header), timeoutMs, signal });
+  };
+  return { transport: { unary, stream }, session };
 }
 
 /** Connect's gRPC transport over the session, with the interceptors the options ask for. */

@@ -2,7 +2,7 @@ import * as http2 from 'node:http2';
 import { create, fromBinary, toBinary, type DescMessage, type DescMethodUnary, type MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type UnaryResponse } from '@connectrpc/connect';
 import type { Http2SessionManager } from '@connectrpc/connect-node';
-import { findTrailerError } from '@connectrpc/connect/protocol-grpc';
+import { answerFailure, CallEnd, callHeaders, callPath, openingFailure, PEER_LOST } from './call-stream.js';
 import { grpcFrame } from './grpc-frame.js';
 import { receivedHeaders } from './received-headers.js';
 
@@ -17,9 +17,6 @@ export interface UnaryStreamCall<I extends DescMessage, O extends DescMessage> {
   readonly timeoutMs: number | undefined;
   readonly signal: AbortSignal | undefined;
 }
-
-/** The reason a call fails when the peer is lost under it: UNAVAILABLE, which callers retry. */
-const PEER_LOST = 'the peer service is unavailable';
 
 /**
  * One binary gRPC unary call on a stream of `session`, written and read
@@ -40,34 +37,23 @@ export async function callUnaryStream<I extends DescMessage, O extends DescMessa
   const { method, signal } = call;
   if (signal?.aborted) throw ConnectError.from(signal.reason, Code.Canceled);
   const frame = grpcFrame(toBinary(method.input, create(method.input, call.input)));
-  const headers: http2.OutgoingHttpHeaders = { ...call.header, 'content-type': 'application/grpc+proto', te: 'trailers' };
-  if (call.timeoutMs !== undefined) headers['grpc-timeout'] = `${Math.max(1, Math.ceil(call.timeoutMs))}m`;
   return new Promise<UnaryResponse<I, O>>((resolve, reject) => {
     let stream: http2.ClientHttp2Stream | undefined;
     const chunks: Buffer[] = [];
     let responseHeaders: http2.IncomingHttpHeaders | undefined;
     let trailers: http2.IncomingHttpHeaders | undefined;
-    let settled = false;
-    const settle = (outcome: () => void): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(deadline);
-      signal?.removeEventListener('abort', onAbort);
-      outcome();
-    };
     const fail = (error: ConnectError): void =>
-      settle(() => {
+      end.settle(() => {
         if (stream && !stream.closed && !stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
         reject(error);
       });
     // The deadline runs from the start: opening the stream may itself wait on a network that no longer answers (the
     // session manager connecting, or pinging an idle session first).
-    const deadline = call.timeoutMs === undefined ? undefined : setTimeout(() => fail(new ConnectError('the deadline passed', Code.DeadlineExceeded)), call.timeoutMs);
-    const onAbort = (): void => fail(ConnectError.from(signal?.reason, Code.Canceled));
-    signal?.addEventListener('abort', onAbort, { once: true });
+    const end = new CallEnd(call.timeoutMs, signal, fail);
+    const settle = (outcome: () => void): void => end.settle(outcome);
     const answer = (opened: http2.ClientHttp2Stream): void => {
       // A stream that opens after the call gave up (its deadline passed, its caller aborted) is cancelled at once.
-      if (settled) return void opened.close(http2.constants.NGHTTP2_CANCEL);
+      if (end.settled) return void opened.close(http2.constants.NGHTTP2_CANCEL);
       stream = opened;
       opened.on('response', (received) => {
         responseHeaders = received;
@@ -81,11 +67,9 @@ export async function callUnaryStream<I extends DescMessage, O extends DescMessa
       });
       opened.on('error', (error) => fail(new ConnectError(PEER_LOST, Code.Unavailable, undefined, undefined, error)));
       opened.on('close', () => {
-        if (settled) return;
-        const status = trailers ?? (responseHeaders?.['grpc-status'] !== undefined ? responseHeaders : undefined);
-        if (Number(responseHeaders?.[':status']) !== 200 || status === undefined) return fail(new ConnectError(PEER_LOST, Code.Unavailable));
-        const failure = findTrailerError(receivedHeaders(status));
-        if (failure) return fail(failure.details.length === 0 && (failure.code === Code.Canceled || failure.code === Code.Aborted) ? new ConnectError(PEER_LOST, Code.Unavailable) : failure);
+        if (end.settled) return;
+        const failure = answerFailure(responseHeaders, trailers);
+        if (failure) return fail(failure);
         const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
         if (body.byteLength < 5 || body[0] !== 0 || body.byteLength !== 5 + body.readUInt32BE(1)) {
           return fail(new ConnectError('the peer answered a unary call without exactly one uncompressed message', Code.Internal));
@@ -113,10 +97,7 @@ export async function callUnaryStream<I extends DescMessage, O extends DescMessa
       });
       opened.end(frame);
     };
-    call.session.request('POST', `/${method.parent.typeName}/${method.name}`, headers, {}).then(answer, (error: unknown) =>
-      // The session manager's own UNAVAILABLE says why (`connect ECONNREFUSED 127.0.0.1:7401`).
-      fail(error instanceof ConnectError && error.code === Code.Unavailable ? error : new ConnectError(PEER_LOST, Code.Unavailable, undefined, undefined, error)),
-    );
+    call.session.request('POST', callPath(method), callHeaders(call.header, call.timeoutMs), {}).then(answer, (error: unknown) => fail(openingFailure(error)));
   });
 }
 

@@ -12,6 +12,7 @@ import { grpcJsProbe, seenByGrpcJs } from './testing/grpc-js-probe.js';
 import { probeImplementation, startProbeServer, type ProbeHarness } from './testing/probe-server.js';
 import { rawGrpcStream } from './testing/raw-grpc-stream.js';
 import { streamSinkOf } from './stream-sink.js';
+import { PushedMessages } from '@docket/client-kit';
 import { ProbeReplySchema, ProbeRequestSchema, ProbeService, type ProbeRequest } from './testing/probe-service.js';
 
 let harness: ProbeHarness | undefined;
@@ -114,6 +115,22 @@ describe('binary gRPC server streams', () => {
   it('hold the handler back while the client does not read (HTTP/2 flow control), then deliver every message in order', async () => {
     const server = await countingServer();
     await expectHeldBackThenDelivered(server.produced);
+  });
+
+  it('send the messages a handler makes available in one turn together, in one DATA frame', async () => {
+    harness = await startProbeServer({
+      routes: (router) =>
+        router.service(ProbeService, {
+          async *count(request) {
+            for (let sequence = 1; sequence <= request.count; sequence++) yield { text: 'x', sequence };
+          },
+        }),
+    });
+    const call = rawCount(harness.url, await harness.token(), 16);
+    expect(await call.done).toBe('0');
+    expect(call.messages).toHaveLength(16);
+    // A stream passes one write down at a time: unheld, the first went alone and the other fifteen after it.
+    expect(call.pieces()).toBe(1);
   });
 
   it('write what a handler offers, running or parked, in order with what it yields, refusing offers while the client does not read', async () => {
@@ -412,13 +429,13 @@ describe('binary gRPC bidirectional streams a server writes itself', () => {
     }
 
     const client = createClient(ProbeService, createGrpcTransport({ baseUrl: written.url }));
-    const requests = new PushedRequests();
+    const requests = new PushedMessages<{ text: string; count?: number }>();
     const seen: string[] = [];
-    requests.push('a');
+    requests.push({ text: 'a' });
     for await (const reply of client.converse(requests, { headers })) {
       seen.push(`${reply.text}${reply.sequence}`);
-      if (seen.length === 1) requests.push('b');
-      else requests.end();
+      if (seen.length === 1) requests.push({ text: 'b' });
+      else requests.close();
     }
     expect(seen).toEqual(['a1', 'b2']);
   });
@@ -469,28 +486,3 @@ describe('binary gRPC bidirectional streams a server writes itself', () => {
     }
   });
 });
-
-/** Requests a test pushes into a Connect client's stream as it goes. */
-class PushedRequests implements AsyncIterable<{ text: string }> {
-  readonly #items: string[] = [];
-  #ended = false;
-  #wake: (() => void) | undefined;
-
-  push(text: string): void {
-    this.#items.push(text);
-    this.#wake?.();
-  }
-
-  end(): void {
-    this.#ended = true;
-    this.#wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncGenerator<{ text: string }> {
-    for (;;) {
-      while (this.#items.length > 0) yield { text: this.#items.shift()! };
-      if (this.#ended) return;
-      await new Promise<void>((resolve) => (this.#wake = resolve));
-    }
-  }
-}

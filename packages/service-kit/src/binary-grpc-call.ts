@@ -144,6 +144,7 @@ async function streamAnswers(
     offer(message) {
       if (!awaiting || response.destroyed || response.stream.closed || response.stream.writableNeedDrain) return false;
       writeHead();
+      corkUntilNextTick(response.stream);
       response.write(envelope(output, message));
       return true;
     },
@@ -226,6 +227,7 @@ async function single(messages: AsyncIterable<unknown>, kind: 'unary' | 'server-
 /** Writes a frame; resolves false when the stream closed instead of taking it (the client went away). */
 function write(response: http2.Http2ServerResponse, frame: Buffer): Promise<boolean> | boolean {
   if (response.destroyed || response.stream.closed) return false;
+  corkUntilNextTick(response.stream);
   if (response.write(frame)) return true;
   return new Promise((resolve) => {
     const done = (taken: boolean) => () => {
@@ -238,6 +240,23 @@ function write(response: http2.Http2ServerResponse, frame: Buffer): Promise<bool
     response.once('drain', onDrain);
     response.once('close', onClose);
   });
+}
+
+/**
+ * Holds the stream's writes until the next tick, so the messages a handler
+ * makes available together leave in one write. A Node stream passes one
+ * write down at a time and buffers the rest until it completes, which on
+ * HTTP/2 is once the data was sent: the first of sixteen answers made in
+ * one turn went out alone and the other fifteen after it, and a worker
+ * session's calls then reached the service in two groups that never
+ * rejoined (each group's calls one transaction). The stream's buffer
+ * limit still applies: a write past it returns false and the writer waits
+ * for 'drain' as before.
+ */
+function corkUntilNextTick(stream: http2.ServerHttp2Stream): void {
+  if (stream.writableCorked > 0) return;
+  stream.cork();
+  process.nextTick(() => stream.uncork());
 }
 
 function copyHeaders(from: Headers, to: Headers): void {

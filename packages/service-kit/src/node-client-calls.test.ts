@@ -8,12 +8,13 @@ import { errorInfoOf, fieldViolationsOf } from './error-mapping.js';
 import { ProbeService } from './testing/probe-service.js';
 import { PROBE_VIOLATIONS, SECRET_BUG_MESSAGE, startProbeServer, type ProbeHarness } from './testing/probe-server.js';
 import { TcpProxy } from '../../../test/support/tcp-proxy.js';
+import { PushedMessages } from '@docket/client-kit';
 
 /*
- * The unary calls of Docket's Node clients (@docket/client, the worker
- * SDK, the CLI: `createServiceConnection`), written and read by hand on
- * the HTTP/2 session, against a real Docket server: what a caller relies
- * on from any gRPC client.
+ * The unary and bidirectional calls of Docket's Node clients
+ * (@docket/client, the worker SDK, the CLI: `createServiceConnection`),
+ * written and read by hand on the HTTP/2 session, against a real Docket
+ * server: what a caller relies on from any gRPC client.
  */
 let server: ProbeHarness;
 let token: string;
@@ -122,5 +123,132 @@ describe("a Node client's unary call", () => {
     await after.client.echo({ text: 'untraced' });
     after.close();
     expect(spans.getFinishedSpans()).toHaveLength(0);
+  });
+});
+
+/** The turn of the event loop it is now, counted from the first call: calls made in one turn see one number. */
+function turnCounter(): () => number {
+  let turn = 0;
+  let armed = false;
+  return () => {
+    if (!armed) {
+      armed = true;
+      setImmediate(() => {
+        turn += 1;
+        armed = false;
+      });
+    }
+    return turn;
+  };
+}
+
+describe("a Node client's bidirectional call (the worker session's)", () => {
+  it('sends the bearer token, answers each request while the client still writes, and ends OK when the requests end', async () => {
+    await withProbe({ token }, async (client) => {
+      const requests = new PushedMessages<{ text: string; count?: number }>();
+      const seen: string[] = [];
+      requests.push({ text: 'who' });
+      for await (const reply of client.converse(requests)) {
+        seen.push(`${reply.text}${reply.sequence}`);
+        if (seen.length === 1) requests.push({ text: 'b', count: 2 });
+        if (seen.length === 3) requests.close();
+      }
+      expect(seen).toEqual(['who1', 'b2', 'b3']);
+    });
+  });
+
+  it('writes the requests made together in one write, which the server reads in one turn, and gets their answers together', async () => {
+    const now = turnCounter();
+    const turns: number[] = [];
+    const together = await startProbeServer({
+      routes: (router) =>
+        router.service(ProbeService, {
+          async *converse(requests) {
+            for await (const request of requests) {
+              turns.push(now());
+              yield { text: request.text, sequence: turns.length };
+            }
+          },
+        }),
+    });
+    try {
+      await withProbe({ token: await together.token('user'), baseUrl: together.url }, async (client) => {
+        const clientTurn = turnCounter();
+        const requests = new PushedMessages<{ text: string; count?: number }>();
+        const answeredIn: number[] = [];
+        const reading = (async () => {
+          for await (const reply of client.converse(requests)) {
+            answeredIn.push(clientTurn());
+            if (reply.sequence === 32) requests.close();
+            if (reply.sequence === 16) for (let index = 0; index < 16; index++) requests.push({ text: `second-${index}` });
+          }
+        })();
+        for (let index = 0; index < 16; index++) requests.push({ text: `first-${index}` });
+        await reading;
+        // Two bursts of sixteen, each read by the server in one turn and answered to the client in one.
+        expect(new Set(turns.slice(0, 16)).size).toBe(1);
+        expect(new Set(turns.slice(16)).size).toBe(1);
+        expect(new Set(answeredIn.slice(0, 16)).size).toBe(1);
+        expect(new Set(answeredIn.slice(16)).size).toBe(1);
+      });
+    } finally {
+      await together.server.shutdown(500);
+    }
+  });
+
+  it('ends with the typed error and its details after the answers before it, UNAUTHENTICATED without a token, never a bug’s message', async () => {
+    await withProbe({ token }, async (client) => {
+      const read = async (texts: string[], on = client) => {
+        const requests = new PushedMessages<{ text: string; count?: number }>();
+        for (const text of texts) requests.push({ text });
+        requests.close();
+        const seen: string[] = [];
+        try {
+          for await (const reply of on.converse(requests)) seen.push(reply.text);
+        } catch (caught) {
+          return { seen, error: caught as ConnectError };
+        }
+        return { seen, error: undefined };
+      };
+      const failed = await read(['a', 'fail']);
+      expect([failed.seen, failed.error?.code, errorInfoOf(failed.error!)?.reason]).toEqual([['a'], Code.NotFound, 'NOT_FOUND']);
+      const bug = await read(['bug']);
+      expect(bug.error?.code).toBe(Code.Internal);
+      expect(bug.error?.message).not.toContain(SECRET_BUG_MESSAGE);
+      const anonymous = probe();
+      const refused = await read(['a'], anonymous.client);
+      anonymous.close();
+      expect(refused.error?.code).toBe(Code.Unauthenticated);
+    });
+  });
+
+  it('gives up when its deadline passes and at once when the caller cancels', async () => {
+    await withProbe({ token }, async (client) => {
+      const quiet = async (options: { timeoutMs?: number; signal?: AbortSignal }) => {
+        // No request is ever sent: the server waits for one, and only the deadline or the caller ends the call.
+        try {
+          for await (const reply of client.converse(new PushedMessages<{ text: string; count?: number }>(), options)) return reply;
+        } catch (caught) {
+          return (caught as ConnectError).code;
+        }
+        return 'ended';
+      };
+      expect(await quiet({ timeoutMs: 100 })).toBe(Code.DeadlineExceeded);
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 50);
+      expect(await quiet({ signal: controller.signal })).toBe(Code.Canceled);
+    });
+  });
+
+  it('is UNAVAILABLE, saying the connection was refused, where nothing listens', async () => {
+    await withProbe({ token, baseUrl: 'http://127.0.0.1:9' }, async (client) => {
+      const requests = new PushedMessages<{ text: string; count?: number }>();
+      requests.push({ text: 'a' });
+      const refused = await (async () => {
+        for await (const reply of client.converse(requests)) return reply;
+      })().catch((caught: unknown) => caught as ConnectError);
+      expect((refused as ConnectError).code).toBe(Code.Unavailable);
+      expect((refused as ConnectError).rawMessage).toContain('ECONNREFUSED');
+    });
   });
 });

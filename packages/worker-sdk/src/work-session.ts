@@ -7,7 +7,7 @@ import {
   type WorkRequest,
   type WorkResponse,
 } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { failureOfStatus } from '@docket/client-kit';
+import { failureOfStatus, PushedMessages } from '@docket/client-kit';
 
 /** The calls a worker session carries: every attempt-scoped call and ClaimJobs. */
 export type SessionCallName = Exclude<WorkRequest['call']['case'], 'cancel' | undefined>;
@@ -50,40 +50,9 @@ interface PendingCall {
   readonly reject: (error: unknown) => void;
 }
 
-/** The requests of one open stream, as the transport reads them. */
-class RequestQueue implements AsyncIterable<WorkRequest> {
-  readonly #items: WorkRequest[] = [];
-  #closed = false;
-  #wake: (() => void) | undefined;
-
-  push(request: WorkRequest): void {
-    this.#items.push(request);
-    this.#notify();
-  }
-
-  close(): void {
-    this.#closed = true;
-    this.#notify();
-  }
-
-  #notify(): void {
-    const wake = this.#wake;
-    this.#wake = undefined;
-    wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncGenerator<WorkRequest> {
-    for (;;) {
-      while (this.#items.length > 0) yield this.#items.shift()!;
-      if (this.#closed) return;
-      await new Promise<void>((resolve) => (this.#wake = resolve));
-    }
-  }
-}
-
 /** One Work stream and the calls on it. */
 interface OpenStream {
-  readonly requests: RequestQueue;
+  readonly requests: PushedMessages<WorkRequest>;
   readonly pending: Map<bigint, PendingCall>;
   readonly abort: AbortController;
 }
@@ -186,7 +155,7 @@ export class WorkSessionClient {
   }
 
   #open(): OpenStream {
-    const stream: OpenStream = { requests: new RequestQueue(), pending: new Map(), abort: new AbortController() };
+    const stream: OpenStream = { requests: new PushedMessages<WorkRequest>(), pending: new Map(), abort: new AbortController() };
     void this.#serve(stream);
     return stream;
   }

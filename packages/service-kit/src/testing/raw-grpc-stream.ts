@@ -4,6 +4,8 @@ import * as http2 from 'node:http2';
 export interface RawGrpcStream {
   /** The response messages' bytes taken so far, in order. */
   readonly messages: Uint8Array[];
+  /** How many pieces (HTTP/2 DATA frames) the answer's body came in so far. */
+  readonly pieces: () => number;
   /** Resolves once the first bytes of the answer arrived. */
   readonly firstData: Promise<void>;
   /** Resolves with `grpc-status` once the answer's trailers arrived (the session is closed then). */
@@ -32,9 +34,11 @@ export function rawGrpcStream(url: string, path: string, request: Uint8Array, he
   envelope.set(request, 5);
   stream.end(envelope);
   const messages: Uint8Array[] = [];
+  let pieces = 0;
   let pending = Buffer.alloc(0);
   const firstData = new Promise<void>((resolve) => stream.once('data', () => resolve()));
   stream.on('data', (chunk: Buffer) => {
+    pieces += 1;
     pending = Buffer.concat([pending, chunk]);
     while (pending.byteLength >= 5 && pending.byteLength >= 5 + pending.readUInt32BE(1)) {
       const length = pending.readUInt32BE(1);
@@ -49,6 +53,7 @@ export function rawGrpcStream(url: string, path: string, request: Uint8Array, he
   done.catch(() => {});
   return {
     messages,
+    pieces: () => pieces,
     firstData,
     done,
     pause: () => stream.pause(),
