@@ -41,11 +41,20 @@ export interface SubmitOptions {
 }
 
 /** How a {@link RequestBatcher} forms batches. */
-export interface RequestBatcherOptions {
+export interface RequestBatcherOptions<Item = unknown> {
   /** The most items one batch carries. */
   readonly maxBatch: number;
-  /** How many batches may be in flight at once (each holds one connection); beyond the first, only full ones. */
+  /** How many batches may be in flight at once (each holds one connection); beyond the first, only full ones, or those {@link startsBeside} lets go. */
   readonly maxInFlight: number;
+  /**
+   * Which waiting items may go at once as a partial batch beside the
+   * running ones (`running`: the items of each batch in flight), within
+   * `maxInFlight`; the others keep waiting, in order. The state service
+   * lets the claims go beside a batch of reports alone, and the reports
+   * beside a batch of claims alone. Without it (or when it answers
+   * undefined), only a full batch goes beside a running one.
+   */
+  readonly startsBeside?: (running: readonly (readonly Item[])[]) => ((item: Item) => boolean) | undefined;
   /**
    * Captures the async context a batch is then decided in (a service passes
    * `AsyncLocalStorage.snapshot`: the batch's RPC and queries are traced and
@@ -75,7 +84,7 @@ export interface RequestBatcherOptions {
  * bigger, so a bulk load keeps several transactions busy, while a partial
  * batch waits for the running one to end and grows meanwhile (two partial
  * batches cost more per item than one that waited:
- * docs/write-path.md#batches-in-flight).
+ * docs/write-path.md#batches-in-flight), but for the items `startsBeside` picks.
  *
  * `decide` answers every item of its batch in order; if it throws, every
  * item of that batch gets the error (none of them was acknowledged).
@@ -92,18 +101,19 @@ export interface RequestBatcherOptions {
  */
 export class RequestBatcher<Item, Result> {
   readonly #waiting: Waiting<Item, Result>[] = [];
-  #inFlight = 0;
+  /** The items of each batch in flight. */
+  readonly #running = new Set<readonly Item[]>();
   /** Whether a flush is already scheduled for the end of this turn. */
   #flushScheduled = false;
 
   constructor(
     private readonly decide: (items: readonly Item[], budget: BatchBudget) => Promise<readonly ItemOutcome<Result>[]>,
-    private readonly options: RequestBatcherOptions,
+    private readonly options: RequestBatcherOptions<Item>,
   ) {}
 
   /** Decides `item` in the next batch and resolves (or rejects) with its own answer. */
   submit(item: Item, options: SubmitOptions = {}): Promise<Result> {
-    const sentThisTurn = this.#inFlight === 0 && this.#waiting.length === 0;
+    const sentThisTurn = this.#running.size === 0 && this.#waiting.length === 0;
     const headsABatch = this.#waiting.length % this.options.maxBatch === 0;
     return new Promise<Result>((resolve, reject) => {
       this.#waiting.push({
@@ -118,7 +128,7 @@ export class RequestBatcher<Item, Result> {
 
   /** Items waiting for a batch, and batches in flight (for tests and metrics). */
   get load(): { readonly waiting: number; readonly inFlight: number } {
-    return { waiting: this.#waiting.length, inFlight: this.#inFlight };
+    return { waiting: this.#waiting.length, inFlight: this.#running.size };
   }
 
   /**
@@ -136,27 +146,46 @@ export class RequestBatcher<Item, Result> {
   }
 
   #flush(): void {
-    while (this.#waiting.length > 0 && this.#mayStartBatch()) {
+    for (;;) {
+      const taken = this.#nextBatch();
+      if (taken === undefined) return;
       const now = performance.now();
-      const batch = this.#waiting.splice(0, this.options.maxBatch).filter((entry) => {
+      const batch = taken.filter((entry) => {
         if (entry.deadlineAt === undefined || entry.deadlineAt > now) return true;
         entry.settle({ ok: false, error: new ConnectError('the deadline passed before the call was decided', Code.DeadlineExceeded) });
         return false;
       });
       if (batch.length === 0) continue;
-      this.#inFlight += 1;
-      void this.#run(batch, now);
+      const items = batch.map((entry) => entry.item);
+      this.#running.add(items);
+      void this.#run(batch, items, now);
     }
   }
 
-  /** The first batch goes whatever its size; one beside it only when full, up to `maxInFlight`. */
-  #mayStartBatch(): boolean {
-    return this.#inFlight === 0 || (this.#inFlight < this.options.maxInFlight && this.#waiting.length >= this.options.maxBatch);
+  /**
+   * The items of the next batch to start, taken off the queue, if one may
+   * start: the first goes whatever its size; one beside it only when full,
+   * or with the items `startsBeside` picks, up to `maxInFlight`.
+   */
+  #nextBatch(): Waiting<Item, Result>[] | undefined {
+    if (this.#waiting.length === 0) return undefined;
+    if (this.#running.size === 0 || (this.#running.size < this.options.maxInFlight && this.#waiting.length >= this.options.maxBatch)) {
+      return this.#waiting.splice(0, this.options.maxBatch);
+    }
+    if (this.#running.size >= this.options.maxInFlight) return undefined;
+    const picks = this.options.startsBeside?.([...this.#running]);
+    if (picks === undefined) return undefined;
+    const batch: Waiting<Item, Result>[] = [];
+    for (let index = 0; index < this.#waiting.length && batch.length < this.options.maxBatch; ) {
+      const entry = this.#waiting[index]!;
+      if (picks(entry.item)) batch.push(...this.#waiting.splice(index, 1));
+      else index += 1;
+    }
+    return batch.length > 0 ? batch : undefined;
   }
 
-  async #run(batch: Waiting<Item, Result>[], formedAt: number): Promise<void> {
+  async #run(batch: Waiting<Item, Result>[], items: readonly Item[], formedAt: number): Promise<void> {
     try {
-      const items = batch.map((entry) => entry.item);
       const deadlines = batch.map((entry) => entry.deadlineAt);
       const budget: BatchBudget = {
         // Whole milliseconds: a deadline header must not carry a fraction.
@@ -170,7 +199,7 @@ export class RequestBatcher<Item, Result> {
     } catch (error) {
       for (const entry of batch) entry.settle({ ok: false, error });
     } finally {
-      this.#inFlight -= 1;
+      this.#running.delete(items);
       this.#flush();
     }
   }

@@ -114,6 +114,36 @@ describe('RequestBatcher', () => {
     expect(await Promise.all([...partial, ...whole])).toEqual(['decided 1', 'decided 2', 'decided 3', 'decided 4']);
   });
 
+  it('starts the items startsBeside picks beside the running batches, the others waiting in order: odd beside even and even beside odd', async () => {
+    const { batches, decide } = heldBatches();
+    const odd = (item: number) => item % 2 === 1;
+    const even = (item: number) => !odd(item);
+    const commit = new RequestBatcher(decide, {
+      maxBatch: 10,
+      maxInFlight: 2,
+      startsBeside: (running) => (!running.some((batch) => batch.some(odd)) ? odd : !running.some((batch) => batch.some(even)) ? even : undefined),
+    });
+    const first = commit.submit(2);
+    await turnEnds();
+    const waiting = [4, 5, 6, 7].map((item) => commit.submit(item));
+    await turnEnds();
+    expect(batches.map((batch) => batch.items), 'the odd ones go beside the batch of evens; the even ones wait').toEqual([[2], [5, 7]]);
+    const later = [9, 8].map((item) => commit.submit(item));
+    await turnEnds();
+    expect(batches.map((batch) => batch.items), 'never beyond maxInFlight').toEqual([[2], [5, 7]]);
+    batches[0]?.release();
+    await first;
+    await Promise.resolve();
+    expect(batches.map((batch) => batch.items), 'beside the odd batch, the even ones, in order').toEqual([[2], [5, 7], [4, 6, 8]]);
+    batches[1]?.release();
+    await Promise.all([waiting[1], waiting[3]]);
+    await Promise.resolve();
+    expect(batches.map((batch) => batch.items)).toEqual([[2], [5, 7], [4, 6, 8], [9]]);
+    batches[2]?.release();
+    batches[3]?.release();
+    expect(await Promise.all([...waiting, ...later])).toEqual(['decided 4', 'decided 5', 'decided 6', 'decided 7', 'decided 9', 'decided 8']);
+  });
+
   it('gives each item its own answer, and a failed batch fails only its own items', async () => {
     const { batches, decide } = heldBatches();
     const commit = new RequestBatcher(decide, { maxBatch: 10, maxInFlight: 1 });

@@ -17,7 +17,7 @@ export type { BatchBudget, ItemOutcome, RequestBatcherOptions, SubmitOptions } f
 export class RequestBatcher<Item, Result> extends ContextFreeBatcher<Item, Result> {
   constructor(
     decide: (items: readonly Item[], budget: BatchBudget) => Promise<readonly ItemOutcome<Result>[]>,
-    options: Omit<RequestBatcherOptions, 'captureContext'>,
+    options: Omit<RequestBatcherOptions<Item>, 'captureContext'>,
   ) {
     super(decide, { ...options, captureContext: () => AsyncLocalStorage.snapshot() });
   }

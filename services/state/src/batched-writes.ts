@@ -22,7 +22,8 @@ export interface BatchedWriteSettings {
   readonly reportBatchMax: number;
   /**
    * Worker transactions (claims and reports together) in flight per process (DOCKET_WORKER_BATCHES_IN_FLIGHT,
-   * default 1): claims lock their incarnation's row, so two batches of one process would mostly wait for each other.
+   * default 2): beside a running one, another starts when it is full, or with the waiting calls of a kind
+   * (claims, reports) that no running one carries, so neither kind waits behind a transaction of the other alone.
    */
   readonly workerBatchesInFlight: number;
 }
@@ -56,7 +57,7 @@ export function batchedWrites(
   onBatch: (path: WritePath, size: number) => void = () => {},
   reportQuarantine: QuarantineReport = () => {},
 ): BatchedWrites {
-  const batches = (maxBatch: number, maxInFlight: number): RequestBatcherOptions => ({ maxBatch, maxInFlight });
+  const batches = <Item>(maxBatch: number, maxInFlight: number): RequestBatcherOptions<Item> => ({ maxBatch, maxInFlight });
   const admitted = isolatingFailures((items: readonly AdmitJobCommand[]) => admitJobs(pool, items));
   const decided = isolatingFailures((items: readonly WorkerWrite[]) => decideWorkerBatch(pool, execution, items, reportQuarantine));
   // Each transaction is observed, and its statements may run only as long as its batch's latest caller still waits.
@@ -71,7 +72,10 @@ export function batchedWrites(
       }
       return outcomes;
     });
-  const workerCalls = new RequestBatcher<WorkerWrite, WorkerWriteResult>(workerBatch, batches(settings.claimBatchMax + settings.reportBatchMax, settings.workerBatchesInFlight));
+  const workerCalls = new RequestBatcher<WorkerWrite, WorkerWriteResult>(workerBatch, {
+    ...batches<WorkerWrite>(settings.claimBatchMax + settings.reportBatchMax, settings.workerBatchesInFlight),
+    startsBeside: kindNotRunning,
+  });
   return {
     admissions: new RequestBatcher(
       (items: readonly AdmitJobCommand[], budget: BatchBudget) => {
@@ -83,6 +87,20 @@ export function batchedWrites(
     claim: (command, options) => workerCalls.submit({ claim: command }, options) as Promise<ClaimOutcome>,
     report: (report, options) => workerCalls.submit({ report }, options) as Promise<ReportResponse>,
   };
+}
+
+/**
+ * Which waiting worker calls may go beside the running batches: the claims
+ * when no running batch has claims, else the reports when none has
+ * reports, so neither kind waits behind a transaction of the other alone,
+ * as when each kind had transactions of its own; what waits while nothing
+ * runs goes together. A batch with claims holds its incarnations' rows,
+ * so claims never go beside one.
+ */
+function kindNotRunning(running: readonly (readonly WorkerWrite[])[]): ((item: WorkerWrite) => boolean) | undefined {
+  if (!running.some((batch) => batch.some((item) => 'claim' in item))) return (item) => 'claim' in item;
+  if (!running.some((batch) => batch.some((item) => 'report' in item))) return (item) => 'report' in item;
+  return undefined;
 }
 
 /** `items` in order, cut into parts of at most `claimBatchMax` claims and `reportBatchMax` reports each. */

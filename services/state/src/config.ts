@@ -82,7 +82,7 @@ export function readStateConfig(env: Environment): StateConfig {
       admitBatchesInFlight: readPositiveInteger(env, 'DOCKET_ADMIT_BATCHES_IN_FLIGHT', 2),
       claimBatchMax: readPositiveInteger(env, 'DOCKET_CLAIM_BATCH_MAX', 32),
       reportBatchMax: readPositiveInteger(env, 'DOCKET_REPORT_BATCH_MAX', 128),
-      workerBatchesInFlight: readPositiveInteger(env, 'DOCKET_WORKER_BATCHES_IN_FLIGHT', 1),
+      workerBatchesInFlight: readPositiveInteger(env, 'DOCKET_WORKER_BATCHES_IN_FLIGHT', 2),
     },
     watermarkFile: env['DOCKET_STATE_WATERMARK_FILE'] || (databaseUrl === undefined ? join(dataDir, 'state-watermark.json') : undefined),
   };
