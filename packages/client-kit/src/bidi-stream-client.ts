@@ -67,12 +67,13 @@ export async function callBidiStream<I extends DescMessage, O extends DescMessag
 
 /**
  * Writes the requests as the input yields them, each burst (what it yields
- * before the next tick) in one write, waiting for the stream to drain when
- * it is full, and half-closes the stream when the input ends. An input
- * that fails fails the call.
+ * before the next tick, up to the stream's buffer size) in one write,
+ * waiting for the stream to drain when it is full, and half-closes the
+ * stream when the input ends. An input that fails fails the call.
  */
 async function writeRequests<I extends DescMessage>(stream: http2.ClientHttp2Stream, schema: I, input: AsyncIterable<MessageInitShape<I>>, answers: StreamAnswers<DescMessage>): Promise<void> {
   const frames: Buffer[] = [];
+  let framedBytes = 0;
   let drained: Promise<void> | undefined;
   let flushing = false;
   const flush = (): void => {
@@ -80,13 +81,18 @@ async function writeRequests<I extends DescMessage>(stream: http2.ClientHttp2Str
     if (frames.length === 0 || answers.settled) return;
     const chunk = frames.length === 1 ? (frames[0] as Buffer) : Buffer.concat(frames);
     frames.length = 0;
-    if (!stream.write(chunk)) drained = new Promise((resolve) => stream.once('drain', resolve).once('close', resolve));
+    framedBytes = 0;
+    if (!stream.write(chunk)) drained = roomOrClose(stream);
   };
   try {
     for await (const request of input) {
       if (answers.settled) return;
-      frames.push(grpcFrame(toBinary(schema, isMessage(request, schema) ? request : create(schema, request))));
-      if (!flushing) {
+      const frame = grpcFrame(toBinary(schema, isMessage(request, schema) ? request : create(schema, request)));
+      frames.push(frame);
+      framedBytes += frame.byteLength;
+      // A burst past the stream's buffer goes now, so the stream's fullness holds the input back.
+      if (framedBytes >= stream.writableHighWaterMark) flush();
+      else if (!flushing) {
         flushing = true;
         process.nextTick(flush);
       }
@@ -100,6 +106,17 @@ async function writeRequests<I extends DescMessage>(stream: http2.ClientHttp2Str
   } catch (error) {
     answers.fail(ConnectError.from(error, Code.Internal));
   }
+}
+
+/** Resolves once `stream` drained or closed, leaving no listener behind (a session's stream may fill many times). */
+function roomOrClose(stream: http2.ClientHttp2Stream): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      stream.off('drain', done).off('close', done);
+      resolve();
+    };
+    stream.once('drain', done).once('close', done);
+  });
 }
 
 /**

@@ -196,6 +196,45 @@ describe("a Node client's bidirectional call (the worker session's)", () => {
     }
   });
 
+  it('stops taking requests while the server does not read them (HTTP/2 flow control), then sends every one, in order', async () => {
+    let reading: () => void = () => {};
+    const mayRead = new Promise<void>((resolve) => (reading = resolve));
+    const received: number[] = [];
+    const slow = await startProbeServer({
+      routes: (router) =>
+        router.service(ProbeService, {
+          async *converse(requests) {
+            await mayRead;
+            for await (const request of requests) received.push(request.count);
+            yield { text: 'done', sequence: received.length };
+          },
+        }),
+    });
+    try {
+      await withProbe({ token: await slow.token('user'), baseUrl: slow.url }, async (client) => {
+        let taken = 0;
+        const requests = async function* () {
+          for (let count = 1; count <= 400; count++) {
+            taken = count;
+            yield { text: 'x'.repeat(16 * 1024), count };
+          }
+        };
+        const answers = (async () => {
+          for await (const reply of client.converse(requests())) return reply;
+        })();
+        // Real time: a server that reads nothing for half a second.
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        expect(taken).toBeGreaterThan(0);
+        expect(taken).toBeLessThan(100);
+        reading();
+        expect((await answers)?.sequence).toBe(400);
+        expect(received).toEqual(Array.from({ length: 400 }, (_, index) => index + 1));
+      });
+    } finally {
+      await slow.server.shutdown(500);
+    }
+  });
+
   it('ends with the typed error and its details after the answers before it, UNAUTHENTICATED without a token, never a bug’s message', async () => {
     await withProbe({ token }, async (client) => {
       const read = async (texts: string[], on = client) => {
