@@ -48,8 +48,11 @@ const READ_AHEAD = 64;
  */
 export async function callBidiStream<I extends DescMessage, O extends DescMessage>(call: BidiStreamCall<I, O>): Promise<StreamResponse<I, O>> {
   const { method, signal } = call;
+  const deadlineAt = call.timeoutMs === undefined ? undefined : performance.now() + call.timeoutMs;
   const stream = await openCallStream(call.session, method, call.header, call.timeoutMs, signal);
-  const answers = new StreamAnswers(call.session, stream, method.output, call.timeoutMs, signal);
+  // The deadline runs from the call's start: what opening the stream took is spent.
+  const left = deadlineAt === undefined ? undefined : Math.max(0, deadlineAt - performance.now());
+  const answers = new StreamAnswers(call.session, stream, method.output, left, signal);
   void writeRequests(stream, method.input, call.input, answers);
   return {
     stream: true,

@@ -1,8 +1,8 @@
-import * as http2 from 'node:http2';
+import type * as http2 from 'node:http2';
 import { create, fromBinary, toBinary, type DescMessage, type DescMethodUnary, type MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type UnaryResponse } from '@connectrpc/connect';
 import type { Http2SessionManager } from '@connectrpc/connect-node';
-import { answerFailure, CallEnd, callHeaders, callPath, openingFailure, PEER_LOST } from './call-stream.js';
+import { answerFailure, CANCEL, CallEnd, callHeaders, callPath, openingFailure, PEER_LOST } from './call-stream.js';
 import { grpcFrame } from './grpc-frame.js';
 import { receivedHeaders } from './received-headers.js';
 
@@ -44,7 +44,7 @@ export async function callUnaryStream<I extends DescMessage, O extends DescMessa
     let trailers: http2.IncomingHttpHeaders | undefined;
     const fail = (error: ConnectError): void =>
       end.settle(() => {
-        if (stream && !stream.closed && !stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL);
+        if (stream && !stream.closed && !stream.destroyed) stream.close(CANCEL);
         reject(error);
       });
     // The deadline runs from the start: opening the stream may itself wait on a network that no longer answers (the
@@ -53,7 +53,7 @@ export async function callUnaryStream<I extends DescMessage, O extends DescMessa
     const settle = (outcome: () => void): void => end.settle(outcome);
     const answer = (opened: http2.ClientHttp2Stream): void => {
       // A stream that opens after the call gave up (its deadline passed, its caller aborted) is cancelled at once.
-      if (end.settled) return void opened.close(http2.constants.NGHTTP2_CANCEL);
+      if (end.settled) return void opened.close(CANCEL);
       stream = opened;
       opened.on('response', (received) => {
         responseHeaders = received;
