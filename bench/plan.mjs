@@ -32,6 +32,8 @@ const BATCHED = { style: 'loops', workers: 1, handlersPerWorker: HANDLERS, batch
 /** Docket only: the same calls on the worker session (one ExecutionService/Work stream) instead of unary RPCs. */
 const ONE_PER_CLAIM_SESSION = { ...ONE_PER_CLAIM, session: true };
 const BATCHED_SESSION = { ...BATCHED, session: true };
+/** Docket only, this checkout: the state service's worker transactions called in the generator, no call at all (the worker path's floor, bench/docket/state-in-process.mjs). */
+const ONE_PER_CLAIM_IN_PROCESS = { ...ONE_PER_CLAIM, inProcess: true };
 /**
  * Flow control on, bounds that never bind (SPEC section 13): what a claim
  * pays for a queue policy (the queue's advisory lock, the room read, the
@@ -145,7 +147,8 @@ export function buildScenarios(sizes, docketSystems) {
   // each case), so that the two columns of one case run side by side.
   const forDocket = (make) => {
     const bySystem = docketSystems.map(make);
-    return bySystem[0].flatMap((_, index) => bySystem.map((cases) => cases[index]));
+    // A case only this checkout has (the floor) has no twin in the baseline.
+    return bySystem[0].flatMap((_, index) => bySystem.flatMap((cases) => (cases[index] ? [cases[index]] : [])));
   };
   const submitGroup = (callers, total, withPeers) => ({
     name: `SubmitJob, ${callers} caller${callers === 1 ? '' : 's'}`,
@@ -190,6 +193,7 @@ export function buildScenarios(sizes, docketSystems) {
             consumeCase(sizes, docket, '1 worker x 16 handlers, max_jobs 1, worker session', ONE_PER_CLAIM_SESSION, sizes.jobs),
             consumeCase(sizes, docket, '16 workers x 1 handler', SIXTEEN_WORKERS, sizes.jobs),
             consumeCase(sizes, docket, '1 worker x 16 handlers, max_jobs 1, queue policy (concurrency + rate, not binding)', { ...ONE_PER_CLAIM, policy: FLOW_POLICY }, sizes.jobs),
+            ...(docket === 'docket' ? [consumeCase(sizes, docket, "1 worker x 16 handlers, max_jobs 1, state's transactions in the generator (no calls: the floor)", ONE_PER_CLAIM_IN_PROCESS, sizes.jobs)] : []),
           ]),
         ],
       },

@@ -11,10 +11,15 @@
 // own work. PROFILE_SESSION=1 makes the claims and reports on the worker
 // session (one ExecutionService/Work stream) instead of unary calls;
 // PROFILE_ONE_PROCESS=1 runs the services in one process (services/one-process);
+// PROFILE_IN_PROCESS=1 makes the claims and reports with the state service's
+// own worker transactions in this process, no call at all
+// (docket/state-in-process.mjs), profiles this process during them and
+// prints the worker batches' sizes;
 // PROFILE_ITEMS=N submits with SubmitJobs of N items per call instead of
 // SubmitJob, and PROFILE_CLAIMS=0 leaves the claims out, so that the
 // profiles hold admission alone.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -24,6 +29,7 @@ import { WorkSessionClient } from '@docket/worker-sdk';
 import { printCpuProfiles } from './cpu-profile-summary.mjs';
 import { clientWith } from './docket/clients.mjs';
 import { launchDocket } from './docket/instance.mjs';
+import { openStateInProcess } from './docket/state-in-process.mjs';
 import { runConcurrently } from './load/closed-loop.mjs';
 import { query, startDurablePostgres } from './postgres.mjs';
 
@@ -71,10 +77,16 @@ async function claimAndComplete() {
      order by j.priority desc, j.created_at, j.id limit 16`,
   );
   console.log(plan.map((row) => row['QUERY PLAN']).join('\n'));
-  const execution = clientWith(ExecutionService, docket.urls.execution[0], await docket.token('profile-worker', 'worker'));
+  const batches = { claims: [0, 0], reports: [0, 0] };
+  const inProcess = process.env.PROFILE_IN_PROCESS === '1' ? await openStateInProcess(databaseUrl, 'profile-worker', (path, size) => {
+    batches[path][0] += 1;
+    batches[path][1] += size;
+  }) : undefined;
+  const execution = inProcess ?? clientWith(ExecutionService, docket.urls.execution[0], await docket.token('profile-worker', 'worker'));
   const { workerIncarnation } = await execution.registerWorker({ workerName: 'profile', queues: ['profile'], maxConcurrency: 32 });
   const session = process.env.PROFILE_SESSION === '1' ? new WorkSessionClient(execution) : undefined;
   const calls = session?.client ?? execution;
+  const profiler = inProcess ? await profileThisProcess() : undefined;
   let done = 0;
   const started = performance.now();
   await Promise.all(
@@ -89,7 +101,26 @@ async function claimAndComplete() {
     }),
   );
   session?.close();
-  console.log(`claim + complete${session ? ' (worker session)' : ''}: ${done} jobs, 16 loops, ${Math.round((done / (performance.now() - started)) * 1000)}/s`);
+  const elapsedMs = performance.now() - started;
+  await profiler?.stop();
+  await inProcess?.close();
+  console.log(`claim + complete${session ? ' (worker session)' : inProcess ? " (the state service's transactions in this process, no calls)" : ''}: ${done} jobs, 16 loops, ${Math.round((done / elapsedMs) * 1000)}/s`);
+  if (inProcess) for (const [path, [count, size]] of Object.entries(batches)) console.log(`  ${path}: ${count} batches, ${(size / Math.max(1, count)).toFixed(1)} per batch`);
+}
+
+/** Profiles this process (node:inspector) until `stop()`, which writes the profile beside the services' ones. */
+async function profileThisProcess() {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return {
+    async stop() {
+      const { profile } = await session.post('Profiler.stop');
+      writeFileSync(join(profiles, 'CPU.in-process.cpuprofile'), JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
 }
 
 async function printStatements() {

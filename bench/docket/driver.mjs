@@ -25,6 +25,7 @@ import { runClaimLoops } from '../load/claim-loops.mjs';
 import { runConcurrently } from '../load/closed-loop.mjs';
 import { jobInput, jobKey } from '../load/jobs.mjs';
 import { clientWith } from './clients.mjs';
+import { openStateInProcess } from './state-in-process.mjs';
 
 const SEED_CALLERS = 64;
 const CLAIM_WAIT = { seconds: 1n };
@@ -61,6 +62,8 @@ export async function open(system) {
   const admission = clientWith(AdmissionService, system.admissionUrl, system.userToken);
   const unary = clientWith(ExecutionService, system.executionUrl, system.workerToken);
   const session = new WorkSessionClient(unary);
+  /** The state service's worker path in this process, opened by the first consumer that asks for it. */
+  let inProcess;
   /** The Docket client with coalesced submissions (`coalesceSubmissions`), made by the first submitter that asks for it. */
   let coalescing;
   /**
@@ -96,10 +99,12 @@ export async function open(system) {
           rateLimit: { jobs: rateLimit.jobs, per: { seconds: BigInt(rateLimit.perSeconds) } },
         });
       }
-      const execution = spec.session ? session.client : unary;
+      // In process: the state service's own worker transactions, called in this process (state-in-process.mjs).
+      inProcess ??= spec.inProcess ? await openStateInProcess(system.databaseUrl, 'bench-worker') : undefined;
+      const execution = spec.inProcess ? inProcess : spec.session ? session.client : unary;
       const incarnations = [];
       for (let index = 0; index < spec.workers; index += 1) {
-        const { workerIncarnation } = await unary.registerWorker({
+        const { workerIncarnation } = await (spec.inProcess ? inProcess : unary).registerWorker({
           workerName: `bench-${queue}-${index}`,
           queues: [queue],
           maxConcurrency: spec.handlersPerWorker,
@@ -150,6 +155,7 @@ export async function open(system) {
     },
     async close() {
       session.close();
+      await inProcess?.close();
     },
   };
 }
