@@ -161,6 +161,8 @@ export function buildScenarios(sizes, docketSystems) {
         submitCase(sizes, docket, 'SubmitJob', undefined, callers, total),
         // A job per client call too, made by many callers at once: what a producer gets from the client's coalesceSubmissions.
         ...(callers > 1 ? [submitCase(sizes, docket, 'client submit(), coalesceSubmissions', 'coalesced', callers, total)] : []),
+        // This checkout only: the same submissions checked by admission's code and admitted by the state service's, in the generator (the floor).
+        ...(callers === 16 && docket === 'docket' ? [submitCase(sizes, docket, "SubmitJob's admission in the generator (no calls: the floor)", 'in-process', callers, total)] : []),
       ]),
     ],
   });

@@ -87,6 +87,7 @@ async function claimAndComplete() {
   const session = process.env.PROFILE_SESSION === '1' ? new WorkSessionClient(execution) : undefined;
   const calls = session?.client ?? execution;
   const profiler = inProcess ? await profileThisProcess() : undefined;
+  const cpuBefore = process.cpuUsage();
   let done = 0;
   const started = performance.now();
   await Promise.all(
@@ -102,10 +103,13 @@ async function claimAndComplete() {
   );
   session?.close();
   const elapsedMs = performance.now() - started;
+  const cpu = process.cpuUsage(cpuBefore);
   await profiler?.stop();
   await inProcess?.close();
   console.log(`claim + complete${session ? ' (worker session)' : inProcess ? " (the state service's transactions in this process, no calls)" : ''}: ${done} jobs, 16 loops, ${Math.round((done / elapsedMs) * 1000)}/s`);
-  if (inProcess) for (const [path, [count, size]] of Object.entries(batches)) console.log(`  ${path}: ${count} batches, ${(size / Math.max(1, count)).toFixed(1)} per batch`);
+  if (!inProcess) return;
+  for (const [path, [count, size]] of Object.entries(batches)) console.log(`  ${path}: ${count} batches, ${(size / Math.max(1, count)).toFixed(1)} per batch`);
+  console.log(`  this process (profiled): ${Math.round((cpu.user + cpu.system) / done)} us of CPU per job (${Math.round(cpu.system / done)} us of it in the kernel)`);
 }
 
 /** Profiles this process (node:inspector) until `stop()`, which writes the profile beside the services' ones. */

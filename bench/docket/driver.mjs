@@ -62,8 +62,9 @@ export async function open(system) {
   const admission = clientWith(AdmissionService, system.admissionUrl, system.userToken);
   const unary = clientWith(ExecutionService, system.executionUrl, system.workerToken);
   const session = new WorkSessionClient(unary);
-  /** The state service's worker path in this process, opened by the first consumer that asks for it. */
+  /** The state service's transactions in this process (state-in-process.mjs), opened by the first case that asks for them. */
   let inProcess;
+  const stateInProcess = async () => (inProcess ??= await openStateInProcess(system.databaseUrl, 'bench-worker'));
   /** The Docket client with coalesced submissions (`coalesceSubmissions`), made by the first submitter that asks for it. */
   let coalescing;
   /**
@@ -71,7 +72,11 @@ export async function open(system) {
    * `coalesced` the Docket client's `submit()` sharing SubmitJobs calls
    * with the submissions made meanwhile (see SubmitCoalescer).
    */
-  const submitter = (queue, shape) => {
+  const submitter = async (queue, shape) => {
+    if (shape === 'in-process') {
+      const state = await stateInProcess();
+      return async (key, input) => (await state.submitJob({ idempotencyKey: key, queue, input })).job?.id;
+    }
     if (shape !== 'coalesced') return async (key, input) => (await admission.submitJob({ idempotencyKey: key, queue, input })).job?.id;
     coalescing ??= createClient({ admissionUrl: system.admissionUrl, token: system.userToken, coalesceSubmissions: true, retry: { tries: 1 } });
     return async (key, input) => (await coalescing.submit({ queue, input }, { idempotencyKey: key })).job.id;
@@ -100,11 +105,11 @@ export async function open(system) {
         });
       }
       // In process: the state service's own worker transactions, called in this process (state-in-process.mjs).
-      inProcess ??= spec.inProcess ? await openStateInProcess(system.databaseUrl, 'bench-worker') : undefined;
-      const execution = spec.inProcess ? inProcess : spec.session ? session.client : unary;
+      const state = spec.inProcess ? await stateInProcess() : undefined;
+      const execution = state ?? (spec.session ? session.client : unary);
       const incarnations = [];
       for (let index = 0; index < spec.workers; index += 1) {
-        const { workerIncarnation } = await (spec.inProcess ? inProcess : unary).registerWorker({
+        const { workerIncarnation } = await (state ?? unary).registerWorker({
           workerName: `bench-${queue}-${index}`,
           queues: [queue],
           maxConcurrency: spec.handlersPerWorker,

@@ -1,31 +1,39 @@
-// The worker path's floor: the state service's own worker transactions,
+// The floor of Docket's data path: the state service's own transactions,
 // run in the generator process against the deployment's database with no
-// call at all. RegisterWorker, then ClaimJobs and ReportOutcome as the
-// state service decides them (parsed by its own parsers, grouped by its
+// call at all. SubmitJob as admission checks and fingerprints it and the
+// state service admits it (its admission batches); RegisterWorker, then
+// ClaimJobs and ReportOutcome as the state service decides them (parsed by its own parsers, grouped by its
 // own `batchedWrites` into the same worker batches, written by the same
 // statements), but handed to it as function calls: no gRPC, no HTTP/2, no
 // execution service, no protobuf on the wire. Whatever Docket's call path
 // costs, a claim + complete cannot cost less than this, so its jobs/s are
 // the ceiling of any topology (four processes, one process, replicas) and
 // its CPU per job (PostgreSQL and this process) the part the data model
-// asks for. One difference, which only flatters it: no rollback guard, so
+// asks for; the same for a submission. One difference, which only flatters it: no rollback guard, so
 // a transaction's opening does not read the WAL flush position.
 import { randomBytes } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
+import { SubmitJobRequestSchema } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ClaimJobsRequestSchema, RegisterWorkerRequestSchema, ReportOutcomeRequestSchema } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import { admissionOf } from '../../services/admission/dist/domain/admission.js';
 import { batchedWrites } from '../../services/state/dist/batched-writes.js';
 import { parseClaim } from '../../services/state/dist/claims/claim-jobs.js';
 import { readStateConfig } from '../../services/state/dist/config.js';
 import { openDatabase } from '../../services/state/dist/db/database.js';
+import { parseAdmitJobRequest } from '../../services/state/dist/routes/state-requests.js';
 import { parseAttemptReport } from '../../services/state/dist/worker-calls/attempt-reports.js';
 import { registerWorker } from '../../services/state/dist/workers/register-worker.js';
+
+/** The admission service's default idempotency TTL. */
+const DAY_MS = 24 * 60 * 60 * 1000;
 
 const quiet = { debug() {}, info() {}, warn() {}, error: (message) => console.error(message) };
 
 /**
- * Opens the state service's worker path on `databaseUrl` (already migrated
- * by the deployment's state service) for the worker subject `subject`:
- * `{registerWorker(request), claimJobs(request), reportOutcome(request), close()}`,
+ * Opens the state service's admissions and worker path on `databaseUrl`
+ * (already migrated by the deployment's state service) for the subject
+ * `subject`: `{submitJob(request), registerWorker(request), claimJobs(request),
+ * reportOutcome(request), close()}`,
  * taking and answering the public messages' init shapes as the RPCs do;
  * `onBatch(path, size)` hears of every worker transaction's claims and
  * reports (the state service's batch metric).
@@ -36,7 +44,10 @@ export async function openStateInProcess(databaseUrl, subject, onBatch = () => {
   const execution = { leaseMs: config.leaseMs };
   const { db, pool } = openDatabase({ connectionString: databaseUrl, logger: quiet });
   const writes = batchedWrites(pool, config.batching, execution, onBatch);
+  const admission = { idempotencyTtlMs: DAY_MS };
+  const principal = { subject, role: 'user' };
   return {
+    submitJob: async (request) => ({ job: (await writes.admissions.submit(parseAdmitJobRequest(admissionOf(admission, principal, create(SubmitJobRequestSchema, request))))).job }),
     registerWorker: (request) => registerWorker(db, execution, subject, create(RegisterWorkerRequestSchema, request)),
     claimJobs: async (request) => (await writes.claim(parseClaim(subject, create(ClaimJobsRequestSchema, request)))).response,
     reportOutcome: (request) => writes.report(parseAttemptReport(subject, { case: 'reportOutcome', value: create(ReportOutcomeRequestSchema, request) })),
