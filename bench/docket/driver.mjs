@@ -92,7 +92,7 @@ export async function open(system) {
     submitter,
     bulkSubmitter,
     async seed(queue, count, prefix) {
-      const submit = submitter(queue);
+      const submit = await submitter(queue);
       await runConcurrently(count, SEED_CALLERS, (index) => submit(jobKey(prefix, index), jobInput(index)));
     },
     async consumer(queue, total, spec) {
