@@ -24,6 +24,9 @@ import { parseAdmitJobRequest } from '../../services/state/dist/routes/state-req
 import { parseAttemptReport } from '../../services/state/dist/worker-calls/attempt-reports.js';
 import { registerWorker } from '../../services/state/dist/workers/register-worker.js';
 
+/** This process's DOCKET_*_BATCH* variables, which the state service reads (DOCKET_ADMIT_BATCH_MAX, DOCKET_WORKER_BATCHES_IN_FLIGHT, ...). */
+const batchSettings = () => Object.fromEntries(Object.entries(process.env).filter(([name]) => /^DOCKET_[A-Z]+_BATCH/.test(name)));
+
 /** The admission service's default idempotency TTL. */
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -39,8 +42,8 @@ const quiet = { debug() {}, info() {}, warn() {}, error: (message) => console.er
  * reports (the state service's batch metric).
  */
 export async function openStateInProcess(databaseUrl, subject, onBatch = () => {}) {
-  // The state service's defaults for worker batches and leases; the secret it requires is used by nothing here.
-  const config = readStateConfig({ DOCKET_SERVICE_AUTH_SECRET: randomBytes(32).toString('base64') });
+  // The state service's batch settings (its defaults, or this process's DOCKET_*_BATCH* variables) and lease; the secret it requires is used by nothing here.
+  const config = readStateConfig({ ...batchSettings(), DOCKET_SERVICE_AUTH_SECRET: randomBytes(32).toString('base64') });
   const execution = { leaseMs: config.leaseMs };
   const { db, pool } = openDatabase({ connectionString: databaseUrl, logger: quiet });
   const writes = batchedWrites(pool, config.batching, execution, onBatch);
