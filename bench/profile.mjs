@@ -78,7 +78,7 @@ async function claimAndComplete() {
   );
   console.log(plan.map((row) => row['QUERY PLAN']).join('\n'));
   const batches = { claims: [0, 0], reports: [0, 0] };
-  const inProcess = process.env.PROFILE_IN_PROCESS === '1' ? await openStateInProcess(databaseUrl, 'profile-worker', (path, size) => {
+  const inProcess = process.env.PROFILE_IN_PROCESS === '1' ? openStateInProcess(databaseUrl, 'profile-worker', (path, size) => {
     batches[path][0] += 1;
     batches[path][1] += size;
   }) : undefined;

@@ -64,7 +64,7 @@ export async function open(system) {
   const session = new WorkSessionClient(unary);
   /** The state service's transactions in this process (state-in-process.mjs), opened by the first case that asks for them. */
   let inProcess;
-  const stateInProcess = async () => (inProcess ??= await openStateInProcess(system.databaseUrl, 'bench-worker'));
+  const stateInProcess = () => (inProcess ??= openStateInProcess(system.databaseUrl, 'bench-worker'));
   /** The Docket client with coalesced submissions (`coalesceSubmissions`), made by the first submitter that asks for it. */
   let coalescing;
   /**
@@ -72,9 +72,9 @@ export async function open(system) {
    * `coalesced` the Docket client's `submit()` sharing SubmitJobs calls
    * with the submissions made meanwhile (see SubmitCoalescer).
    */
-  const submitter = async (queue, shape) => {
+  const submitter = (queue, shape) => {
     if (shape === 'in-process') {
-      const state = await stateInProcess();
+      const state = stateInProcess();
       return async (key, input) => (await state.submitJob({ idempotencyKey: key, queue, input })).job?.id;
     }
     if (shape !== 'coalesced') return async (key, input) => (await admission.submitJob({ idempotencyKey: key, queue, input })).job?.id;
@@ -92,7 +92,7 @@ export async function open(system) {
     submitter,
     bulkSubmitter,
     async seed(queue, count, prefix) {
-      const submit = await submitter(queue);
+      const submit = submitter(queue);
       await runConcurrently(count, SEED_CALLERS, (index) => submit(jobKey(prefix, index), jobInput(index)));
     },
     async consumer(queue, total, spec) {
@@ -105,7 +105,7 @@ export async function open(system) {
         });
       }
       // In process: the state service's own worker transactions, called in this process (state-in-process.mjs).
-      const state = spec.inProcess ? await stateInProcess() : undefined;
+      const state = spec.inProcess ? stateInProcess() : undefined;
       const execution = state ?? (spec.session ? session.client : unary);
       const incarnations = [];
       for (let index = 0; index < spec.workers; index += 1) {

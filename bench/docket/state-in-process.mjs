@@ -1,16 +1,16 @@
 // The floor of Docket's data path: the state service's own transactions,
 // run in the generator process against the deployment's database with no
-// call at all. SubmitJob as admission checks and fingerprints it and the
-// state service admits it (its admission batches); RegisterWorker, then
-// ClaimJobs and ReportOutcome as the state service decides them (parsed by its own parsers, grouped by its
-// own `batchedWrites` into the same worker batches, written by the same
-// statements), but handed to it as function calls: no gRPC, no HTTP/2, no
-// execution service, no protobuf on the wire. Whatever Docket's call path
-// costs, a claim + complete cannot cost less than this, so its jobs/s are
-// the ceiling of any topology (four processes, one process, replicas) and
-// its CPU per job (PostgreSQL and this process) the part the data model
-// asks for; the same for a submission. One difference, which only flatters it: no rollback guard, so
-// a transaction's opening does not read the WAL flush position.
+// call at all. SubmitJob as the admission service checks and fingerprints
+// it and the state service admits it (its admission batches);
+// RegisterWorker, then ClaimJobs and ReportOutcome as the state service
+// decides them (its parsers, its worker batches, its statements). Each is
+// a function call: no gRPC, no HTTP/2, no execution service, no protobuf
+// on the wire. Whatever Docket's call path costs, a submission or a claim
+// + complete cannot cost less than this, so its jobs/s are the ceiling of
+// any topology (four processes, one process, replicas) and its CPU per job
+// (PostgreSQL and this process) what the data model asks for. One
+// difference only flatters it: there is no rollback guard, so a
+// transaction's opening does not read the WAL flush position.
 import { randomBytes } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { SubmitJobRequestSchema } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
@@ -41,7 +41,7 @@ const quiet = { debug() {}, info() {}, warn() {}, error: (message) => console.er
  * `onBatch(path, size)` hears of every worker transaction's claims and
  * reports (the state service's batch metric).
  */
-export async function openStateInProcess(databaseUrl, subject, onBatch = () => {}) {
+export function openStateInProcess(databaseUrl, subject, onBatch = () => {}) {
   // The state service's batch settings (its defaults, or this process's DOCKET_*_BATCH* variables) and lease; the secret it requires is used by nothing here.
   const config = readStateConfig({ ...batchSettings(), DOCKET_SERVICE_AUTH_SECRET: randomBytes(32).toString('base64') });
   const execution = { leaseMs: config.leaseMs };
