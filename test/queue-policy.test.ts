@@ -261,8 +261,10 @@ describe('flow control', () => {
       expect(attempt, job.concurrencyKey).toBeDefined();
       expect(attempt!.started_at.getTime() - attempt!.created_at.getTime(), job.concurrencyKey).toBeLessThan(1_500);
     }
-    // And tenant-a still had its turns meanwhile.
-    expect(rows.filter((row) => row.key === heavy).length).toBeGreaterThanOrEqual(10);
+    // And tenant-a still had its turns meanwhile: the rotation gave it starts among the other tenants' (an order, whatever the machine's speed).
+    const lightStarts = rows.flatMap((row, index) => (row.key === heavy ? [] : [index]));
+    const heavyAmongLight = rows.slice(lightStarts[0], lightStarts.at(-1)).filter((row) => row.key === heavy).length;
+    expect(heavyAmongLight).toBeGreaterThanOrEqual(2);
     expect((await admin.getQueue({ queue })).policy?.perKeyConcurrency).toBe(2);
   }, 90_000);
 
