@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { create } from '@bufbuild/protobuf';
 import { SubmitJobRequestSchema } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import { ClaimJobsRequestSchema, RegisterWorkerRequestSchema, ReportOutcomeRequestSchema } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import { readAdmissionConfig } from '../../services/admission/dist/config.js';
 import { admissionOf } from '../../services/admission/dist/domain/admission.js';
 import { batchedWrites } from '../../services/state/dist/batched-writes.js';
 import { parseClaim } from '../../services/state/dist/claims/claim-jobs.js';
@@ -27,8 +28,8 @@ import { registerWorker } from '../../services/state/dist/workers/register-worke
 /** This process's DOCKET_*_BATCH* variables, which the state service reads (DOCKET_ADMIT_BATCH_MAX, DOCKET_WORKER_BATCHES_IN_FLIGHT, ...). */
 const batchSettings = () => Object.fromEntries(Object.entries(process.env).filter(([name]) => /^DOCKET_[A-Z]+_BATCH/.test(name)));
 
-/** The admission service's default idempotency TTL. */
-const DAY_MS = 24 * 60 * 60 * 1000;
+/** A fresh secret, for the settings readers that require one; nothing here signs or checks a token. */
+const secret = () => randomBytes(32).toString('base64');
 
 const quiet = { debug() {}, info() {}, warn() {}, error: (message) => console.error(message) };
 
@@ -42,12 +43,12 @@ const quiet = { debug() {}, info() {}, warn() {}, error: (message) => console.er
  * reports (the state service's batch metric).
  */
 export function openStateInProcess(databaseUrl, subject, onBatch = () => {}) {
-  // The state service's batch settings (its defaults, or this process's DOCKET_*_BATCH* variables) and lease; the secret it requires is used by nothing here.
-  const config = readStateConfig({ ...batchSettings(), DOCKET_SERVICE_AUTH_SECRET: randomBytes(32).toString('base64') });
+  // The state service's batch settings (its defaults, or this process's DOCKET_*_BATCH* variables) and lease, and the admission service's idempotency TTL.
+  const config = readStateConfig({ ...batchSettings(), DOCKET_SERVICE_AUTH_SECRET: secret() });
+  const admission = { idempotencyTtlMs: readAdmissionConfig({ DOCKET_AUTH_SECRET: secret(), DOCKET_SERVICE_AUTH_SECRET: secret(), DOCKET_CURSOR_SECRET: secret() }).idempotencyTtlMs };
   const execution = { leaseMs: config.leaseMs };
   const { db, pool } = openDatabase({ connectionString: databaseUrl, logger: quiet });
   const writes = batchedWrites(pool, config.batching, execution, onBatch);
-  const admission = { idempotencyTtlMs: DAY_MS };
   const principal = { subject, role: 'user' };
   return {
     submitJob: async (request) => ({ job: (await writes.admissions.submit(parseAdmitJobRequest(admissionOf(admission, principal, create(SubmitJobRequestSchema, request))))).job }),
