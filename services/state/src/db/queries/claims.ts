@@ -17,10 +17,8 @@ const LOCK_CLAIM_QUEUES = new PreparedStatement<{ limited: string[] | null; held
                 join worker_incarnations w on w.id = c.incarnation
                 cross join lateral unnest(case when cardinality(c.queues) = 0 then w.queues else c.queues end) as q(queue))
               order by queue) ordered) limited) as limited,
-     (select json_object_agg(current_worker_incarnation, held) from (
-        select current_worker_incarnation, count(*) as held from jobs
-        where current_worker_incarnation = any($2::text[]) and ${holdsASlot('jobs')}
-        group by current_worker_incarnation) h) as held`,
+     (select json_object_agg(w.id, (select count(*) from jobs where current_worker_incarnation = w.id and ${holdsASlot('jobs')}))
+        from unnest($2::text[]) as w(id)) as held`,
 );
 
 /** One claim of a batch as {@link claimQueuesStatement} sees it: its incarnation and the queues it names (none: all its incarnation's). */
@@ -50,9 +48,19 @@ export interface LockedQueues {
  * ```sql
  * select queue, pg_advisory_xact_lock(hashtextextended('docket.queue:' || queue, 0))
  *   from (select queue from queue_settings where queue in (<the claims' queues>) order by queue) ordered;
- * select current_worker_incarnation, count(*) from jobs
- *   where current_worker_incarnation = any($2) and status in ('RUNNING', 'CANCELLING') group by 1
+ * select w.id, (select count(*) from jobs where current_worker_incarnation = w.id and status in ('RUNNING', 'CANCELLING'))
+ *   from unnest($2) as w(id)
  * ```
+ *
+ * Each incarnation's count is a subquery of its own, with `=` rather than
+ * `= any($2)`: so the cached generic plan reads `jobs_held_by` with an
+ * index(-only) scan, which marks the entries of rows no longer running as
+ * dead as it passes them, and the next batch skips them. Grouped over
+ * `= any($2)`, the generic plan was a bitmap scan, which marks nothing: a
+ * claim batch visited one entry and heap tuple for every job its
+ * incarnation had claimed since the table's last vacuum (2,512 entries
+ * and 347 heap pages, 2.4 ms, 4,000 jobs into a run; 0.2 ms and then
+ * 0.03 ms once the scan had marked them).
  */
 export function claimQueuesStatement(claims: readonly ClaimScope[]): OpeningStatement {
   return { statement: LOCK_CLAIM_QUEUES, values: [jsonParameter(claims), [...new Set(claims.map((claim) => claim.incarnation))]] };
