@@ -7,7 +7,7 @@ import type { SchemaSnapshot } from './schema-snapshot.js';
 
 /** The schema this build's migrations leave, which start-up requires exactly. */
 export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
-  "version": "20261207-0016-batch-refusal",
+  "version": "20261207-0017-cheap-checks",
   "docket": {
     "tables": {
       "attempts": {
@@ -533,7 +533,7 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
           {
             "name": "idempotency_records_request_digest_check",
             "type": "c",
-            "definition": "CHECK ((request_digest ~ '^[0-9a-f]{64}$'::text))"
+            "definition": "CHECK (((octet_length(request_digest) = 64) AND (request_digest !~ '[^0-9a-f]'::text)))"
           },
           {
             "name": "idempotency_records_job_id_fkey",
@@ -1470,6 +1470,16 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
         },
         "constraints": [
           {
+            "name": "jobs_concurrency_key_check",
+            "type": "c",
+            "definition": "CHECK ((((octet_length(concurrency_key) >= 1) AND (octet_length(concurrency_key) <= 128)) AND (concurrency_key !~ '[^!-~]'::text)))"
+          },
+          {
+            "name": "jobs_unique_key_check",
+            "type": "c",
+            "definition": "CHECK ((((octet_length(unique_key) >= 1) AND (octet_length(unique_key) <= 128)) AND (unique_key !~ '[^!-~]'::text)))"
+          },
+          {
             "name": "jobs_event_count_check",
             "type": "c",
             "definition": "CHECK (((event_count >= 1) OR (lifecycle = 'HARD_DELETED'::text)))"
@@ -1478,6 +1488,16 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
             "name": "jobs_max_attempts_check",
             "type": "c",
             "definition": "CHECK (((max_attempts >= 1) AND (max_attempts <= 100)))"
+          },
+          {
+            "name": "jobs_head_hash_check",
+            "type": "c",
+            "definition": "CHECK (((octet_length(head_hash) = 64) AND (head_hash !~ '[^0-9a-f]'::text)))"
+          },
+          {
+            "name": "jobs_request_digest_check",
+            "type": "c",
+            "definition": "CHECK (((octet_length(request_digest) = 64) AND (request_digest !~ '[^0-9a-f]'::text)))"
           },
           {
             "name": "jobs_signal_counters",
@@ -1493,16 +1513,6 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
             "name": "jobs_attempt_timeout_ms_check",
             "type": "c",
             "definition": "CHECK ((attempt_timeout_ms > 0))"
-          },
-          {
-            "name": "jobs_concurrency_key_check",
-            "type": "c",
-            "definition": "CHECK ((concurrency_key ~ '^[!-~]{1,128}$'::text))"
-          },
-          {
-            "name": "jobs_head_hash_check",
-            "type": "c",
-            "definition": "CHECK ((head_hash ~ '^[0-9a-f]{64}$'::text))"
           },
           {
             "name": "jobs_heartbeat_timeout_ms_check",
@@ -1545,19 +1555,9 @@ export const SCHEMA_SNAPSHOT: SchemaSnapshot = {
             "definition": "CHECK ((pending_parent_count >= 0))"
           },
           {
-            "name": "jobs_request_digest_check",
-            "type": "c",
-            "definition": "CHECK ((request_digest ~ '^[0-9a-f]{64}$'::text))"
-          },
-          {
             "name": "jobs_status_check",
             "type": "c",
             "definition": "CHECK ((status = ANY (ARRAY['WAITING'::text, 'QUEUED'::text, 'RUNNING'::text, 'PAUSED'::text, 'RETRY_WAIT'::text, 'CANCELLING'::text, 'SUCCEEDED'::text, 'FAILED'::text, 'CANCELLED'::text, 'INTERRUPTED'::text])))"
-          },
-          {
-            "name": "jobs_unique_key_check",
-            "type": "c",
-            "definition": "CHECK ((unique_key ~ '^[!-~]{1,128}$'::text))"
           },
           {
             "name": "jobs_pkey",

@@ -14,9 +14,10 @@ import { dependencies } from './20261206-0013-dependencies.js';
 import { queueStatsJoin } from './20261206-0014-queue-stats-join.js';
 import { queueStatsPlan } from './20261206-0015-queue-stats-plan.js';
 import { batchRefusal } from './20261207-0016-batch-refusal.js';
+import { cheapChecks } from './20261207-0017-cheap-checks.js';
 import type { Migration } from './migration.js';
 
 export type { Migration } from './migration.js';
 
 /** Every migration this build knows, in order. Append only. */
-export const MIGRATIONS: readonly Migration[] = [initial, jobChanges, execution, humanLoop, afterTheEnd, jobQuarantine, uniqueAndLimits, schedules, queuePolicies, workerLastSeen, queueStats, bulkOperations, dependencies, queueStatsJoin, queueStatsPlan, batchRefusal];
+export const MIGRATIONS: readonly Migration[] = [initial, jobChanges, execution, humanLoop, afterTheEnd, jobQuarantine, uniqueAndLimits, schedules, queuePolicies, workerLastSeen, queueStats, bulkOperations, dependencies, queueStatsJoin, queueStatsPlan, batchRefusal, cheapChecks];
