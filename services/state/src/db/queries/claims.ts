@@ -5,6 +5,7 @@ import { PreparedStatement } from '../prepared-statement.js';
 import type { OpeningStatement } from '../write-transaction.js';
 import { claimOrder, holdsASlot, isClaimable, rateTokensNow } from './claimability.js';
 import type { JobRow } from './jobs.js';
+import { elementsOf } from './rows-by-key.js';
 
 const LOCK_CLAIM_QUEUES = new PreparedStatement<{ limited: string[] | null; held: Record<string, bigint | number> | null }>(
   'docket_lock_claim_queues',
@@ -18,7 +19,7 @@ const LOCK_CLAIM_QUEUES = new PreparedStatement<{ limited: string[] | null; held
                 cross join lateral unnest(case when cardinality(c.queues) = 0 then w.queues else c.queues end) as q(queue))
               order by queue) ordered) limited) as limited,
      (select json_object_agg(w.id, (select count(*) from jobs where current_worker_incarnation = w.id and ${holdsASlot('jobs')}))
-        from unnest($2::text[]) as w(id)) as held`,
+        from ${elementsOf('$2')} as w(id)) as held`,
 );
 
 /** One claim of a batch as {@link claimQueuesStatement} sees it: its incarnation and the queues it names (none: all its incarnation's). */
@@ -49,7 +50,7 @@ export interface LockedQueues {
  * select queue, pg_advisory_xact_lock(hashtextextended('docket.queue:' || queue, 0))
  *   from (select queue from queue_settings where queue in (<the claims' queues>) order by queue) ordered;
  * select w.id, (select count(*) from jobs where current_worker_incarnation = w.id and status in ('RUNNING', 'CANCELLING'))
- *   from unnest($2) as w(id)
+ *   from json_array_elements_text($2) as w(id)
  * ```
  *
  * Each incarnation's count is a subquery of its own, with `=` rather than
@@ -63,7 +64,7 @@ export interface LockedQueues {
  * 0.03 ms once the scan had marked them).
  */
 export function claimQueuesStatement(claims: readonly ClaimScope[]): OpeningStatement {
-  return { statement: LOCK_CLAIM_QUEUES, values: [jsonParameter(claims), [...new Set(claims.map((claim) => claim.incarnation))]] };
+  return { statement: LOCK_CLAIM_QUEUES, values: [jsonParameter(claims), jsonParameter([...new Set(claims.map((claim) => claim.incarnation))])] };
 }
 
 /** What {@link claimQueuesStatement} read. */
@@ -240,7 +241,7 @@ export async function serveQueueKeys(client: pg.ClientBase, served: readonly { r
 
 const LOCK_CLAIMABLE = new PreparedStatement<JobRow>(
   'docket_lock_claimable_by_queue',
-  `select j.* from unnest($1::text[]) as q(queue)
+  `select j.* from ${elementsOf('$1')} as q(queue)
    cross join lateral (
      select * from jobs
      where ${isClaimable('jobs')} and queue = q.queue and id <> all($3::text[])
@@ -262,7 +263,7 @@ const LOCK_CLAIMABLE = new PreparedStatement<JobRow>(
  * scan reads and sorts every queued job of the queues).
  *
  * ```sql
- * select j.* from unnest($1) q(queue) cross join lateral (
+ * select j.* from json_array_elements_text($1) q(queue) cross join lateral (
  *   select * from jobs where status = 'QUEUED' and queue = q.queue and (run_after is null or run_after <= now())
  *     and id <> all($3) and not exists (select 1 from job_quarantine x where x.job_id = jobs.id)
  *     order by priority desc, created_at, id limit $2 for update skip locked) j
@@ -276,7 +277,7 @@ export async function lockClaimableJobs(
   taken: readonly string[],
 ): Promise<JobRow[]> {
   if (queues.length === 0 || limit <= 0) return [];
-  return LOCK_CLAIMABLE.run(client, [[...queues], limit, [...taken]]);
+  return LOCK_CLAIMABLE.run(client, [jsonParameter(queues), limit, [...taken]]);
 }
 
 /**
