@@ -15,6 +15,9 @@
 // own worker transactions in this process, no call at all
 // (docket/state-in-process.mjs), profiles this process during them and
 // prints the worker batches' sizes;
+// PROFILE_PLANS=1 turns on pg_stat_statements' planning times after the
+// submissions and prints the statements of the claims that PostgreSQL
+// planned most (a statement planned on every run has a custom plan);
 // PROFILE_ITEMS=N submits with SubmitJobs of N items per call instead of
 // SubmitJob, and PROFILE_CLAIMS=0 leaves the claims out, so that the
 // profiles hold admission alone.
@@ -58,6 +61,7 @@ try {
       ? await runConcurrently(Math.ceil(jobs / items), callers, (call) => admission.submitJobs({ items: Array.from({ length: items }, (_, item) => job(call * items + item)) }))
       : await runConcurrently(jobs, callers, (index) => admission.submitJob(job(index)));
   console.log(`${items > 1 ? `SubmitJobs of ${items}` : 'SubmitJob'}: ${jobs} jobs, ${callers} callers, ${Math.round((jobs / submitted.elapsedMs) * 1000)}/s`);
+  if (process.env.PROFILE_PLANS === '1') await trackPlanning();
   if (claims) await claimAndComplete();
   await printStatements();
 } finally {
@@ -127,7 +131,23 @@ async function profileThisProcess() {
   };
 }
 
+/** Turns pg_stat_statements' planning times on (this server is the profile's own) and starts its counts afresh. */
+async function trackPlanning() {
+  await query(databaseUrl, 'alter system set pg_stat_statements.track_planning = on');
+  await query(databaseUrl, 'select pg_reload_conf()');
+  await query(databaseUrl, 'select pg_stat_statements_reset()');
+}
+
 async function printStatements() {
+  if (process.env.PROFILE_PLANS === '1') {
+    console.table(
+      await query(
+        databaseUrl,
+        `select calls, plans, round(total_plan_time::numeric, 1) as plan_ms, round(total_exec_time::numeric, 1) as exec_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 70) as query
+         from pg_stat_statements where plans > 0 order by total_plan_time desc limit 8`,
+      ),
+    );
+  }
   const statements = await query(
     databaseUrl,
     `select calls, round(total_exec_time::numeric, 1) as total_ms, round(mean_exec_time::numeric, 3) as mean_ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) as query
