@@ -15,9 +15,9 @@
 // own worker transactions in this process, no call at all
 // (docket/state-in-process.mjs), profiles this process during them and
 // prints the worker batches' sizes;
-// PROFILE_PLANS=1 turns on pg_stat_statements' planning times after the
-// submissions and prints the statements of the claims that PostgreSQL
-// planned most (a statement planned on every run has a custom plan);
+// PROFILE_PLANS=1 turns on pg_stat_statements' planning times and prints
+// the statements PostgreSQL planned most (a statement planned on every run
+// has a custom plan);
 // PROFILE_ITEMS=N submits with SubmitJobs of N items per call instead of
 // SubmitJob, and PROFILE_CLAIMS=0 leaves the claims out, so that the
 // profiles hold admission alone.
@@ -54,6 +54,7 @@ const docket = await launchDocket({
 });
 const operationId = () => `op_${randomBytes(12).toString('base64url')}`;
 try {
+  if (process.env.PROFILE_PLANS === '1') await trackPlanning();
   const admission = clientWith(AdmissionService, docket.urls.admission[0], await docket.token('profile-user', 'user'));
   const job = (index) => ({ idempotencyKey: `profile-${index}-${randomBytes(8).toString('hex')}`, queue: 'profile', input: { index } });
   const submitted =
@@ -61,7 +62,6 @@ try {
       ? await runConcurrently(Math.ceil(jobs / items), callers, (call) => admission.submitJobs({ items: Array.from({ length: items }, (_, item) => job(call * items + item)) }))
       : await runConcurrently(jobs, callers, (index) => admission.submitJob(job(index)));
   console.log(`${items > 1 ? `SubmitJobs of ${items}` : 'SubmitJob'}: ${jobs} jobs, ${callers} callers, ${Math.round((jobs / submitted.elapsedMs) * 1000)}/s`);
-  if (process.env.PROFILE_PLANS === '1') await trackPlanning();
   if (claims) await claimAndComplete();
   await printStatements();
 } finally {
@@ -131,11 +131,10 @@ async function profileThisProcess() {
   };
 }
 
-/** Turns pg_stat_statements' planning times on (this server is the profile's own) and starts its counts afresh. */
+/** Turns pg_stat_statements' planning times on (this server is the profile's own). */
 async function trackPlanning() {
   await query(databaseUrl, 'alter system set pg_stat_statements.track_planning = on');
   await query(databaseUrl, 'select pg_reload_conf()');
-  await query(databaseUrl, 'select pg_stat_statements_reset()');
 }
 
 async function printStatements() {
