@@ -24,7 +24,9 @@ import { runAndCommit } from '../write-transaction.js';
  * $1 jobs, $2 events, $3 started attempts, $4 ended attempts, $5 feed
  * entries, $6 operations (all json), $7 the transaction's clock, $8 the
  * announcement ('' for none), $9 the expected heads (json), $10 the number
- * of operations.
+ * of operations, $11 the changed jobs' ids (an array beside $1, as
+ * `idsOf` would give, so that the rows are found through the primary key
+ * without PostgreSQL parsing the jobs' JSON a second time).
  */
 const WRITE_JOB_SET = new PreparedStatement<{ checked: null }>(
   'docket_write_job_set',
@@ -48,7 +50,7 @@ const WRITE_JOB_SET = new PreparedStatement<{ checked: null }>(
        progress jsonb, checkpoint jsonb, result jsonb, failure jsonb, pending_approval jsonb, last_approval jsonb, signal_count bigint,
        signals_done_through bigint, signals_delivered_through bigint, unknown_signals integer,
        attempt_deadline timestamptz, lease_end text, pending_parent_count integer)
-     where j.id = u.id and j.id = any(${idsOf('$1')})
+     where j.id = u.id and j.id = any($11::text[])
    ),
    new_events as (
      insert into job_events (job_id, sequence, type, payload, occurred_at, attempt_id, fence, previous_hash, hash)
@@ -182,5 +184,6 @@ function writeJobSetValues(set: JobWriteSet, now: Date): unknown[] {
     set.announcements.length === 0 ? '' : announcementOf(set.announcements),
     jsonParameter([...set.expectedHeads].map(([job_id, head]) => ({ job_id, ...head }))),
     set.operations.length,
+    [...set.jobs.values()].map((job) => job.id),
   ];
 }
