@@ -1,14 +1,18 @@
-import { fromBinary, type DescMethodUnary } from '@bufbuild/protobuf';
+import { create, fromBinary, type DescMethodUnary } from '@bufbuild/protobuf';
 import { Code, ConnectError, createClient, type CallOptions, type Client, type Transport } from '@connectrpc/connect';
 import type { Status } from '@docket/proto/google/rpc/status_pb.js';
 import {
   AdmitJobResponseSchema,
   AdmitJobsAnswerSchema,
+  HandleWorkerCallResponseSchema,
+  HandleWorkerCallsAnswerSchema,
   StateService,
   type AdmitJobRequest,
   type AdmitJobsRequestSchema,
+  type HandleWorkerCallAnswer,
   type HandleWorkerCallRequest,
   type HandleWorkerCallResponse,
+  type HandleWorkerCallsRequestSchema,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { abortListenerOfSignal, answeredWithin, failureOfStatus, type AbortListener, type CallerWait } from '@docket/client-kit';
 import { RequestBatcher, type BatchBudget, type ItemOutcome, type SubmitOptions } from './request-batcher.js';
@@ -40,12 +44,23 @@ export type BatchingStateClient = Client<typeof StateService> & {
    * on to its caller as they are.
    */
   admitJobAnswer(request: AdmitJobRequest, options?: CallOptions): Promise<Uint8Array>;
+  /**
+   * HandleWorkerCall, answered with the public response's bytes, not
+   * decoded: the execution service passes them on to the worker as they are.
+   */
+  workerCallAnswer(request: HandleWorkerCallRequest, options?: CallOptions): Promise<HandleWorkerCallAnswer>;
 };
 
 /** AdmitJobs, its answer read as `AdmitJobsAnswer`: each decided admission left encoded. */
 const ADMIT_JOBS_ANSWER: DescMethodUnary<typeof AdmitJobsRequestSchema, typeof AdmitJobsAnswerSchema> = {
   ...StateService.method.admitJobs,
   output: AdmitJobsAnswerSchema,
+};
+
+/** HandleWorkerCalls, its answer read as `HandleWorkerCallsAnswer`: each call's public response left encoded. */
+const HANDLE_WORKER_CALLS_ANSWER: DescMethodUnary<typeof HandleWorkerCallsRequestSchema, typeof HandleWorkerCallsAnswerSchema> = {
+  ...StateService.method.handleWorkerCalls,
+  output: HandleWorkerCallsAnswerSchema,
 };
 
 /**
@@ -72,16 +87,36 @@ export function batchingStateClient(transport: Transport, options: StateBatchOpt
     options,
   );
   const admitJobAnswer = (request: AdmitJobRequest, callOptions?: CallOptions) => answeredWithin(admissions.submit(request, deadlineOf(callOptions)), callerWaitOf(callOptions));
-  const workerCalls = new RequestBatcher<HandleWorkerCallRequest, HandleWorkerCallResponse>(
-    async (calls, budget) => (await client.handleWorkerCalls({ calls: [...calls] }, { timeoutMs: batchTimeoutMs(budget, longestMs) })).results.map((item) => itemOutcome(item.result)),
+  const workerCalls = new RequestBatcher<HandleWorkerCallRequest, HandleWorkerCallAnswer>(
+    async (calls, budget) =>
+      (await transport.unary(HANDLE_WORKER_CALLS_ANSWER, undefined, batchTimeoutMs(budget, longestMs), undefined, { calls: [...calls] })).message.results.map((item) =>
+        itemOutcome(item.result),
+      ),
     options,
   );
+  const workerCallAnswer = (request: HandleWorkerCallRequest, callOptions?: CallOptions) =>
+    answeredWithin(workerCalls.submit(request, deadlineOf(callOptions)), callerWaitOf(callOptions));
   return {
     ...client,
     admitJobAnswer,
     admitJob: async (request, callOptions) => fromBinary(AdmitJobResponseSchema, await admitJobAnswer(request as AdmitJobRequest, callOptions)),
-    handleWorkerCall: (request, callOptions) => answeredWithin(workerCalls.submit(request as HandleWorkerCallRequest, deadlineOf(callOptions)), callerWaitOf(callOptions)),
+    workerCallAnswer,
+    handleWorkerCall: async (request, callOptions) => workerCallResponse(await workerCallAnswer(request as HandleWorkerCallRequest, callOptions)),
   } as BatchingStateClient;
+}
+
+/** The HandleWorkerCallResponse a HandleWorkerCallAnswer stands for: its public response decoded. */
+function workerCallResponse(answer: HandleWorkerCallAnswer): HandleWorkerCallResponse {
+  const { nextClaimableAt, claimQueues } = answer;
+  const { case: name, value } = answer.response;
+  if (name === undefined) return create(HandleWorkerCallResponseSchema, { nextClaimableAt, claimQueues });
+  const field = HandleWorkerCallResponseSchema.field[name];
+  if (field?.fieldKind !== 'message') throw new ConnectError(`the state service answered a worker call with an unknown response ${name}`, Code.Internal);
+  return create(HandleWorkerCallResponseSchema, {
+    response: { case: name, value: fromBinary(field.message, value) } as HandleWorkerCallResponse['response'],
+    nextClaimableAt,
+    claimQueues,
+  });
 }
 
 function callerWaitOf(callOptions: CallOptions | undefined): CallerWait {

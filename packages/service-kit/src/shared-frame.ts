@@ -1,4 +1,4 @@
-import { create, isMessage, toBinary, type DescMessage } from '@bufbuild/protobuf';
+import { create, fromBinary, isMessage, toBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
 import { createContextKey, type HandlerContext } from '@connectrpc/connect';
 import { frameFor, grpcFrame } from '@docket/client-kit/node';
 
@@ -59,6 +59,17 @@ export const encodedFramesKey = createContextKey<boolean>(false, { description: 
  */
 export function writesEncodedFrames(ctx: HandlerContext): boolean {
   return ctx.values.get(encodedFramesKey);
+}
+
+/**
+ * A call's answer of `schema` from the bytes of that message, encoded
+ * upstream (the state service's answers, passed on as they are): on
+ * binary gRPC the bytes go into the answer's frame unchanged
+ * ({@link encodedFrame}), on every other protocol they are decoded.
+ */
+export function encodedAnswer<Desc extends DescMessage>(schema: Desc, encoded: Uint8Array, ctx: HandlerContext): MessageShape<Desc> {
+  if (!writesEncodedFrames(ctx)) return fromBinary(schema, encoded);
+  return encodedFrame(create(schema), encoded.byteLength, (into) => into.set(encoded));
 }
 
 /** One uncompressed gRPC message frame of `message` (encoded once for all streams if it is a {@link sharedFrame}). */

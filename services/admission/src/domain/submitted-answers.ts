@@ -8,7 +8,7 @@ import {
   type SubmitJobsResponse,
 } from '@docket/proto/docket/admission/v1/admission_service_pb.js';
 import type { Status } from '@docket/proto/google/rpc/status_pb.js';
-import { encodedBatchAnswer, encodedFrame, writesEncodedFrames } from '@docket/service-kit';
+import { encodedAnswer, encodedBatchAnswer, writesEncodedFrames } from '@docket/service-kit';
 
 /**
  * The answers of SubmitJob and SubmitJobs from what the state service
@@ -25,8 +25,7 @@ export type SubmittedItem = { readonly submitted: Uint8Array } | { readonly erro
 
 /** SubmitJob's answer from its SubmitJobResponse's bytes. */
 export function submitJobAnswer(submitted: Uint8Array, ctx: HandlerContext): SubmitJobResponse {
-  if (!writesEncodedFrames(ctx)) return fromBinary(SubmitJobResponseSchema, submitted);
-  return encodedFrame(create(SubmitJobResponseSchema), submitted.byteLength, (into) => into.set(submitted));
+  return encodedAnswer(SubmitJobResponseSchema, submitted, ctx);
 }
 
 /** The job id a SubmitJobResponse's bytes name (for an item naming its parents by index). */

@@ -1,4 +1,4 @@
-import { create } from '@bufbuild/protobuf';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { durationFromMs, timestampFromMs } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -9,7 +9,7 @@ import {
   type ClaimJobsResponse,
 } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import {
-  HandleWorkerCallResponseSchema,
+  HandleWorkerCallAnswerSchema,
   type HandleWorkerCallRequest,
 } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import { WakeSignal, type ForwardedDeadline } from '@docket/service-kit';
@@ -31,14 +31,20 @@ function scriptedState(answers: ClaimJobsResponse[], hintInMs?: number) {
   const calls: { request: HandleWorkerCallRequest; options: ForwardedDeadline | undefined; at: number }[] = [];
   const started = performance.now();
   const state = {
-    handleWorkerCall(request: HandleWorkerCallRequest, options?: ForwardedDeadline) {
+    workerCallAnswer(request: HandleWorkerCallRequest, options?: ForwardedDeadline) {
       calls.push({ request, options, at: performance.now() - started });
       const value = answers[Math.min(calls.length - 1, answers.length - 1)]!;
       const nextClaimableAt = hintInMs !== undefined && value.assignments.length === 0 ? timestampFromMs(Date.now() + hintInMs) : undefined;
-      return Promise.resolve(create(HandleWorkerCallResponseSchema, { response: { case: 'claimJobs', value }, nextClaimableAt }));
+      const encoded = toBinary(ClaimJobsResponseSchema, value);
+      return Promise.resolve(create(HandleWorkerCallAnswerSchema, { response: { case: 'claimJobs', value: encoded }, nextClaimableAt }));
     },
   } as unknown as StateClient;
   return { state, calls };
+}
+
+/** claimJobs, its encoded answer decoded. */
+async function claim(...args: Parameters<typeof claimJobs>): Promise<ClaimJobsResponse> {
+  return fromBinary(ClaimJobsResponseSchema, await claimJobs(...args));
 }
 
 /** Ticks that fire when the test says so. */
@@ -131,7 +137,7 @@ describe('claimJobs', () => {
   it('makes exactly one attempt when the request does not wait', async () => {
     const { state, calls } = scriptedState([EMPTY]);
     const ticks = new ManualTicks();
-    const answer = await claimJobs({ state, ticks, recheckMs: 10 }, 'worker-a', request(0), callContext().call);
+    const answer = await claim({ state, ticks, recheckMs: 10 }, 'worker-a', request(0), callContext().call);
     expect(answer.assignments).toEqual([]);
     expect(calls).toHaveLength(1);
     expect(calls[0]!.request.subject).toBe('worker-a');
@@ -141,7 +147,7 @@ describe('claimJobs', () => {
   it('tries again with the very same request when a change ticks, and returns what it claimed', async () => {
     const { state, calls } = scriptedState([EMPTY, CLAIMED]);
     const ticks = new ManualTicks();
-    const claiming = claimJobs({ state, ticks, recheckMs: 60_000 }, 'worker-a', request(10_000), callContext().call);
+    const claiming = claim({ state, ticks, recheckMs: 60_000 }, 'worker-a', request(10_000), callContext().call);
     await sleep(30);
     expect(calls).toHaveLength(1);
     ticks.tick();
@@ -154,7 +160,7 @@ describe('claimJobs', () => {
 
   it('re-checks on its own timer when nothing ticks (run_after passing by time alone)', async () => {
     const { state, calls } = scriptedState([EMPTY, EMPTY, CLAIMED]);
-    const claiming = watch(claimJobs({ state, ticks: new ManualTicks(), recheckMs: 40 }, 'w', request(5_000), callContext().call));
+    const claiming = watch(claim({ state, ticks: new ManualTicks(), recheckMs: 40 }, 'w', request(5_000), callContext().call));
     await sleep(100);
     expect(claiming.settled).toBe(true);
     expect((await claiming.result).assignments).toHaveLength(1);
@@ -163,7 +169,7 @@ describe('claimJobs', () => {
 
   it("tries again when the state service says the next job becomes claimable, without a tick or the re-check", async () => {
     const { state, calls } = scriptedState([EMPTY, CLAIMED], 120);
-    const claiming = watch(claimJobs({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(10_000), callContext().call));
+    const claiming = watch(claim({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(10_000), callContext().call));
     await sleep(200);
     expect(claiming.settled).toBe(true);
     expect((await claiming.result).assignments).toHaveLength(1);
@@ -172,7 +178,7 @@ describe('claimJobs', () => {
 
   it('answers with no assignments when the wait runs out, after a last try', async () => {
     const { state, calls } = scriptedState([EMPTY]);
-    const claiming = watch(claimJobs({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(150), callContext().call));
+    const claiming = watch(claim({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(150), callContext().call));
     await sleep(149);
     expect(claiming.settled).toBe(false);
     await sleep(1);
@@ -183,7 +189,7 @@ describe('claimJobs', () => {
 
   it('ends its wait before the caller deadline instead of running into it', async () => {
     const { state } = scriptedState([EMPTY]);
-    const claiming = watch(claimJobs({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(30_000), callContext(600).call));
+    const claiming = watch(claim({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(30_000), callContext(600).call));
     // It waits most of the 600 ms deadline, keeping back a quarter of it at most...
     await sleep(449);
     expect(claiming.settled).toBe(false);
@@ -196,7 +202,7 @@ describe('claimJobs', () => {
   it('answers with no assignments at once when the server drains', async () => {
     const { state } = scriptedState([EMPTY]);
     const { call, drain } = callContext();
-    const claiming = claimJobs({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(30_000), call);
+    const claiming = claim({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(30_000), call);
     await sleep(20);
     const answer = watch(claiming);
     drain.abort();
@@ -209,7 +215,7 @@ describe('claimJobs', () => {
   it('stops waiting when the caller cancels', async () => {
     const { state, calls } = scriptedState([EMPTY]);
     const { call, client } = callContext();
-    const claiming = claimJobs({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(30_000), call);
+    const claiming = claim({ state, ticks: new ManualTicks(), recheckMs: 60_000 }, 'w', request(30_000), call);
     await sleep(20);
     client.abort(new ConnectError('cancelled', Code.Canceled));
     await expect(claiming).rejects.toMatchObject({ code: Code.Canceled });
@@ -219,7 +225,7 @@ describe('claimJobs', () => {
   it('refuses a negative wait before calling the state service', async () => {
     const { state, calls } = scriptedState([EMPTY]);
     const bad = create(ClaimJobsRequestSchema, { wait: { seconds: -1n, nanos: 0 } });
-    await expect(claimJobs({ state, ticks: new ManualTicks(), recheckMs: 10 }, 'w', bad, callContext().call)).rejects.toMatchObject({
+    await expect(claim({ state, ticks: new ManualTicks(), recheckMs: 10 }, 'w', bad, callContext().call)).rejects.toMatchObject({
       reason: 'INVALID_FIELD',
     });
     expect(calls).toHaveLength(0);

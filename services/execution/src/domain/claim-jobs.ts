@@ -1,9 +1,10 @@
 import { ConnectError } from '@connectrpc/connect';
 import { invalidField } from '@docket/contracts';
-import type { ClaimJobsRequest, ClaimJobsResponse } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import type { ClaimJobsRequest } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import type { Duration } from '@bufbuild/protobuf/wkt';
 import type { ForwardedDeadline } from '@docket/service-kit';
 import type { ChangeTicks } from './change-ticks.js';
+import { holdsAssignments } from './work-answers.js';
 import { callWorkerRpc, type StateClient } from './worker-call.js';
 
 /** The longest `wait` honoured; longer requests are treated as this (proto contract). */
@@ -59,19 +60,21 @@ export interface ClaimCall {
  *
  * The subscription is taken before the first try, so a job admitted between
  * an empty try and the start of the wait still wakes it.
+ *
+ * Answers the ClaimJobsResponse as the state service encoded it.
  */
 export async function claimJobs(
   deps: ClaimDependencies,
   subject: string,
   request: ClaimJobsRequest,
   call: ClaimCall,
-): Promise<ClaimJobsResponse> {
+): Promise<Uint8Array> {
   const waitMs = claimWaitMs(request.wait);
   const forwarded = call.forward();
   const budgetMs = waitBudgetMs(waitMs, forwarded.timeoutMs);
   const claimOnce = (options: ForwardedDeadline) =>
     callWorkerRpc(deps.state, subject, { case: 'claimJobs', value: request }, options);
-  if (budgetMs <= 0) return (await claimOnce(forwarded)).response;
+  if (budgetMs <= 0) return (await claimOnce(forwarded)).encoded;
 
   const waitEndsAt = performance.now() + budgetMs;
   const subscription = deps.ticks.subscribe();
@@ -82,9 +85,9 @@ export async function claimJobs(
     let options = forwarded;
     let lastTry = false;
     for (;;) {
-      const { response: claimed, nextClaimableAt, claimQueues } = await claimOnce(options);
+      const { encoded: claimed, nextClaimableAt, claimQueues } = await claimOnce(options);
       const remainingMs = waitEndsAt - performance.now();
-      if (claimed.assignments.length > 0 || lastTry || remainingMs <= 0) return claimed;
+      if (lastTry || remainingMs <= 0 || holdsAssignments(claimed)) return claimed;
       if (claimQueues.length > 0) subscription.narrowTo(claimQueues);
       const pauseMs = Math.min(remainingMs, deps.recheckMs, untilClaimableMs(nextClaimableAt));
       if (!stop) {

@@ -5,7 +5,8 @@ import { invalidField } from '@docket/contracts';
 import { WorkResponseSchema, type WorkRequest, type WorkResponse } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
 import { statusOfFailure, type ForwardedDeadline, type Logger } from '@docket/service-kit';
 import { claimJobs, type ClaimDependencies } from './claim-jobs.js';
-import { forwardWorkerCall, type WorkerCall } from './worker-call.js';
+import { workAnswer } from './work-answers.js';
+import { callWorkerRpc, type WorkerCall } from './worker-call.js';
 
 /**
  * Unanswered calls one session holds: the session reads the stream's next
@@ -28,6 +29,8 @@ export interface WorkSessionCall {
   readonly drain: AbortSignal;
   /** The stream's deadline and request id as they stand now. */
   readonly forward: () => ForwardedDeadline;
+  /** Whether the stream writes its answers as encoded frames (binary gRPC: `writesEncodedFrames`). */
+  readonly encodedFrames: boolean;
 }
 
 /** A call the session has read and not yet answered. */
@@ -85,11 +88,11 @@ export async function* workSession(
   if (call.drain.aborted) end();
   if (call.signal.aborted) onGone();
 
-  const answer = (callId: bigint, result: WorkResponse['result']): void => {
+  const answer = (callId: bigint, response: WorkResponse): void => {
     const opened = open.get(callId);
     if (opened) clearTimeout(opened.timer);
     open.delete(callId);
-    answers.push(create(WorkResponseSchema, { callId, result }));
+    answers.push(response);
     const free = roomFreed;
     roomFreed = undefined;
     free?.();
@@ -106,15 +109,17 @@ export async function* workSession(
     if (callId === 0n || open.has(callId)) {
       throw invalidField('call_id', callId === 0n ? 'must not be 0' : 'is already unanswered on this stream');
     }
+    const refuse = (error: unknown, rpc?: string): void =>
+      answer(callId, create(WorkResponseSchema, { callId, result: { case: 'error', value: statusOfFailure(error, deps.logger, rpc === undefined ? undefined : { rpc }) } }));
     if (work.case === undefined) {
-      answer(callId, { case: 'error', value: statusOfFailure(invalidField('call', 'must name a call'), deps.logger) });
+      refuse(invalidField('call', 'must name a call'));
       return;
     }
     let timeoutMs = call.forward().timeoutMs;
     if (request.timeout) {
       const { seconds, nanos } = request.timeout;
       if (seconds < 0n || nanos < 0 || nanos > 999_999_999) {
-        answer(callId, { case: 'error', value: statusOfFailure(invalidField('timeout', 'must be a non-negative duration'), deps.logger) });
+        refuse(invalidField('timeout', 'must be a non-negative duration'));
         return;
       }
       timeoutMs = Math.min(timeoutMs ?? Number.POSITIVE_INFINITY, durationMs(request.timeout));
@@ -132,13 +137,13 @@ export async function* workSession(
         ...(headers ? { headers } : {}),
       };
     };
-    const running: Promise<WorkResponse['result']> =
+    const running: Promise<Uint8Array> =
       work.case === 'claimJobs'
-        ? claimJobs(deps, subject, work.value, { signal: stop.signal, drain: ending.signal, forward }).then((value) => ({ case: work.case, value }))
-        : forwardWorkerCall(deps.state, subject, work as WorkerCall, forward()).then((value) => ({ case: work.case, value }) as WorkResponse['result']);
+        ? claimJobs(deps, subject, work.value, { signal: stop.signal, drain: ending.signal, forward })
+        : callWorkerRpc(deps.state, subject, work as WorkerCall, forward()).then(({ encoded }) => encoded);
     running.then(
-      (result) => answer(callId, result),
-      (error: unknown) => answer(callId, { case: 'error', value: statusOfFailure(error, deps.logger, { rpc: `Work/${work.case}` }) }),
+      (encoded) => answer(callId, workAnswer(callId, work.case, encoded, call.encodedFrames)),
+      (error: unknown) => refuse(error, `Work/${work.case}`),
     );
   };
 

@@ -1,15 +1,10 @@
 import { timestampDate } from '@bufbuild/protobuf/wkt';
-import type { Client } from '@connectrpc/connect';
 import { DocketError } from '@docket/contracts';
-import type {
-  HandleWorkerCallRequest,
-  HandleWorkerCallResponse,
-  StateService,
-} from '@docket/proto/docket/state/v1/state_service_pb.js';
-import type { ForwardedDeadline } from '@docket/service-kit';
+import type { HandleWorkerCallRequest, HandleWorkerCallResponse } from '@docket/proto/docket/state/v1/state_service_pb.js';
+import type { BatchingStateClient, ForwardedDeadline } from '@docket/service-kit';
 
 /** The state service as the execution domain uses it. */
-export type StateClient = Client<typeof StateService>;
+export type StateClient = BatchingStateClient;
 
 /** A worker RPC as HandleWorkerCall carries it: `{case: 'claimJobs', value: ClaimJobsRequest}` and so on. */
 export type WorkerCall = Exclude<HandleWorkerCallRequest['request'], { case: undefined }>;
@@ -17,16 +12,16 @@ export type WorkerCall = Exclude<HandleWorkerCallRequest['request'], { case: und
 /** The name of a worker RPC in HandleWorkerCall's oneof (`registerWorker`, `claimJobs`, ...). */
 export type WorkerCallName = WorkerCall['case'];
 
-/** The public response of the worker RPC `C`, as HandleWorkerCall returns it. */
-export type WorkerCallResponse<C extends WorkerCallName> = Extract<
-  HandleWorkerCallResponse['response'],
-  { case: C }
->['value'];
+/** The public response of the worker RPC `C`. */
+export type WorkerCallResponse<C extends WorkerCallName> = Extract<HandleWorkerCallResponse['response'], { case: C }>['value'];
 
-/** What the state service answered to one worker RPC: the public response and its hints. */
-export interface WorkerCallAnswer<C extends WorkerCallName> {
-  /** The public response, to be returned to the worker as is. */
-  readonly response: WorkerCallResponse<C>;
+/** What the state service answered to one worker RPC: the public response, encoded, and its hints. */
+export interface WorkerCallAnswer {
+  /**
+   * The public response's bytes as the state service encoded them, to be
+   * returned to the worker as they are (`encodedAnswer`, `workAnswer`).
+   */
+  readonly encoded: Uint8Array;
   /**
    * For a claim that found nothing: when the earliest job of its queues
    * becomes claimable by time alone (`run_after`), by the database clock.
@@ -40,8 +35,8 @@ export interface WorkerCallAnswer<C extends WorkerCallName> {
  * Hands one worker RPC to the state service, which authorises it against
  * the database (incarnation, fence, lease by `now()`), applies it in one
  * transaction and records it under its operation id, and returns the
- * public response from HandleWorkerCall's matching oneof member with the
- * answer's hints.
+ * public response from HandleWorkerCall's matching oneof member, still
+ * encoded, with the answer's hints.
  *
  * `subject` is the worker token's `sub`, never a request field: worker names
  * and incarnations are scoped to it. Errors the state service decided
@@ -50,24 +45,19 @@ export interface WorkerCallAnswer<C extends WorkerCallName> {
  * would be a state bug; it fails closed as INTERNAL rather than being
  * passed off as something it is not.
  */
-export async function callWorkerRpc<C extends WorkerCallName>(
+export async function callWorkerRpc(
   state: StateClient,
   subject: string,
-  request: Extract<WorkerCall, { case: C }>,
+  request: WorkerCall,
   call: ForwardedDeadline,
-): Promise<WorkerCallAnswer<C>> {
-  const answer = await state.handleWorkerCall({ subject, request }, call);
+): Promise<WorkerCallAnswer> {
+  const answer = await state.workerCallAnswer({ subject, request } as HandleWorkerCallRequest, call);
   if (answer.response.case !== request.case) {
     throw new DocketError('INTERNAL', 'internal error');
   }
   return {
-    response: answer.response.value as WorkerCallResponse<C>,
+    encoded: answer.response.value,
     nextClaimableAt: answer.nextClaimableAt ? timestampDate(answer.nextClaimableAt) : undefined,
     claimQueues: answer.claimQueues,
   };
-}
-
-/** {@link callWorkerRpc}, answering only the public response. */
-export async function forwardWorkerCall<C extends WorkerCallName>(...rpc: Parameters<typeof callWorkerRpc<C>>): Promise<WorkerCallResponse<C>> {
-  return (await callWorkerRpc(...rpc)).response;
 }

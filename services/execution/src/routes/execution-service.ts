@@ -1,14 +1,9 @@
 import type { ConnectRouter, HandlerContext } from '@connectrpc/connect';
-import { ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { drainSignalOf, forwardDeadline, permissionDeniedError, principalOf } from '@docket/service-kit';
+import { ClaimJobsResponseSchema, ExecutionService } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
+import { drainSignalOf, encodedAnswer, forwardDeadline, permissionDeniedError, principalOf, writesEncodedFrames } from '@docket/service-kit';
 import { claimJobs } from '../domain/claim-jobs.js';
 import { workSession, type WorkSessionDependencies } from '../domain/work-session.js';
-import {
-  forwardWorkerCall,
-  type WorkerCall,
-  type WorkerCallName,
-  type WorkerCallResponse,
-} from '../domain/worker-call.js';
+import { callWorkerRpc, type WorkerCall, type WorkerCallName, type WorkerCallResponse } from '../domain/worker-call.js';
 
 /** What the ExecutionService handlers need. */
 export type ExecutionRoutesDependencies = WorkSessionDependencies;
@@ -23,16 +18,14 @@ export type ExecutionRoutesDependencies = WorkSessionDependencies;
  * Work, the worker session, runs the same calls on one stream.
  */
 export function executionServiceRoutes(deps: ExecutionRoutesDependencies): (router: ConnectRouter) => void {
-  /** The handler of a worker RPC that the state service answers as is. */
+  /** The handler of a worker RPC that the state service answers as is: its encoded answer passed on. */
   const forwarded =
-    <C extends WorkerCallName>(name: C) =>
-    (request: Extract<WorkerCall, { case: C }>['value'], ctx: HandlerContext): Promise<WorkerCallResponse<C>> =>
-      forwardWorkerCall<C>(
-        deps.state,
-        principalOf(ctx).subject,
-        { case: name, value: request } as Extract<WorkerCall, { case: C }>,
-        forwardDeadline(ctx),
-      );
+    <C extends Exclude<WorkerCallName, 'claimJobs'>>(name: C) =>
+    async (request: Extract<WorkerCall, { case: C }>['value'], ctx: HandlerContext): Promise<WorkerCallResponse<C>> => {
+      const call = { case: name, value: request } as WorkerCall;
+      const answer = await callWorkerRpc(deps.state, principalOf(ctx).subject, call, forwardDeadline(ctx));
+      return encodedAnswer(ExecutionService.method[name].output, answer.encoded, ctx) as WorkerCallResponse<C>;
+    };
   return (router) => {
     router.service(ExecutionService, {
       registerWorker: (request, ctx) => {
@@ -40,8 +33,8 @@ export function executionServiceRoutes(deps: ExecutionRoutesDependencies): (rout
         if (granted !== undefined && !request.queues.every((queue) => granted.includes(queue))) throw permissionDeniedError();
         return forwarded('registerWorker')(request, ctx);
       },
-      claimJobs: (request, ctx) =>
-        claimJobs(deps, principalOf(ctx).subject, request, {
+      claimJobs: async (request, ctx) => {
+        const claimed = await claimJobs(deps, principalOf(ctx).subject, request, {
           // Made when read: a claim that finds work at once never waits, and never reads them.
           get signal() {
             return ctx.signal;
@@ -50,7 +43,9 @@ export function executionServiceRoutes(deps: ExecutionRoutesDependencies): (rout
             return drainSignalOf(ctx);
           },
           forward: () => forwardDeadline(ctx),
-        }),
+        });
+        return encodedAnswer(ClaimJobsResponseSchema, claimed, ctx);
+      },
       renewAttempt: forwarded('renewAttempt'),
       reportProgress: forwarded('reportProgress'),
       saveCheckpoint: forwarded('saveCheckpoint'),
@@ -66,6 +61,7 @@ export function executionServiceRoutes(deps: ExecutionRoutesDependencies): (rout
           signal: ctx.signal,
           drain: drainSignalOf(ctx),
           forward: () => forwardDeadline(ctx),
+          encodedFrames: writesEncodedFrames(ctx),
         }),
     });
   };
