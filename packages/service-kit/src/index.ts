@@ -82,6 +82,6 @@ export { FanOut } from './fan-out.js';
 export { CoalescingSignal, type TakeMiss } from './coalescing-signal.js';
 export { WakeSignal, type WakeOutcome } from './wake-signal.js';
 export { Backoff, type BackoffOptions } from './backoff.js';
-export { encodedAnswer, encodedFrame, frameOf, sharedFrame, writesEncodedFrames } from './shared-frame.js';
+export { encodedAnswer, encodedFrame, encodingOf, frameOf, knownEncoding, sharedFrame, writesEncodedFrames } from './shared-frame.js';
 export { encodedBatchAnswer, type EncodedItem } from './batch-answer.js';
 export { guardedSink, streamSinkKey, streamSinkOf, type StreamSink } from './stream-sink.js';

@@ -49,6 +49,24 @@ export function encodedFrame<T extends object>(message: T, length: number, write
 }
 
 
+/**
+ * Marks `message` as one whose bytes are known: `encoded`, the bytes
+ * `toBinary` gives for it (a response encoded once to be stored, say). A
+ * binary gRPC answer that carries it, whole or inside another message put
+ * together from encoded parts ({@link encodingOf}), writes those bytes
+ * instead of encoding it again. The message must not change afterwards.
+ * Returns `message`.
+ */
+export function knownEncoding<T extends object>(message: T, encoded: Uint8Array): T {
+  frames.set(message, grpcFrame(encoded));
+  return message;
+}
+
+/** `message`'s bytes: those of its frame when it has one ({@link knownEncoding}, {@link encodedFrame}), otherwise encoded now. */
+export function encodingOf<Desc extends DescMessage>(schema: Desc, message: MessageShape<Desc>): Uint8Array {
+  return frames.get(message)?.subarray(5) ?? toBinary(schema, message);
+}
+
 /** Set (true) for the calls whose response messages `serveBinaryGrpc` writes as frames. */
 export const encodedFramesKey = createContextKey<boolean>(false, { description: 'docket encoded frames' });
 

@@ -17,8 +17,6 @@ import {
   MaintenanceTask,
   SetLegalHoldResponseSchema,
   SetRetentionPolicyResponseSchema,
-  HandleWorkerCallResultSchema,
-  HandleWorkerCallsResponseSchema,
   RunMaintenanceResponseSchema,
   GetJobResponseSchema,
   ListJobsResponseSchema,
@@ -57,6 +55,7 @@ import { readJobChanges } from '../feed/read-job-changes.js';
 import { eventOf, readJobEvents } from '../journal/read-job-events.js';
 import { encodeEvents, encodedJournalAnswer } from './event-encoding.js';
 import { admitJobResponse, admitJobsResponse, encodedAdmitJobsAnswer, type AdmitJobItem } from './admission-answers.js';
+import { encodedWorkerCallsAnswer, workerCallsResponse, type WorkerCallItem } from './worker-call-answers.js';
 import { getJob, listJobs } from '../reads/read-jobs.js';
 import { explainJob } from '../reads/explain-job.js';
 import { listWorkers } from '../workers/list-workers.js';
@@ -263,15 +262,16 @@ export function stateServiceRoutes(deps: StateRoutesDependencies): (router: Conn
       },
       async handleWorkerCalls(request, ctx) {
         if (request.calls.length > MAX_BATCHED_CALLS) throw invalidField('calls', `must hold at most ${MAX_BATCHED_CALLS} calls`);
-        const results = await Promise.all(
+        const items = await Promise.all(
           request.calls.map((call) =>
             handleWorkerCall(deps.db, deps.writes, deps.execution, call, deadlineOf(ctx)).then(
-              (response) => create(HandleWorkerCallResultSchema, { result: { case: 'response', value: response } }),
-              (error: unknown) => create(HandleWorkerCallResultSchema, { result: { case: 'error', value: itemStatus(error, 'HandleWorkerCalls') } }),
+              (answered): WorkerCallItem => ({ answered }),
+              (error: unknown): WorkerCallItem => ({ error: itemStatus(error, 'HandleWorkerCalls') }),
             ),
           ),
         );
-        return create(HandleWorkerCallsResponseSchema, { results });
+        // Binary gRPC (the execution service): each response goes as the bytes its operation record holds.
+        return writesEncodedFrames(ctx) ? encodedWorkerCallsAnswer(items) : workerCallsResponse(items);
       },
       async runMaintenance(request) {
         const step = await runMaintenance(deps, request);

@@ -1,4 +1,5 @@
 import { toBinary, type DescMessage, type MessageShape } from '@bufbuild/protobuf';
+import { knownEncoding } from '@docket/service-kit';
 import type { AttemptRef } from '@docket/proto/docket/common/v1/attempt_pb.js';
 import type { HandleWorkerCallRequest } from '@docket/proto/docket/state/v1/state_service_pb.js';
 import type { JobRow } from '../db/queries/jobs.js';
@@ -92,19 +93,25 @@ export function attemptReport<Req extends DescMessage, Res extends DescMessage>(
   };
 }
 
-/** Records a decided call's response with its effect, for replay by operation id. */
+/**
+ * Records a decided call's response with its effect, for replay by
+ * operation id. The response is encoded once: the answer that carries it
+ * writes the same bytes (`knownEncoding`).
+ */
 export function recordOperation<Res extends DescMessage>(
   writes: JobWriteSet,
   call: { readonly incarnation: string; readonly operationId: string; readonly rpc: string; readonly digest: string; readonly responseSchema: Res },
   response: MessageShape<Res>,
   now: Date,
 ): WorkerOperationRow {
+  const encoded = toBinary(call.responseSchema, response);
+  knownEncoding(response, encoded);
   const row: WorkerOperationRow = {
     worker_incarnation: call.incarnation,
     operation_id: call.operationId,
     rpc: call.rpc,
     request_digest: call.digest,
-    response: Buffer.from(toBinary(call.responseSchema, response)),
+    response: Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength),
     created_at: now,
     expires_at: new Date(now.getTime() + WORKER_OPERATION_TTL_MS),
   };
