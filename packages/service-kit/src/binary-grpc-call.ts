@@ -12,20 +12,11 @@ import {
   type UnaryRequest,
   type UnaryResponse,
 } from '@connectrpc/connect';
-import {
-  compressionNegotiate,
-  createMethodSerializationLookup,
-  pipe,
-  transformDecompressEnvelope,
-  transformParseEnvelope,
-  transformPrepend,
-  transformSplitEnvelope,
-  type Compression,
-  type UniversalServerRequest,
-} from '@connectrpc/connect/protocol';
+import { compressionNegotiate, createMethodSerializationLookup, type Compression, type UniversalServerRequest } from '@connectrpc/connect/protocol';
 import { contentTypeProto, grpcStatusOk, headerAcceptEncoding, headerEncoding, headerGrpcStatus, headerTimeout, parseTimeout, setTrailerStatus } from '@connectrpc/connect/protocol-grpc';
 import type { LimitName } from '@docket/contracts';
 import { requestDecodeFailure } from './request-bounds.js';
+import { requestMessages } from './request-messages.js';
 import { encodedFramesKey, envelope } from './shared-frame.js';
 import type { SignalRelay } from './signal-relay.js';
 import { streamSinkKey, type StreamSink } from './stream-sink.js';
@@ -98,18 +89,14 @@ export async function serveBinaryGrpc(spec: StreamSpec, options: BinaryGrpcOptio
   }
   const compression = compressionNegotiate([...options.acceptCompression], request.header.get(headerEncoding), null, headerAcceptEncoding);
   const serialization = createMethodSerializationLookup(spec.method, undefined, undefined, { readMaxBytes: options.readMaxBytes, writeMaxBytes: Number.MAX_SAFE_INTEGER });
-  const input = pipe(
-    request.body as AsyncIterable<Uint8Array>,
-    transformPrepend<Uint8Array>(() => {
-      // Raised inside the chain, as Connect does, so they end as trailer statuses.
-      if (compression.error) throw compression.error;
-      if (timeout.error) throw timeout.error;
-      return undefined;
-    }),
-    transformSplitEnvelope(options.readMaxBytes),
-    transformDecompressEnvelope(compression.request, options.readMaxBytes),
-    transformParseEnvelope(serialization.getI(true)),
-  );
+  const parser = serialization.getI(true);
+  const input = requestMessages(request.body as AsyncIterable<Uint8Array>, {
+    readMaxBytes: options.readMaxBytes,
+    compression: compression.request,
+    parse: (bytes) => parser.parse(bytes),
+    // Raised inside the chain, as Connect does, so they end as trailer statuses.
+    refusal: compression.error ?? timeout.error,
+  });
   const writeHead = (): void => {
     if (!response.headersSent) response.writeHead(200, nodeHeaders(context.responseHeader));
   };
