@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { jsonParameter } from './json-parameter.js';
 
@@ -19,6 +20,31 @@ describe('jsonParameter', () => {
     expect(jsonParameter(first)).toBe('[{"id":"b","n":"2"},{"id":"a","n":1}]');
     expect(jsonParameter([{ id: 'c', deep: { n: 3n } }])).toBe('[{"id":"c","deep":{"n":"3"}}]');
     expect(jsonParameter([])).toBe('[]');
+  });
+
+  it('writes any value as JSON.stringify with a bigint-as-decimal replacer does, or refuses what it refuses', () => {
+    const asDecimal = (_key: string, item: unknown): unknown => (typeof item === 'bigint' ? item.toString() : item);
+    const value = fc.anything({ withBigInt: true, withDate: true, withBoxedValues: true, withSparseArray: true, withTypedArray: true, maxDepth: 3 });
+    class Row {
+      constructor(readonly fence: number, readonly at: Date) {}
+    }
+    const rows = fc.array(
+      fc.oneof(fc.dictionary(fc.string({ maxLength: 6 }), value, { maxKeys: 6 }), value, fc.constant(new Row(1, new Date(0))), fc.constant({ at: new Date(Number.NaN), n: 1n })),
+      { maxLength: 5 },
+    );
+    fc.assert(
+      fc.property(fc.oneof(rows, value), (written) => {
+        let expected: string | Error;
+        try {
+          expected = JSON.stringify(written, asDecimal);
+        } catch (error) {
+          expected = error as Error;
+        }
+        if (expected instanceof Error) expect(() => jsonParameter(written)).toThrow(expected.constructor as new () => Error);
+        else expect(jsonParameter(written)).toBe(expected);
+      }),
+      { numRuns: 1_000 },
+    );
   });
 
   it('refuses a cycle as JSON.stringify does, also when the value holds a bigint', () => {
