@@ -47,9 +47,9 @@ export function isBinaryGrpc(contentType: string | undefined): boolean {
 
 /**
  * A binary gRPC server-streaming call, served as Connect's gRPC handler
- * serves it (the same handler context, request decoding, interceptors and
- * trailers) but with each response message written straight to the
- * HTTP/2 stream:
+ * serves it (the same handler context, request decoding and refusals,
+ * interceptors and trailers; the requests read by {@link requestMessages})
+ * but with each response message written straight to the HTTP/2 stream:
  * Connect's output pipeline passes every message through about ten
  * down-levelled async generators (serialize, compress, join, catch, the
  * adapter's write loop), which cost more CPU per frame than the frame's
