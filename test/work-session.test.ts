@@ -13,7 +13,7 @@ import { ErrorInfoSchema } from '@docket/proto/google/rpc/error_details_pb.js';
 import { anyUnpack } from '@bufbuild/protobuf/wkt';
 import { createRegistry, fromBinary, toBinary } from '@bufbuild/protobuf';
 import * as grpc from '@grpc/grpc-js';
-import { clientFor } from './support/clients.js';
+import { clientFor, type Protocol } from './support/clients.js';
 import { startInProcessCluster } from './support/in-process-cluster.js';
 import { createMigratedTestDatabase } from './support/database.js';
 import { attemptOf, newOperationId } from './support/raw-worker.js';
@@ -25,7 +25,9 @@ import { ExecutionHarness, freshQueue } from './support/raw-worker-harness.js';
  * answered by call id as they finish, each with the unary RPC's response
  * or its error; cancelling a call; the stream's own errors; a zombie
  * session after its lease; a session driven by @grpc/grpc-js, the reference
- * gRPC implementation; and how a session ends (drain, longest age).
+ * gRPC implementation; the worker calls over Connect and gRPC-Web, which
+ * get decoded what gRPC gets as the state service's bytes; and how a
+ * session ends (drain, longest age).
  * The SDK's use of it is covered by worker-sdk*.test.ts, which run on it
  * by default.
  */
@@ -262,6 +264,47 @@ describe('the worker session (ExecutionService/Work)', () => {
     other.close();
     expect((await harness.jobRow(job.id)).result).toEqual({ zombie: false });
   });
+});
+
+describe('the worker calls on every protocol of the execution port', () => {
+  /*
+   * Over binary gRPC the execution service passes the state service's
+   * encoded answers on as they are (docs/architecture.md, "Jobs after
+   * admission"); every other protocol gets them decoded. Each protocol's
+   * claim, and its replay by operation id over the other path, must read
+   * the same.
+   */
+  for (const protocol of ['connect', 'grpc-web'] as const satisfies readonly Protocol[]) {
+    it(`answers ${protocol} as gRPC answers the same calls, unary and on a session`, async () => {
+      const queue = freshQueue(`session-${protocol}`);
+      const other = clientFor(ExecutionService, harness.cluster.replicas.execution[0]!.url, harness.workerToken, protocol);
+      const { workerIncarnation } = await other.registerWorker({ workerName: `protocol-${protocol}`, queues: [queue], maxConcurrency: 4 });
+      const first = await harness.submit({ queue, input: { n: 1, nested: { list: [1, 'two', true] } } });
+      const claimOperation = newOperationId();
+      const claimRequest = { workerIncarnation, maxJobs: 1, wait: durationFromMs(3_000), operationId: claimOperation };
+      const claimed = await other.claimJobs(claimRequest);
+      expect(claimed.assignments.map((assignment) => assignment.envelope?.jobId)).toEqual([first.id]);
+      expect(claimed.assignments[0]?.envelope?.input).toEqual({ n: 1, nested: { list: [1, 'two', true] } });
+      // The same claim replayed over gRPC: the stored answer, through the path that does not decode it.
+      expect(await execution.claimJobs(claimRequest)).toEqual(claimed);
+      const outcome = { attempt: attemptOf(claimed.assignments[0]!), operationId: newOperationId(), outcome: { case: 'success' as const, value: { result: { ok: protocol } } } };
+      const reported = await other.reportOutcome(outcome);
+      expect(reported.job?.status).toBe(await execution.reportOutcome(outcome).then((replayed) => replayed.job?.status));
+      expect(reported.job?.id).toBe(first.id);
+
+      if (protocol === 'grpc-web') return; // gRPC-Web carries no client stream: Work is gRPC and Connect only.
+      const second = await harness.submit({ queue, input: { n: 2 } });
+      const session = new RawSession(other);
+      const pushed = await session.call(1n, claim(workerIncarnation, queue, 3_000));
+      const assignment = pushed.result.case === 'claimJobs' ? pushed.result.value.assignments[0] : undefined;
+      expect(assignment?.envelope?.jobId).toBe(second.id);
+      const done = await session.call(2n, { case: 'reportOutcome', value: { attempt: attemptOf(assignment!), operationId: newOperationId(), outcome: { case: 'success', value: {} } } });
+      expect(done.result.case === 'reportOutcome' && done.result.value.job?.id).toBe(second.id);
+      session.close();
+      expect(await session.ended).toBe('ok');
+      expect((await harness.jobRow(second.id)).status).toBe('SUCCEEDED');
+    });
+  }
 });
 
 describe('the worker session with the reference gRPC implementation', () => {
