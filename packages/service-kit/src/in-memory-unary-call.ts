@@ -1,7 +1,7 @@
 import { create, fromBinary, toBinary, type DescMessage, type DescMethodUnary, type MessageInitShape } from '@bufbuild/protobuf';
 import { Code, ConnectError, type ContextValues, type Interceptor, type UnaryRequest, type UnaryResponse } from '@connectrpc/connect';
 import type { UnarySpec } from './binary-grpc-call.js';
-import { callAbortKey } from './call-abort.js';
+import { CALL_ENDED, callAbortKey } from './call-abort.js';
 import type { SignalRelay } from './signal-relay.js';
 import { ServedUnaryCall, chainOf, type Chain } from './served-unary-call.js';
 
@@ -114,9 +114,6 @@ class InMemoryUnaryCall extends ServedUnaryCall {
     }
   }
 }
-
-/** The reason a call's signal carries once its answer was taken. */
-const CALL_ENDED = new ConnectError('the call ended', Code.Canceled);
 
 /** A failure as a caller over the wire would receive it: code, message, metadata and details, no cause. */
 function asReceived(error: unknown): ConnectError {

@@ -47,6 +47,7 @@ export {
   remainingTimeoutMs,
   type ForwardedDeadline,
 } from './deadline.js';
+export { CALL_ENDED, CallAbort } from './call-abort.js';
 export { drainOf, drainRelayKey, drainSignalOf, type Drain } from './drain-signal.js';
 export { SignalRelay } from './signal-relay.js';
 export { runService, runUntilSignalled, type ProcessHooks, type StartedService } from './process-lifecycle.js';

@@ -1,8 +1,8 @@
 import { create, isMessage } from '@bufbuild/protobuf';
-import { Code, ConnectError, createContextKey, type ContextValues, type HandlerContext, type Interceptor, type UnaryRequest, type UnaryResponse } from '@connectrpc/connect';
+import { createContextKey, type ContextValues, type HandlerContext, type Interceptor, type UnaryRequest, type UnaryResponse } from '@connectrpc/connect';
 import type { UnarySpec } from './binary-grpc-call.js';
 import type { SignalRelay } from './signal-relay.js';
-import type { CallAbortState } from './call-abort.js';
+import { CallAbort, type CallAbortState } from './call-abort.js';
 
 /** A unary method's interceptors around its implementation, as one function. */
 export type Chain = (req: UnaryRequest) => Promise<UnaryResponse>;
@@ -36,21 +36,22 @@ export function chainOf(spec: UnarySpec, interceptors: readonly Interceptor[]): 
  */
 export abstract class ServedUnaryCall {
   protected readonly spec: UnarySpec;
-  readonly #shutdown: SignalRelay | undefined;
-  /** When the deadline passes (ms since the epoch), if the caller set one. */
-  protected deadlineAt: number | undefined;
-  #abortReason: unknown;
-  #controller: AbortController | undefined;
-  /** Who listens for the abort without a signal ({@link listenForAbort}). */
-  #abortListeners: Set<(reason: unknown) => void> | undefined;
-  #deadlineTimer: NodeJS.Timeout | undefined;
-  #stopListening: (() => void) | undefined;
+  readonly #abort: CallAbort;
   protected responseHeader: Headers | undefined;
   protected responseTrailer: Headers | undefined;
 
   constructor(spec: UnarySpec, shutdown: SignalRelay | undefined) {
     this.spec = spec;
-    this.#shutdown = shutdown;
+    this.#abort = new CallAbort(shutdown);
+  }
+
+  /** When the deadline passes (ms since the epoch), if the caller set one. */
+  protected get deadlineAt(): number | undefined {
+    return this.#abort.deadlineAt;
+  }
+
+  protected set deadlineAt(at: number | undefined) {
+    this.#abort.deadlineAt = at;
   }
 
   /** Has the chain's innermost step find this call through `values`, until {@link endChain}. */
@@ -80,62 +81,26 @@ export abstract class ServedUnaryCall {
 
   /** Whether the call was aborted (its deadline passed, its caller left, the server stopped it, it ended). */
   protected isAborted(): boolean {
-    if (this.#abortReason !== undefined) return true;
-    if (this.deadlineAt !== undefined && Date.now() >= this.deadlineAt) {
-      this.abort(new ConnectError('the operation timed out', Code.DeadlineExceeded));
-      return true;
-    }
-    return false;
+    return this.#abort.isAborted();
   }
 
   protected abort(reason: unknown): void {
-    if (this.#abortReason !== undefined) return;
-    this.#abortReason = reason;
-    clearTimeout(this.#deadlineTimer);
-    this.#stopListening?.();
-    this.#controller?.abort(reason);
-    const listeners = this.#abortListeners;
-    this.#abortListeners = undefined;
-    listeners?.forEach((listener) => listener(reason));
+    this.#abort.abort(reason);
   }
 
   /** The call's AbortSignal, made on first ask: it aborts at the deadline, when the caller leaves, at the hard stop and when the call ends. */
   protected signal(): AbortSignal {
-    if (this.#controller) return this.#controller.signal;
-    const controller = (this.#controller = new AbortController());
-    if (this.isAborted()) controller.abort(this.#abortReason);
-    else this.#watchForAbort();
-    return controller.signal;
+    return this.#abort.signal();
   }
 
-  /**
-   * Calls `listener` when the call aborts, as its signal would, without
-   * making the signal: a Set entry instead of an AbortController and its
-   * event. Returns the function that stops listening.
-   */
+  /** Calls `listener` when the call aborts, without making the signal ({@link CallAbort.listen}). */
   protected listenForAbort(listener: (reason: unknown) => void): () => void {
-    if (this.isAborted()) {
-      listener(this.#abortReason);
-      return () => {};
-    }
-    this.#watchForAbort();
-    const listeners = (this.#abortListeners ??= new Set());
-    listeners.add(listener);
-    return () => void listeners.delete(listener);
-  }
-
-  /** Arms what aborts the call on its own (its deadline, the server's hard stop), once, for the first who asks. */
-  #watchForAbort(): void {
-    if (this.#stopListening) return;
-    if (this.deadlineAt !== undefined) {
-      this.#deadlineTimer = setTimeout(() => this.abort(new ConnectError('the operation timed out', Code.DeadlineExceeded)), Math.max(0, this.deadlineAt - Date.now()));
-    }
-    this.#stopListening = this.#shutdown?.listen((reason) => this.abort(reason)) ?? (() => {});
+    return this.#abort.listen(listener);
   }
 
   /** What {@link callAbortKey} holds for this call. */
   protected abortState(): CallAbortState {
-    return { aborted: () => this.isAborted(), listen: (listener) => this.listenForAbort(listener) };
+    return this.#abort.state();
   }
 
   /** The call's response headers, made when first asked for. */

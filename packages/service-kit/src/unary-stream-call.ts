@@ -13,7 +13,7 @@ import { contentTypeProto, headerAcceptEncoding, parseTimeout, setTrailerStatus 
 import type { LimitName } from '@docket/contracts';
 import { isBinaryGrpc, type UnarySpec } from './binary-grpc-call.js';
 import { ServedUnaryCall, chainOf, isOwnResponse, type Chain } from './served-unary-call.js';
-import { callAbortKey } from './call-abort.js';
+import { CALL_ENDED, callAbortKey } from './call-abort.js';
 import { http2HeaderView } from './http2-header-view.js';
 import { requestDecodeFailure } from './request-bounds.js';
 import { finishUnreadUpload } from './unread-upload.js';
@@ -36,8 +36,6 @@ export interface UnaryStreamOptions {
 /** Serves a raw HTTP/2 stream when it is a binary gRPC call of a unary method it knows; false otherwise. */
 export type UnaryStreamServer = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) => boolean;
 
-/** The reason a call's signal carries once its answer was written. */
-const CALL_ENDED = new ConnectError('the call ended', Code.Canceled);
 /** The reason when the client reset the stream before the answer. */
 const CLIENT_LEFT = new ConnectError('the client left', Code.Canceled);
 

@@ -3,7 +3,7 @@ import { durationMs } from '@bufbuild/protobuf/wkt';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { invalidField } from '@docket/contracts';
 import { WorkResponseSchema, type WorkRequest, type WorkResponse } from '@docket/proto/docket/execution/v1/execution_service_pb.js';
-import { statusOfFailure, type ForwardedDeadline, type Logger } from '@docket/service-kit';
+import { CALL_ENDED, CallAbort, statusOfFailure, type ForwardedDeadline, type Logger } from '@docket/service-kit';
 import { claimJobs, type ClaimDependencies } from './claim-jobs.js';
 import { workAnswer } from './work-answers.js';
 import { callWorkerRpc, type WorkerCall } from './worker-call.js';
@@ -33,11 +33,6 @@ export interface WorkSessionCall {
   readonly encodedFrames: boolean;
 }
 
-/** A call the session has read and not yet answered. */
-interface OpenCall {
-  readonly stop: AbortController;
-  readonly timer: ReturnType<typeof setTimeout> | undefined;
-}
 
 /**
  * ExecutionService/Work: each call read from the stream runs as the unary
@@ -61,7 +56,8 @@ export async function* workSession(
   requests: AsyncIterable<WorkRequest>,
   call: WorkSessionCall,
 ): AsyncGenerator<WorkResponse> {
-  const open = new Map<bigint, OpenCall>();
+  /** The calls read and not yet answered, each with its abort (deadline, cancel, the session's end). */
+  const open = new Map<bigint, CallAbort>();
   const answers: WorkResponse[] = [];
   let reading = true;
   let failure: unknown;
@@ -80,7 +76,7 @@ export async function* workSession(
   const ageTimer = setTimeout(end, deps.maxAgeMs);
   const onGone = (): void => {
     failure ??= ConnectError.from(call.signal.reason, Code.Canceled);
-    for (const { stop } of open.values()) stop.abort(call.signal.reason);
+    for (const abort of open.values()) abort.abort(call.signal.reason);
     notify();
   };
   call.drain.addEventListener('abort', end, { once: true });
@@ -89,8 +85,7 @@ export async function* workSession(
   if (call.signal.aborted) onGone();
 
   const answer = (callId: bigint, response: WorkResponse): void => {
-    const opened = open.get(callId);
-    if (opened) clearTimeout(opened.timer);
+    open.get(callId)?.abort(CALL_ENDED);
     open.delete(callId);
     answers.push(response);
     const free = roomFreed;
@@ -103,7 +98,7 @@ export async function* workSession(
     const { callId } = request;
     const work = request.call;
     if (work.case === 'cancel') {
-      open.get(callId)?.stop.abort(new ConnectError('the worker cancelled the call', Code.Canceled));
+      open.get(callId)?.abort(new ConnectError('the worker cancelled the call', Code.Canceled));
       return;
     }
     if (callId === 0n || open.has(callId)) {
@@ -115,7 +110,8 @@ export async function* workSession(
       refuse(invalidField('call', 'must name a call'));
       return;
     }
-    let timeoutMs = call.forward().timeoutMs;
+    const stream = call.forward();
+    let timeoutMs = stream.timeoutMs;
     if (request.timeout) {
       const { seconds, nanos } = request.timeout;
       if (seconds < 0n || nanos < 0 || nanos > 999_999_999) {
@@ -124,22 +120,28 @@ export async function* workSession(
       }
       timeoutMs = Math.min(timeoutMs ?? Number.POSITIVE_INFINITY, durationMs(request.timeout));
     }
-    const stop = new AbortController();
-    const deadline = timeoutMs === undefined ? undefined : performance.now() + timeoutMs;
-    const timer =
-      timeoutMs === undefined ? undefined : setTimeout(() => stop.abort(new ConnectError('the deadline passed', Code.DeadlineExceeded)), timeoutMs);
-    open.set(callId, { stop, timer });
-    const forward = (): ForwardedDeadline => {
-      const { headers } = call.forward();
-      return {
-        signal: stop.signal,
-        ...(deadline === undefined ? {} : { timeoutMs: Math.max(0, deadline - performance.now()) }),
-        ...(headers ? { headers } : {}),
-      };
-    };
+    // Its deadline's timer and its AbortSignal are made only for whoever waits on them.
+    const abort = new CallAbort();
+    if (timeoutMs !== undefined) abort.deadlineAt = Date.now() + timeoutMs;
+    open.set(callId, abort);
+    const { headers } = stream;
+    const forward = (): ForwardedDeadline => ({
+      get signal() {
+        return abort.signal();
+      },
+      listenForAbort: (listener) => abort.listen(listener),
+      ...(abort.deadlineAt === undefined ? {} : { timeoutMs: Math.max(0, abort.deadlineAt - Date.now()) }),
+      ...(headers ? { headers } : {}),
+    });
     const running: Promise<Uint8Array> =
       work.case === 'claimJobs'
-        ? claimJobs(deps, subject, work.value, { signal: stop.signal, drain: ending.signal, forward })
+        ? claimJobs(deps, subject, work.value, {
+            get signal() {
+              return abort.signal();
+            },
+            drain: ending.signal,
+            forward,
+          })
         : callWorkerRpc(deps.state, subject, work as WorkerCall, forward()).then(({ encoded }) => encoded);
     running.then(
       (encoded) => answer(callId, workAnswer(callId, work.case, encoded, call.encodedFrames)),
@@ -188,10 +190,7 @@ export async function* workSession(
     clearTimeout(ageTimer);
     call.drain.removeEventListener('abort', end);
     call.signal.removeEventListener('abort', onGone);
-    for (const { stop, timer } of open.values()) {
-      clearTimeout(timer);
-      stop.abort(new ConnectError('the session ended', Code.Canceled));
-    }
+    for (const abort of open.values()) abort.abort(new ConnectError('the session ended', Code.Canceled));
     open.clear();
   }
 }
