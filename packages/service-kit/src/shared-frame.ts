@@ -3,10 +3,12 @@ import { createContextKey, type HandlerContext } from '@connectrpc/connect';
 import { frameFor, grpcFrame } from '@docket/client-kit/node';
 
 /**
- * Response messages marked as sent unchanged on many streams, each with its
- * gRPC frame once one was encoded (`null` until then). Weak: a frame lives
- * as long as the message object does, that is while some stream still
- * holds it.
+ * Response messages whose gRPC frame is kept: those marked as sent
+ * unchanged on many streams ({@link sharedFrame}; `null` until a frame was
+ * encoded), those whose bytes were known before they were sent
+ * ({@link knownEncoding}), and placeholders standing for bytes put
+ * together upstream ({@link encodedFrame}). Weak: a frame lives as long as
+ * the message object does, that is while something still holds it.
  */
 const frames = new WeakMap<object, Buffer | null>();
 

@@ -143,10 +143,12 @@ export async function* workSession(
             forward,
           })
         : callWorkerRpc(deps.state, subject, work as WorkerCall, forward()).then(({ encoded }) => encoded);
-    running.then(
-      (encoded) => answer(callId, workAnswer(callId, work.case, encoded, call.encodedFrames)),
-      (error: unknown) => refuse(error, `Work/${work.case}`),
-    );
+    running
+      .then((encoded) => workAnswer(callId, work.case, encoded, call.encodedFrames))
+      .then(
+        (response) => answer(callId, response),
+        (error: unknown) => refuse(error, `Work/${work.case}`),
+      );
   };
 
   const read = async (): Promise<void> => {
